@@ -1,0 +1,172 @@
+"""BertBackbone: the BERT encoder as a functional Keras model."""
+
+import keras
+
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.layers.attention import attention_bias_from_padding_mask
+from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertBackbone(keras.Model):
+    """The BERT encoder of Devlin et al. (2018): embeddings, L post-LN Transformer blocks, tanh pooler.
+
+    A functional Keras model with no backend-specific code: it runs unchanged on TensorFlow, JAX and
+    PyTorch.
+
+    Inputs, a dict of int tensors of shape [batch, seq] (any seq <= `max_position_embeddings`):
+        token_ids: WordPiece ids, laid out [CLS] A [SEP] (B [SEP]) [PAD]...
+        segment_ids: 0 for segment A, 1 for segment B.
+        padding_mask: 1 for real tokens, 0 for padding.
+
+    Outputs, a dict:
+        sequence_output: [batch, seq, H], the last encoder layer.
+        pooled_output: [batch, H], tanh(Dense(sequence_output[:, 0])), the [CLS] summary.
+        hidden_states (only with `output_hidden_states=True`): a list of L + 1 tensors [batch, seq, H], the
+            embedding output first, then each encoder layer's output (the feature-based approach).
+
+    Args:
+        config: a `BertConfig` (or its dict).
+        output_hidden_states: also return every layer's output.
+        dtype: a dtype or `keras.DTypePolicy` for every layer, e.g. "mixed_bfloat16".
+
+    Examples:
+
+    >>> backbone = BertBackbone(BertConfig.preset("bert_tiny"))
+    >>> inputs = {
+    ...     "token_ids": keras.ops.array([[101, 7592, 102, 0]], dtype="int32"),
+    ...     "segment_ids": keras.ops.zeros((1, 4), dtype="int32"),
+    ...     "padding_mask": keras.ops.array([[1, 1, 1, 0]], dtype="int32"),
+    ... }
+    >>> outputs = backbone(inputs)
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 4, 128), (1, 128))
+
+    Load a Hugging Face or Google checkpoint with `BertBackbone.from_pretrained(path)`.
+    """
+
+    def __init__(self, config, output_hidden_states=False, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"BertBackbone expects a BertConfig or its dict; got {type(config).__name__}.")
+
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            dropout=config.hidden_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        encoder_blocks = [
+            BertEncoderBlock(
+                hidden_size=config.hidden_size,
+                num_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size,
+                hidden_act=config.hidden_act,
+                dropout=config.hidden_dropout_prob,
+                attention_dropout=config.attention_probs_dropout_prob,
+                layer_norm_eps=config.layer_norm_eps,
+                initializer_range=config.initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(config.num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(
+            config.hidden_size,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype=dtype,
+            name="pooler_dense",
+        )
+
+        # === Functional graph ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+
+        x = embeddings(token_ids, segment_ids)  # [batch, seq, H]
+        attention_bias = attention_bias_from_padding_mask(padding_mask)  # [batch, 1, 1, seq]
+        hidden_states = [x]
+        for block in encoder_blocks:
+            x = block(x, attention_bias)  # [batch, seq, H]
+            hidden_states.append(x)
+        pooled = pooler(x[:, 0, :])  # [batch, H]
+
+        outputs = {"sequence_output": x, "pooled_output": pooled}
+        if output_hidden_states:
+            outputs["hidden_states"] = hidden_states
+        super().__init__(
+            inputs={"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
+            outputs=outputs,
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.config = config
+        self.output_hidden_states = output_hidden_states
+        self.embeddings = embeddings
+        self.encoder_blocks = encoder_blocks
+        self.pooler = pooler
+        # Head weights (HF names) found in the checkpoint this backbone was loaded from; see from_pretrained.
+        self.head_weights = {}
+
+    @property
+    def token_embedding(self):
+        """The word-embedding layer (its matrix is tied to the masked-LM output layer)."""
+        return self.embeddings.word_embeddings
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "config": self.config.to_dict(),
+            "output_hidden_states": self.output_hidden_states,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_pretrained(cls, path, output_hidden_states=False, dtype=None, **config_overrides):
+        """Loads a checkpoint: a Hugging Face BERT directory, a Google TF1 checkpoint, or our own save.
+
+        Args:
+            path: a directory holding `config.json` + `model.safetensors`/`pytorch_model.bin`
+                (Hugging Face; keys with or without the `bert.` prefix), or `bert_config.json` +
+                `bert_model.ckpt.*` (Google), or the checkpoint prefix of a Google checkpoint.
+            output_hidden_states: also return every layer's output.
+            dtype: dtype policy for every layer.
+            **config_overrides: fields replacing those of the stored config, e.g. dropout rates.
+
+        Weights of pretraining and task heads found in the checkpoint (masked-LM transform and bias, NSP,
+        classifier, QA outputs) are kept, under their Hugging Face names, in `backbone.head_weights`.
+        """
+        from keras_bert_impl import checkpoint_conversion
+
+        return checkpoint_conversion.load_backbone(
+            path, output_hidden_states=output_hidden_states, dtype=dtype, **config_overrides
+        )
+
+    def save_pretrained(self, directory, head_weights=None):
+        """Writes `config.json` + `model.safetensors` in Hugging Face's BertModel layout.
+
+        The directory loads back with `from_pretrained` here and with transformers' `BertModel`.
+        """
+        from keras_bert_impl import checkpoint_conversion
+
+        checkpoint_conversion.save_backbone(self, directory, head_weights=head_weights)
+

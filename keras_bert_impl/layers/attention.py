@@ -1,0 +1,127 @@
+"""Multi-head self-attention of BERT, and the additive attention mask built from a padding mask.
+
+Written here rather than taken from keras.layers.MultiHeadAttention because that layer leaves the fused
+`keras.ops.dot_product_attention` path whenever a dropout rate is configured, even at inference, and
+masks with a boolean mask instead of BERT's finite additive bias.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+# The original modeling.py adds -10000.0 to the logits of padded keys: finite, so a row whose keys are all
+# padding gives a uniform distribution instead of NaN, and representable in float16.
+MASK_BIAS = -10000.0
+
+
+def attention_bias_from_padding_mask(padding_mask, dtype="float32"):
+    """Additive attention bias [batch, 1, 1, seq] from a padding mask [batch, seq] (1 = real token).
+
+    Real tokens get 0, padding gets `MASK_BIAS`; it broadcasts over heads and query positions.
+    """
+    mask = ops.cast(padding_mask, dtype)
+    bias = (1.0 - mask) * MASK_BIAS
+    return ops.expand_dims(ops.expand_dims(bias, 1), 1)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertSelfAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product self-attention with BERT's query/key/value/output projections.
+
+    Uses the fused `keras.ops.dot_product_attention` whenever no dropout is applied to the attention
+    probabilities (inference, or `dropout=0`); in training with dropout it computes
+    softmax(QK^T / sqrt(d) + bias), applies dropout, then multiplies by V, exactly as modeling.py.
+
+    Args:
+        hidden_size: Model width H.
+        num_heads: Number of heads A (H must be divisible by A).
+        dropout: Dropout rate on the attention probabilities.
+        initializer_range: Standard deviation of the truncated-normal kernel initializer.
+
+    Call arguments:
+        hidden_states: float tensor [batch, seq, H].
+        attention_bias: float tensor broadcastable to [batch, heads, seq, seq], e.g. from
+            `attention_bias_from_padding_mask`.
+
+    Returns:
+        float tensor [batch, seq, H] (after the output projection, before residual and LayerNorm).
+
+    Examples:
+
+    >>> layer = BertSelfAttention(hidden_size=8, num_heads=2)
+    >>> x = keras.ops.ones((2, 5, 8))
+    >>> bias = attention_bias_from_padding_mask(keras.ops.ones((2, 5)))
+    >>> tuple(layer(x, bias).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(self, hidden_size, num_heads, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads != 0:
+            raise ValueError(f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}.")
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+        def projection(name):
+            # [batch, seq, H] x [H, heads, head_size] -> [batch, seq, heads, head_size]
+            return keras.layers.EinsumDense(
+                "btd,dnh->btnh",
+                output_shape=(None, num_heads, self.head_size),
+                bias_axes="nh",
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.query = projection("query")
+        self.key = projection("key")
+        self.value = projection("value")
+        # [batch, seq, heads, head_size] x [heads, head_size, H] -> [batch, seq, H]
+        self.output_dense = keras.layers.EinsumDense(
+            "btnh,nhd->btd",
+            output_shape=(None, hidden_size),
+            bias_axes="d",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy,
+            name="attention_output",
+        )
+        self.probs_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_probs_dropout")
+
+    def build(self, hidden_states_shape, attention_bias_shape=None):
+        for layer in (self.query, self.key, self.value):
+            layer.build(hidden_states_shape)
+        self.output_dense.build(tuple(hidden_states_shape[:2]) + (self.num_heads, self.head_size))
+        self.built = True
+
+    def call(self, hidden_states, attention_bias, training=None):
+        q = self.query(hidden_states)  # [B, T, A, d]
+        k = self.key(hidden_states)  # [B, T, A, d]
+        v = self.value(hidden_states)  # [B, T, A, d]
+        bias = ops.cast(attention_bias, q.dtype)
+        if training and self.dropout > 0:
+            scale = 1.0 / math.sqrt(self.head_size)
+            logits = ops.einsum("btnh,bsnh->bnts", q, k) * ops.cast(scale, q.dtype) + bias  # [B, A, T, T]
+            # Softmax in float32 for stability under mixed precision.
+            probs = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
+            probs = self.probs_dropout(probs, training=training)
+            context = ops.einsum("bnts,bsnh->btnh", probs, v)  # [B, T, A, d]
+        else:
+            context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, T, A, d]
+        return self.output_dense(context)
+
+    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+        return tuple(hidden_states_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            dropout=self.dropout,
+            initializer_range=self.initializer_range,
+        )
+        return config

@@ -1,0 +1,120 @@
+"""BertEncoderBlock: one post-LN Transformer encoder block of BERT."""
+
+import keras
+
+from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.attention import BertSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertEncoderBlock(keras.layers.Layer):
+    """A post-LayerNorm Transformer encoder block (modeling.py's `transformer_model`, one layer).
+
+        a = LayerNorm(x + Dropout(SelfAttention(x, bias)))
+        y = LayerNorm(a + Dropout(Dense_out(act(Dense_intermediate(a)))))
+
+    Args:
+        hidden_size: Model width H.
+        num_heads: Number of attention heads.
+        intermediate_size: Width of the feed-forward layer.
+        hidden_act: Activation name (see `keras_bert_impl.config.SUPPORTED_ACTIVATIONS`).
+        dropout: Dropout rate on the sub-layer outputs.
+        attention_dropout: Dropout rate on the attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: Standard deviation of the truncated-normal kernel initializer.
+
+    Call arguments:
+        hidden_states: float tensor [batch, seq, H].
+        attention_bias: additive bias broadcastable to [batch, heads, seq, seq].
+
+    Returns:
+        float tensor [batch, seq, H].
+
+    Examples:
+
+    >>> from keras_bert_impl.layers.attention import attention_bias_from_padding_mask
+    >>> block = BertEncoderBlock(hidden_size=8, num_heads=2, intermediate_size=32)
+    >>> x = keras.ops.ones((2, 5, 8))
+    >>> tuple(block(x, attention_bias_from_padding_mask(keras.ops.ones((2, 5)))).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(
+        self,
+        hidden_size,
+        num_heads,
+        intermediate_size,
+        hidden_act="gelu",
+        dropout=0.0,
+        attention_dropout=0.0,
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+
+        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        policy = self.dtype_policy
+        self.attention = BertSelfAttention(
+            hidden_size, num_heads, attention_dropout, initializer_range, dtype=policy, name="attention"
+        )
+        self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="attention_output_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
+        )
+        self.intermediate_dense = keras.layers.Dense(
+            intermediate_size,
+            activation=get_activation(hidden_act),
+            kernel_initializer=init,
+            dtype=policy,
+            name="intermediate_dense",
+        )
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=policy, name="output_dense")
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
+        )
+
+    def build(self, hidden_states_shape, attention_bias_shape=None):
+        hidden_states_shape = tuple(hidden_states_shape)
+        self.attention.build(hidden_states_shape)
+        self.attention_layer_norm.build(hidden_states_shape)
+        self.intermediate_dense.build(hidden_states_shape)
+        self.output_dense.build(hidden_states_shape[:-1] + (self.intermediate_size,))
+        self.output_layer_norm.build(hidden_states_shape)
+        self.built = True
+
+    def call(self, hidden_states, attention_bias, training=None):
+        attention_output = self.attention(hidden_states, attention_bias, training=training)
+        attention_output = self.attention_dropout_layer(attention_output, training=training)
+        attention_output = self.attention_layer_norm(hidden_states + attention_output)
+
+        intermediate = self.intermediate_dense(attention_output)
+        layer_output = self.output_dense(intermediate)
+        layer_output = self.output_dropout(layer_output, training=training)
+        return self.output_layer_norm(attention_output + layer_output)
+
+    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+        return tuple(hidden_states_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_act=self.hidden_act,
+            dropout=self.dropout,
+            attention_dropout=self.attention_dropout,
+            layer_norm_eps=self.layer_norm_eps,
+            initializer_range=self.initializer_range,
+        )
+        return config

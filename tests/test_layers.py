@@ -1,0 +1,124 @@
+"""BertEmbeddings, BertSelfAttention, BertEncoderBlock against numpy_bert (modeling.py's math)."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.attention import MASK_BIAS, BertSelfAttention, attention_bias_from_padding_mask
+from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
+from tests import numpy_bert
+from tests.backend_utils import to_numpy
+
+PADDING_MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "float32")
+
+
+def _random_hidden(shape=(2, 5, 8)):
+    return np.random.RandomState(0).normal(size=shape).astype("float32")
+
+
+def _attention_weights(layer):
+    """The layer's q/k/v/o weights as [in, out] matrices for numpy_bert.self_attention."""
+    hidden = layer.hidden_size
+    out = []
+    for dense in (layer.query, layer.key, layer.value):
+        out += [to_numpy(dense.kernel).reshape(hidden, hidden), to_numpy(dense.bias).reshape(hidden)]
+    out += [to_numpy(layer.output_dense.kernel).reshape(hidden, hidden), to_numpy(layer.output_dense.bias)]
+    return out
+
+
+def test_embeddings_are_sum_of_three_lookups_then_layer_norm():
+    layer = BertEmbeddings(vocab_size=50, hidden_size=8, max_position_embeddings=16, type_vocab_size=2)
+    token_ids = np.array([[3, 7, 9, 0], [1, 2, 3, 4]], "int32")
+    segment_ids = np.array([[0, 0, 1, 1], [0, 1, 1, 1]], "int32")
+    out = to_numpy(layer(token_ids, segment_ids))
+    words = to_numpy(layer.word_embeddings.embeddings)
+    segments = to_numpy(layer.token_type_embeddings.embeddings)
+    positions = to_numpy(layer.position_embeddings.embeddings)
+    expected = numpy_bert.layer_norm(
+        words[token_ids] + segments[segment_ids] + positions[:4][None],
+        to_numpy(layer.layer_norm.gamma),
+        to_numpy(layer.layer_norm.beta),
+        1e-12,
+    )
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+
+
+def test_embeddings_refuse_sequences_longer_than_the_position_table():
+    layer = BertEmbeddings(vocab_size=50, hidden_size=8, max_position_embeddings=4, type_vocab_size=2)
+    ids = np.zeros((1, 5), "int32")
+    with pytest.raises(ValueError, match="sequence length 5 exceeds max_position_embeddings=4"):
+        layer(ids, ids)
+
+
+def test_attention_bias_is_finite_and_zero_on_real_tokens():
+    bias = to_numpy(attention_bias_from_padding_mask(PADDING_MASK))
+    assert bias.shape == (2, 1, 1, 5)
+    np.testing.assert_array_equal(bias[1, 0, 0], [0, 0, 0, MASK_BIAS, MASK_BIAS])
+    assert np.isfinite(bias).all()
+
+
+@pytest.mark.parametrize("path", ["fused", "explicit_with_dropout_layer"])
+def test_self_attention_matches_modeling_py(path):
+    layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.3 if path != "fused" else 0.0)
+    x = _random_hidden()
+    bias = attention_bias_from_padding_mask(PADDING_MASK)
+    if path == "fused":
+        out = layer(x, bias, training=False)
+    else:
+        layer(x, bias)  # build
+        layer.probs_dropout.rate = 0.0  # keep the explicit (non-fused) branch but make dropout the identity
+        out = layer(x, bias, training=True)
+    expected = numpy_bert.self_attention(x, PADDING_MASK, *_attention_weights(layer), num_heads=2)
+    np.testing.assert_allclose(to_numpy(out), expected, atol=1e-5)
+
+
+def test_attention_dropout_is_active_only_in_training():
+    layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.5)
+    x = _random_hidden()
+    bias = attention_bias_from_padding_mask(PADDING_MASK)
+    inference = to_numpy(layer(x, bias, training=False))
+    np.testing.assert_allclose(inference, to_numpy(layer(x, bias, training=False)), atol=1e-6)
+    assert np.abs(to_numpy(layer(x, bias, training=True)) - inference).max() > 1e-3
+
+
+@pytest.mark.parametrize("hidden_act, reference", [("gelu", numpy_bert.gelu), ("gelu_new", numpy_bert.gelu_tanh)])
+def test_encoder_block_is_post_layer_norm_transformer(hidden_act, reference):
+    block = BertEncoderBlock(hidden_size=8, num_heads=2, intermediate_size=32, hidden_act=hidden_act, layer_norm_eps=1e-7)
+    x = _random_hidden()
+    out = to_numpy(block(x, attention_bias_from_padding_mask(PADDING_MASK)))
+
+    attention = numpy_bert.self_attention(x, PADDING_MASK, *_attention_weights(block.attention), num_heads=2)
+    ln1 = block.attention_layer_norm
+    a = numpy_bert.layer_norm(x + attention, to_numpy(ln1.gamma), to_numpy(ln1.beta), 1e-7)
+    h = reference(a @ to_numpy(block.intermediate_dense.kernel) + to_numpy(block.intermediate_dense.bias))
+    y = h @ to_numpy(block.output_dense.kernel) + to_numpy(block.output_dense.bias)
+    ln2 = block.output_layer_norm
+    expected = numpy_bert.layer_norm(a + y, to_numpy(ln2.gamma), to_numpy(ln2.beta), 1e-7)
+    np.testing.assert_allclose(out, expected, atol=1e-4)
+
+
+def test_activations_are_the_named_functions():
+    x = np.linspace(-4, 4, 41).astype("float32")
+    np.testing.assert_allclose(to_numpy(get_activation("gelu")(x)), numpy_bert.gelu(x), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(get_activation("gelu_new")(x)), numpy_bert.gelu_tanh(x), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(get_activation("relu")(x)), np.maximum(x, 0), atol=0)
+    with pytest.raises(ValueError, match="Unknown hidden_act 'elu'"):
+        get_activation("elu")
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        lambda: BertEmbeddings(vocab_size=50, hidden_size=8, max_position_embeddings=16, type_vocab_size=2, dropout=0.2),
+        lambda: BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.1),
+        lambda: BertEncoderBlock(hidden_size=8, num_heads=2, intermediate_size=32, hidden_act="relu"),
+    ],
+)
+def test_layer_config_round_trip(layer):
+    original = layer()
+    config = original.get_config()
+    restored = original.__class__.from_config(config)
+    assert restored.get_config() == config
+    assert keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(original)).get_config() == config
