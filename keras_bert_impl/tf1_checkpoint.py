@@ -69,7 +69,7 @@ def read_tf1_checkpoint(prefix):
     """Reads a TF1 checkpoint (e.g. `.../bert_model.ckpt`) into the canonical weight dict."""
     try:
         reader = tf.train.load_checkpoint(prefix)
-    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
+    except (tf.errors.OpError, ValueError) as e:
         raise ValueError(f"{prefix}: not a readable TensorFlow checkpoint: {e}") from None
     weights = {}
     for tf1_name in reader.get_variable_to_shape_map():

@@ -1,0 +1,145 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.config import BertConfig
+from tests.backend_utils import to_numpy, trainable_gradients
+
+TINY = BertConfig(
+    vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
+    max_position_embeddings=32,
+)
+
+
+def _inputs(batch=2, seq=6, seed=0):
+    rng = np.random.RandomState(seed)
+    mask = np.ones((batch, seq), "int32")
+    mask[1, seq - 2 :] = 0
+    return {
+        "token_ids": rng.randint(1, TINY.vocab_size, size=(batch, seq)).astype("int32") * mask,
+        "segment_ids": (np.arange(seq)[None] >= seq // 2).astype("int32").repeat(batch, 0),
+        "padding_mask": mask,
+    }
+
+
+def test_bert_base_has_exactly_109_482_240_parameters():
+    assert BertBackbone(BertConfig.preset("bert_base")).count_params() == 109_482_240
+
+
+@pytest.mark.slow
+def test_bert_large_has_exactly_335_141_888_parameters():
+    # 335,043,584 in some tables forgets the 24 intermediate biases (24 * 4096).
+    assert BertBackbone(BertConfig.preset("bert_large")).count_params() == 335_141_888
+
+
+def test_outputs_and_hidden_states_have_the_documented_shapes():
+    model = BertBackbone(TINY, output_hidden_states=True)
+    outputs = model(_inputs())
+    assert tuple(outputs["sequence_output"].shape) == (2, 6, 16)
+    assert tuple(outputs["pooled_output"].shape) == (2, 16)
+    hidden = outputs["hidden_states"]
+    assert len(hidden) == TINY.num_hidden_layers + 1
+    np.testing.assert_allclose(to_numpy(hidden[-1]), to_numpy(outputs["sequence_output"]), atol=0)
+    embeddings = model.embeddings(_inputs()["token_ids"], _inputs()["segment_ids"])
+    np.testing.assert_allclose(to_numpy(hidden[0]), to_numpy(embeddings), atol=1e-6)
+
+
+def test_pooled_output_is_tanh_dense_of_the_cls_position():
+    model = BertBackbone(TINY)
+    outputs = model(_inputs())
+    cls = to_numpy(outputs["sequence_output"])[:, 0]
+    expected = np.tanh(cls @ to_numpy(model.pooler.kernel) + to_numpy(model.pooler.bias))
+    np.testing.assert_allclose(to_numpy(outputs["pooled_output"]), expected, atol=1e-5)
+
+
+def test_padding_does_not_change_outputs_at_real_positions():
+    model = BertBackbone(TINY)
+    short = {k: v[:1, :4] for k, v in _inputs().items()}
+    padded = {k: np.concatenate([v, np.zeros((1, 5), "int32")], axis=1) for k, v in short.items()}
+    padded["token_ids"][0, 4:] = [5, 9, 13, 2, 7]  # garbage under the padding
+    a = to_numpy(model(short)["sequence_output"])
+    b = to_numpy(model(padded)["sequence_output"])[:, :4]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_a_fully_padded_row_gives_finite_outputs():
+    model = BertBackbone(TINY)
+    inputs = _inputs()
+    inputs["padding_mask"][0] = 0
+    outputs = model(inputs)
+    assert np.isfinite(to_numpy(outputs["sequence_output"])).all()
+    assert np.isfinite(to_numpy(outputs["pooled_output"])).all()
+
+
+def test_any_length_up_to_max_positions_works_and_longer_is_refused():
+    model = BertBackbone(TINY)
+    for seq in (1, 7, TINY.max_position_embeddings):
+        inputs = {k: np.ones((1, seq), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
+        assert tuple(model(inputs)["sequence_output"].shape) == (1, seq, 16)
+    too_long = {k: np.ones((1, 33), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
+    with pytest.raises(ValueError, match="33 exceeds max_position_embeddings=32"):
+        model(too_long)
+
+
+def test_every_trainable_weight_gets_a_nonzero_gradient():
+    model = BertBackbone(TINY)
+    inputs = _inputs()
+
+    rng = np.random.RandomState(1)
+    seq_weights = keras.ops.convert_to_tensor(rng.normal(size=(2, 6, 16)).astype("float32"))
+    pooled_weights = keras.ops.convert_to_tensor(rng.normal(size=(2, 16)).astype("float32"))
+
+    def loss_fn(outputs):  # random projections: LayerNorm's scale invariance cannot hide a gradient
+        return keras.ops.sum(outputs["sequence_output"] * seq_weights) + keras.ops.sum(
+            outputs["pooled_output"] * pooled_weights
+        )
+
+    grads = trainable_gradients(model, inputs, loss_fn)
+    assert len(grads) == len(model.trainable_variables) == 5 + 2 * 16 + 2  # embeddings, 2 blocks, pooler
+    for variable, grad in zip(model.trainable_variables, grads):
+        assert grad is not None and np.abs(grad).max() > 0, variable.path
+
+
+def test_dropout_is_active_only_in_training():
+    model = BertBackbone(TINY)
+    inputs = _inputs()
+    inference = to_numpy(model(inputs)["sequence_output"])
+    np.testing.assert_allclose(inference, to_numpy(model(inputs, training=False)["sequence_output"]), atol=1e-6)
+    assert np.abs(to_numpy(model(inputs, training=True)["sequence_output"]) - inference).max() > 1e-3
+
+
+def test_config_round_trip_and_keras_file_round_trip(tmp_path):
+    model = BertBackbone(TINY, output_hidden_states=True)
+    restored = BertBackbone.from_config(model.get_config())
+    assert restored.config == TINY and restored.output_hidden_states
+    assert restored.get_config() == model.get_config()
+    path = str(tmp_path / "backbone.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded, BertBackbone)
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(to_numpy(loaded(_inputs())[key]), to_numpy(model(_inputs())[key]), atol=1e-6)
+
+
+def test_predict_and_fit_run_through_keras():
+    model = BertBackbone(TINY)
+    inputs = _inputs(batch=4)
+    assert model.predict(inputs, batch_size=2, verbose=0)["pooled_output"].shape == (4, 16)
+    pooled = keras.layers.Dense(2)(model.output["pooled_output"])
+    classifier = keras.Model(model.input, pooled)
+    classifier.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = classifier.fit(inputs, np.array([0, 1, 0, 1]), epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_mixed_bfloat16_policy_keeps_float32_variables():
+    model = BertBackbone(TINY, dtype="mixed_bfloat16")
+    assert all(v.dtype == "float32" for v in model.weights)
+    outputs = model(_inputs())
+    assert keras.backend.standardize_dtype(outputs["sequence_output"].dtype) == "bfloat16"
+
+
+def test_a_non_config_argument_is_refused():
+    with pytest.raises(TypeError, match="expects a BertConfig"):
+        BertBackbone("bert_base")
