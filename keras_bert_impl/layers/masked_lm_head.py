@@ -1,0 +1,93 @@
+"""MaskedLMHead: BERT's masked-LM output layer, evaluated only at the masked positions."""
+
+import keras
+from keras import ops
+
+from keras_bert_impl.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class MaskedLMHead(keras.layers.Layer):
+    """Masked-LM head of modeling.py's `get_masked_lm_output`, at the gathered positions only.
+
+        h = LayerNorm(act(Dense_H(sequence_output[masked_positions])))
+        logits = h @ word_embeddings^T + output_bias
+
+    The vocabulary projection is tied to the backbone's word-embedding matrix, and it is computed only
+    for the `max_predictions_per_seq` masked positions, not for every token: the [H, vocab] matmul is the
+    most expensive op of pretraining otherwise.
+
+    Args:
+        token_embedding: the backbone's word-embedding layer (`backbone.token_embedding`), whose matrix
+            is reused as the output projection. Not serialized: the model that owns both passes it.
+        hidden_act: activation name of the transform (the backbone's `hidden_act`).
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: Standard deviation of the truncated-normal initializer.
+
+    Call arguments:
+        sequence_output: float tensor [batch, seq, H].
+        masked_positions: int tensor [batch, num_predictions], positions to predict.
+
+    Returns:
+        float32 logits [batch, num_predictions, vocab_size].
+
+    Examples:
+
+    >>> embedding = keras.layers.Embedding(100, 8)
+    >>> embedding.build((None,))
+    >>> head = MaskedLMHead(embedding)
+    >>> logits = head(keras.ops.ones((2, 5, 8)), keras.ops.array([[1, 2], [0, 4]]))
+    >>> tuple(logits.shape)
+    (2, 2, 100)
+    """
+
+    def __init__(self, token_embedding, hidden_act="gelu", layer_norm_eps=1e-12, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.token_embedding = token_embedding
+        self.hidden_act = hidden_act
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        hidden_size = token_embedding.output_dim
+        self.transform_dense = keras.layers.Dense(
+            hidden_size,
+            activation=get_activation(hidden_act),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=self.dtype_policy,
+            name="transform_dense",
+        )
+        self.transform_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype=self.dtype_policy, name="transform_layer_norm"
+        )
+
+    def build(self, sequence_output_shape, masked_positions_shape=None):
+        hidden_size = self.token_embedding.output_dim
+        self.transform_dense.build((None, None, hidden_size))
+        self.transform_layer_norm.build((None, None, hidden_size))
+        self.output_bias = self.add_weight(
+            shape=(self.token_embedding.input_dim,), initializer="zeros", name="output_bias"
+        )
+        self.built = True
+
+    def call(self, sequence_output, masked_positions):
+        # [batch, seq, H] gathered at [batch, P] -> [batch, P, H]
+        positions = ops.expand_dims(ops.cast(masked_positions, "int32"), -1)
+        x = ops.take_along_axis(sequence_output, positions, axis=1)
+        x = self.transform_layer_norm(self.transform_dense(x))
+        embeddings = ops.cast(self.token_embedding.embeddings, x.dtype)  # [vocab, H]
+        logits = ops.einsum("bph,vh->bpv", x, embeddings)
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
+        return tuple(masked_positions_shape) + (self.token_embedding.input_dim,)
+
+    def compute_output_spec(self, sequence_output, masked_positions):
+        return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, masked_positions.shape), "float32")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_act=self.hidden_act,
+            layer_norm_eps=self.layer_norm_eps,
+            initializer_range=self.initializer_range,
+        )
+        return config
