@@ -1,0 +1,150 @@
+"""TFBertTokenizer and BertTextPacker: the in-graph twin equals the Python BertTokenizer."""
+
+import os
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py
+
+from keras_bert_impl.tf_text_packer import BertTextPacker  # noqa: E402
+from keras_bert_impl.tf_tokenization import TFBertTokenizer  # noqa: E402
+from keras_bert_impl.tokenization import BertTokenizer  # noqa: E402
+from tokenization_reference import mixed_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def python_tokenizer(minilm_path):
+    return BertTokenizer.from_pretrained(minilm_path)
+
+
+@pytest.fixture(scope="module")
+def graph_tokenizer(python_tokenizer):
+    return TFBertTokenizer(python_tokenizer)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return mixed_corpus()
+
+
+def _assert_same_as_python(python_tokenizer, graph_tokenizer, lines):
+    ids, starts, ends = graph_tokenizer.tokenize_with_offsets(tf.constant(lines))
+    assert ids.dtype == starts.dtype == ends.dtype == tf.int32
+    for i, line in enumerate(lines):
+        tokens, offsets = python_tokenizer.tokenize_with_offsets(line)
+        assert ids[i].numpy().tolist() == python_tokenizer.convert_tokens_to_ids(tokens), repr(line)
+        assert list(zip(starts[i].numpy().tolist(), ends[i].numpy().tolist())) == offsets, repr(line)
+
+
+def test_mixed_corpus_same_ids_and_offsets(python_tokenizer, graph_tokenizer, corpus):
+    _assert_same_as_python(python_tokenizer, graph_tokenizer, corpus)
+
+
+def test_hard_cases(python_tokenizer, graph_tokenizer):
+    lines = [
+        "ΟΔΟΣ ΟΔΟΣ. ΣΑΣ Σ ΑΣ\u200bΒ ΑΣ\x00 ΑΣ'Β ΑΣ.Β",  # Final sigma in and out of context.
+        "full\uff01width\uff1f \uff21\uff22 \u3000 ideo",  # Full-width punctuation stays (no NFKC).
+        "soft\u00adhyphen zero\u200bwidth \ufeffbom nul\x00 \ufffd repl esc\x1b[0m",
+        "line\u2028sep para\u2029sep nbsp\u00a0x vt\x0bx nel\x85x",
+        "한국어 \uf900 \U00020000 \u1fef x\u037ey \u212a \u0130stanbul",
+        "[CLS] " + "x" * 201 + " " + "y" * 200,
+        "",
+    ]
+    _assert_same_as_python(python_tokenizer, graph_tokenizer, lines)
+
+
+def test_cased_vocabulary_in_graph(tmp_path, corpus):
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "Hello", "H", "##é", "##llo", "How", "##dy", "!", "ΟΔΟ", "##Σ", "ab"]
+    (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    python = BertTokenizer(str(tmp_path / "vocab.txt"), do_lower_case=False)
+    _assert_same_as_python(python, TFBertTokenizer(python), ["Héllo HOWdy Howdy! ΟΔΟΣ a\u200bb"] + corpus[:80])
+
+
+@pytest.mark.parametrize("padding", ["longest", "max_length"])
+def test_packing_same_as_python(python_tokenizer, graph_tokenizer, corpus, padding):
+    texts_a, texts_b = corpus[:30], corpus[30:60]
+    for max_length in (4, 7, 16, 64):
+        for pairs in (None, texts_b):
+            expected = python_tokenizer(texts_a, pairs, max_length=max_length, padding=padding, return_offsets=True)
+            got = graph_tokenizer(
+                tf.constant(texts_a),
+                None if pairs is None else tf.constant(pairs),
+                max_length=max_length,
+                padding=padding,
+                return_offsets=True,
+            )
+            for key, value in expected.items():
+                assert got[key].dtype == tf.int32
+                np.testing.assert_array_equal(got[key].numpy(), value, err_msg=f"{key} {max_length} {padding}")
+
+
+def test_scalar_input_and_tf_function(python_tokenizer, graph_tokenizer):
+    fn = tf.function(lambda s: graph_tokenizer(s, max_length=12, padding="max_length"))
+    out = fn(tf.constant("Héllo wörld"))
+    assert out["token_ids"].shape == (12,)
+    expected = python_tokenizer("Héllo wörld", max_length=12, padding="max_length")["token_ids"][0]
+    np.testing.assert_array_equal(out["token_ids"].numpy(), expected)
+
+
+def test_saved_model_round_trip(python_tokenizer, graph_tokenizer, corpus, tmp_path):
+    module = tf.Module()
+    module.tokenizer = graph_tokenizer
+    module.encode = tf.function(
+        lambda texts: graph_tokenizer(texts, max_length=32, padding="max_length"),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    tf.saved_model.save(module, str(tmp_path / "tokenizer"))
+    restored = tf.saved_model.load(str(tmp_path / "tokenizer"))
+    got = restored.encode(tf.constant(corpus[:50]))
+    expected = python_tokenizer(corpus[:50], max_length=32, padding="max_length")
+    np.testing.assert_array_equal(got["token_ids"].numpy(), expected["token_ids"])
+    np.testing.assert_array_equal(got["segment_ids"].numpy(), expected["segment_ids"])
+
+
+def test_packer_in_tf_data(python_tokenizer, graph_tokenizer, corpus):
+    packer = BertTextPacker(graph_tokenizer, max_length=24)
+    texts_a, texts_b = corpus[:20], corpus[20:40]
+    ds = tf.data.Dataset.from_tensor_slices((texts_a, texts_b)).batch(8).map(lambda a, b: packer((a, b)))
+    batches = list(ds.as_numpy_iterator())
+    expected = python_tokenizer(texts_a, texts_b, max_length=24, padding="max_length")
+    for key, value in expected.items():
+        np.testing.assert_array_equal(np.concatenate([b[key] for b in batches]), value)
+    # Unbatched elements (rank-0 strings) give rank-1 outputs.
+    single = next(iter(tf.data.Dataset.from_tensor_slices(texts_a).map(packer)))
+    np.testing.assert_array_equal(single["token_ids"].numpy(), expected_single := python_tokenizer(texts_a[0], max_length=24, padding="max_length")["token_ids"][0])
+    assert expected_single.shape == (24,)
+    # Called eagerly, outputs are tensors of the current backend.
+    eager = packer(tf.constant(texts_a[:2]))
+    assert keras.ops.is_tensor(eager["token_ids"])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(eager["token_ids"]), python_tokenizer(texts_a[:2], max_length=24, padding="max_length")["token_ids"])
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="A Keras model with a string input runs its layers on TensorFlow tensors: only the TensorFlow "
+    "backend can hold the packer inside a model (JAX/PyTorch use it in tf.data, tested above).",
+)
+def test_packer_inside_tf_keras_model(python_tokenizer, graph_tokenizer, corpus):
+    texts = keras.Input(shape=(), dtype="string")
+    pairs = keras.Input(shape=(), dtype="string")
+    outputs = BertTextPacker(graph_tokenizer, max_length=20)((texts, pairs))
+    model = keras.Model([texts, pairs], outputs)
+    got = model.predict([np.array(corpus[:10], dtype=object), np.array(corpus[10:20], dtype=object)], verbose=0)
+    expected = python_tokenizer(corpus[:10], corpus[10:20], max_length=20, padding="max_length")
+    for key, value in expected.items():
+        np.testing.assert_array_equal(np.asarray(got[key]), value)
+
+
+def test_bad_input(graph_tokenizer):
+    with pytest.raises(ValueError, match="max_length must be at least 3"):
+        graph_tokenizer(tf.constant(["a"]), max_length=2)
+    with pytest.raises(ValueError, match="max_length must be at least 4"):
+        graph_tokenizer(tf.constant(["a"]), tf.constant(["b"]), max_length=3)
+    with pytest.raises(TypeError, match="texts must be a tf.string"):
+        graph_tokenizer(tf.constant([1, 2]))
+    with pytest.raises(TypeError, match="tokenizer must be"):
+        BertTextPacker(42)
