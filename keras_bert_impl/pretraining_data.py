@@ -134,7 +134,9 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
             yield document
 
 
-def iter_document_shards(documents: Iterable[Document], shard_size_documents: Optional[int]) -> Iterator[List[Document]]:
+def iter_document_shards(
+    documents: Iterable[Document], shard_size_documents: Optional[int]
+) -> Iterator[List[Document]]:
     """Groups a stream of documents into lists of at most `shard_size_documents` documents.
 
     Only one shard is held at a time: the next document is pulled from `documents` only after the
@@ -498,7 +500,9 @@ def create_instances_from_document(
             tokens, positions, labels = create_masked_lm_predictions(
                 instance.tokens, masked_lm_prob, max_predictions_per_seq, vocab_words, rng, do_whole_word_mask
             )
-            instance = dataclasses.replace(instance, tokens=tokens, masked_lm_positions=positions, masked_lm_labels=labels)
+            instance = dataclasses.replace(
+                instance, tokens=tokens, masked_lm_positions=positions, masked_lm_labels=labels
+            )
         instances.append(instance)
     return instances
 

@@ -35,7 +35,6 @@ TFRecords written with `with_masks=False` (`unmasked_pretraining_dataset`).
 PyTorch alike.
 """
 
-import os
 import random
 from typing import Callable, Iterable, Optional, Sequence, Union
 
@@ -58,7 +57,11 @@ def _float_feature(values) -> tf.train.Feature:
 
 
 def instance_to_tf_example(
-    instance: pd_lib.TrainingInstance, tokenizer, max_seq_length: int, max_predictions_per_seq: int, with_masks: bool = True
+    instance: pd_lib.TrainingInstance,
+    tokenizer,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    with_masks: bool = True,
 ) -> tf.train.Example:
     """The `tf.train.Example` of one instance, with the original's feature names, types and order.
 
@@ -134,7 +137,8 @@ def write_instances_to_example_files(
         writer_index = 0
         for instance in instances:
             example = instance_to_tf_example(instance, tokenizer, max_seq_length, max_predictions_per_seq, with_masks)
-            writers[writer_index].write(example.SerializeToString())
+            # deterministic=True: proto map entries in sorted order, so a seed gives the same bytes in every process.
+            writers[writer_index].write(example.SerializeToString(deterministic=True))
             writer_index = (writer_index + 1) % len(writers)
             total_written += 1
             if progress_fn is not None and total_written % progress_every == 0:
@@ -224,7 +228,8 @@ def parsed_to_inputs_and_labels(parsed: dict):
 
     Examples:
 
-    >>> x, y = parsed_to_inputs_and_labels(tf.io.parse_example(serialized, original_feature_spec(128, 20)))  # doctest: +SKIP
+    >>> spec = original_feature_spec(128, 20)
+    >>> x, y = parsed_to_inputs_and_labels(tf.io.parse_example(serialized, spec))  # doctest: +SKIP
     """
     x = {
         "token_ids": tf.cast(parsed["input_ids"], tf.int32),
@@ -589,7 +594,7 @@ def unmasked_dataset_from_text(
     dupe_factor: int = 1,
     short_seq_prob: float = 0.1,
     sentence_order: bool = False,
-    shard_size_documents: Optional[int] = 10000,
+    shard_size_documents: Optional[int] = 1000,
     random_seed: int = 12345,
 ) -> tf.data.Dataset:
     """Unmasked packed NSP (or SOP) pairs straight from text, streamed through `tf.data` (no files).
@@ -693,7 +698,8 @@ def unmasked_pretraining_dataset(
 
     Examples:
 
-    >>> ds = unmasked_pretraining_dataset("out/*.tfrecord", 128, 32, **masking_token_ids(tokenizer.vocab))  # doctest: +SKIP
+    >>> ids = masking_token_ids(tokenizer.vocab)  # doctest: +SKIP
+    >>> ds = unmasked_pretraining_dataset("out/*.tfrecord", 128, 32, **ids)  # doctest: +SKIP
     """
     if drop_remainder is None:
         drop_remainder = is_training
