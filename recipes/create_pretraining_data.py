@@ -15,7 +15,6 @@ Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_
 `tf_pretraining_data.unmasked_pretraining_dataset`, which masks on the fly).
 """
 
-import argparse
 import os
 import random
 import sys
@@ -23,37 +22,12 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-BOOL_FLAGS = ("do_lower_case", "do_whole_word_mask", "sentence_order", "dynamic_masking")
-
-
-def _parse_bool(value):
-    if isinstance(value, bool):
-        return value
-    lowered = value.strip().lower()
-    if lowered in ("1", "true", "t", "yes", "y"):
-        return True
-    if lowered in ("0", "false", "f", "no", "n"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {value!r}")
-
-
-def _absl_style(argv):
-    """Rewrites absl's `--noFLAG` into `--FLAG=false` for the boolean flags."""
-    out = []
-    for arg in argv:
-        for name in BOOL_FLAGS:
-            if arg in (f"--no{name}", f"-no{name}"):
-                arg = f"--{name}=false"
-        out.append(arg)
-    return out
-
+from keras_bert_impl.flags import FlagParser  # noqa: E402
 
 def build_parser():
     """The argument parser, with the original's flag names and defaults."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-
-    def flag_bool(name, default, help_text):
-        p.add_argument(f"--{name}", type=_parse_bool, nargs="?", const=True, default=default, help=help_text)
+    p = FlagParser(description=__doc__.split("\n")[0])
+    flag_bool = p.add_bool_flag
 
     p.add_argument(
         "--input_file", required=True, help="Input raw text file(s): comma-separated list of files or globs."
@@ -108,7 +82,7 @@ def _glob_inputs(input_file):
 
 def main(argv=None, tokenizer=None):
     """Runs the script; `tokenizer` replaces the one built from `--vocab_file` (tests)."""
-    args = build_parser().parse_args(_absl_style(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(argv)
 
     import tensorflow as tf
 

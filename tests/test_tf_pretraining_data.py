@@ -481,9 +481,9 @@ def test_recipe_flags_in_process(tmp_path):
     corpus, words = write_corpus(tmp_path / "c1.txt", seed=4, pieces=True)
     write_corpus(tmp_path / "c2.txt", seed=5, pieces=True)
     tok = WhitespaceTokenizer(words + [f"w{i}" for i in range(61)] + [f"##p{i}" for i in range(10)])
-    args = recipe.build_parser().parse_args(recipe._absl_style(
+    args = recipe.build_parser().parse_args(
         ["--input_file=x", "--output_file=y", "--vocab_file=v", "--nodo_lower_case", "--do_whole_word_mask"]
-    ))
+    )
     assert (args.do_lower_case, args.do_whole_word_mask, args.sentence_order) == (False, True, False)
     assert (args.max_seq_length, args.max_predictions_per_seq) == (128, 20)
     assert (args.random_seed, args.dupe_factor) == (12345, 10)

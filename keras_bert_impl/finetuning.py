@@ -1,0 +1,144 @@
+"""What every fine-tuning recipe shares: the original run_*.py flags, loading the checkpoint and its
+tokenizer, BERT's optimizer schedule, and keeping the best checkpoint by a dev metric.
+
+The task recipes (`recipes/run_glue.py`, `run_ner.py`, `run_squad.py`, `run_swag.py`) stay short by
+calling these.
+"""
+
+import json
+import math
+import os
+
+import keras
+
+from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.flags import FlagParser
+from keras_bert_impl.optimization import create_optimizer
+from keras_bert_impl.tokenization import BertTokenizer
+
+
+def finetuning_flag_parser(description, max_seq_length=128):
+    """A `FlagParser` holding the flags common to google-research/bert's run_classifier.py,
+    run_squad.py and friends, with their defaults."""
+    p = FlagParser(description=description)
+    p.add_argument("--data_dir", default=None, help="Directory of the task's data files.")
+    p.add_argument(
+        "--init_checkpoint",
+        default=None,
+        help="Checkpoint to start from: a Hugging Face directory, a Google checkpoint directory or prefix, "
+        "or a directory written by save_pretrained. Without it the model starts from random weights.",
+    )
+    p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
+    p.add_argument("--vocab_file", default=None, help="vocab.txt; default: the checkpoint directory's vocab.txt.")
+    p.add_bool_flag("do_lower_case", None, "Lower-case the input (uncased models). Default: the checkpoint's.")
+    p.add_argument("--output_dir", required=True, help="Where checkpoints, metrics and predictions go.")
+    p.add_argument("--max_seq_length", type=int, default=max_seq_length, help="Sequence length after WordPiece.")
+    p.add_bool_flag("do_train", False, "Fine-tune on the training set.")
+    p.add_bool_flag("do_eval", False, "Evaluate on the dev set.")
+    p.add_bool_flag("do_predict", False, "Predict on the test set.")
+    p.add_argument("--train_batch_size", type=int, default=32)
+    p.add_argument("--eval_batch_size", type=int, default=8)
+    p.add_argument("--predict_batch_size", type=int, default=8)
+    p.add_argument("--learning_rate", type=float, default=5e-5, help="Peak learning rate of AdamW.")
+    p.add_argument("--num_train_epochs", type=float, default=3.0)
+    p.add_argument("--warmup_proportion", type=float, default=0.1, help="Fraction of steps of linear warmup.")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--steps_per_execution", type=int, default=1)
+    return p
+
+
+def load_tokenizer(args):
+    """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory."""
+    kwargs = {} if args.do_lower_case is None else {"do_lower_case": args.do_lower_case}
+    if args.vocab_file:
+        return BertTokenizer(args.vocab_file, **kwargs)
+    directory = args.init_checkpoint
+    if directory and not os.path.isdir(directory):
+        directory = os.path.dirname(directory)  # a Google checkpoint prefix
+    if not directory or not os.path.isfile(os.path.join(directory, "vocab.txt")):
+        raise ValueError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
+    return BertTokenizer.from_pretrained(directory, **kwargs)
+
+
+def load_backbone(args, **config_overrides):
+    """The backbone of `--init_checkpoint` (with `--bert_config_file` when given), else a random one."""
+    if args.init_checkpoint:
+        if args.bert_config_file:
+            stored = BertConfig.from_json_file(args.bert_config_file).to_dict()
+            config_overrides = {**stored, **config_overrides}
+        return BertBackbone.from_pretrained(args.init_checkpoint, **config_overrides)
+    if not args.bert_config_file:
+        raise ValueError("Either --init_checkpoint or --bert_config_file is required.")
+    config = BertConfig.from_json_file(args.bert_config_file)
+    if config_overrides:
+        config = BertConfig.from_dict({**config.to_dict(), **config_overrides})
+    return BertBackbone(config)
+
+
+def num_train_steps(num_examples, train_batch_size, num_train_epochs):
+    """Optimizer steps of a fine-tuning run: every batch of every epoch (the last partial batch counts)."""
+    return max(1, math.ceil(num_examples / train_batch_size) * math.ceil(num_train_epochs))
+
+
+def create_finetuning_optimizer(args, total_steps):
+    """BERT's AdamW with warmup over `warmup_proportion` of the steps, then linear decay to zero."""
+    return create_optimizer(args.learning_rate, total_steps, int(total_steps * args.warmup_proportion))
+
+
+def write_json(path, value):
+    """Writes JSON atomically: a reader never sees a half-written file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+class BestCheckpoint(keras.callbacks.Callback):
+    """Evaluates on the dev set after every epoch and keeps the weights with the best dev metric.
+
+    `evaluate_fn(model) -> dict` computes the task's metrics (the paper's metric, on the real dev
+    examples, e.g. SQuAD F1 after post-processing); `metric` names the key to maximize. The best weights
+    are written to `output_dir/best.weights.h5` (atomically), every epoch's metrics to
+    `output_dir/dev_metrics_per_epoch.json`, and at the end of training the model holds the best weights.
+
+    Args:
+        evaluate_fn: callable taking the model and returning a dict of dev metrics.
+        metric: the key of that dict to maximize.
+        output_dir: where the best weights and the per-epoch metrics go.
+
+    Examples:
+
+    >>> callback = BestCheckpoint(lambda model: {"accuracy": 0.5}, "accuracy", "/tmp/run")  # doctest: +SKIP
+    >>> model.fit(x, y, epochs=3, callbacks=[callback])  # doctest: +SKIP
+    """
+
+    def __init__(self, evaluate_fn, metric, output_dir):
+        super().__init__()
+        self.evaluate_fn = evaluate_fn
+        self.metric = metric
+        self.output_dir = output_dir
+        self.best_value = -math.inf
+        self.best_metrics = None
+        self.history = []
+        self.path = os.path.join(output_dir, "best.weights.h5")
+
+    def on_epoch_end(self, epoch, logs=None):
+        metrics = self.evaluate_fn(self.model)
+        if self.metric not in metrics:
+            raise KeyError(f"evaluate_fn returned {sorted(metrics)}, without the metric {self.metric!r}.")
+        self.history.append({"epoch": epoch + 1, **metrics})
+        write_json(os.path.join(self.output_dir, "dev_metrics_per_epoch.json"), self.history)
+        print(f"\nepoch {epoch + 1}: dev " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
+                                                  if isinstance(v, (int, float))))
+        if metrics[self.metric] > self.best_value:
+            self.best_value = metrics[self.metric]
+            self.best_metrics = dict(metrics, epoch=epoch + 1)
+            tmp = self.path[: -len(".weights.h5")] + ".tmp.weights.h5"
+            self.model.save_weights(tmp)
+            os.replace(tmp, self.path)
+
+    def on_train_end(self, logs=None):
+        if os.path.isfile(self.path):
+            self.model.load_weights(self.path)

@@ -1,0 +1,64 @@
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl import finetuning
+from keras_bert_impl.optimization import AdamWeightDecay
+
+
+def _parse(*argv):
+    return finetuning.finetuning_flag_parser("test").parse_args(["--output_dir=/tmp/x", *argv])
+
+
+def test_flags_have_the_original_names_and_defaults():
+    args = _parse("--do_train", "--nodo_eval", "--do_predict=true", "--init_checkpoint=ckpt")
+    assert (args.do_train, args.do_eval, args.do_predict) == (True, False, True)
+    assert (args.train_batch_size, args.eval_batch_size, args.learning_rate) == (32, 8, 5e-5)
+    assert (args.num_train_epochs, args.warmup_proportion, args.max_seq_length) == (3.0, 0.1, 128)
+    assert args.do_lower_case is None  # the checkpoint's own unless given
+
+
+def test_backbone_and_tokenizer_come_from_the_checkpoint_directory(minilm_path):
+    args = _parse(f"--init_checkpoint={minilm_path}")
+    tokenizer = finetuning.load_tokenizer(args)
+    assert tokenizer.do_lower_case and tokenizer.vocab_size == 30522
+    backbone = finetuning.load_backbone(args, hidden_dropout_prob=0.0)
+    assert backbone.config.num_hidden_layers == 6 and backbone.config.hidden_dropout_prob == 0.0
+
+
+def test_missing_sources_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="Either --init_checkpoint or --bert_config_file is required"):
+        finetuning.load_backbone(_parse())
+    with pytest.raises(ValueError, match="--vocab_file is required"):
+        finetuning.load_tokenizer(_parse(f"--init_checkpoint={tmp_path}"))
+
+
+def test_optimizer_schedule_warms_up_over_the_proportion_then_decays_to_zero():
+    assert finetuning.num_train_steps(100, 32, 3.0) == 12
+    optimizer = finetuning.create_finetuning_optimizer(_parse("--learning_rate=1e-4"), total_steps=100)
+    assert isinstance(optimizer, AdamWeightDecay)
+    schedule = optimizer._learning_rate
+    rates = [float(keras.ops.convert_to_numpy(schedule(step))) for step in (5, 10, 55, 100)]
+    np.testing.assert_allclose(rates, [0.5e-4, 0.9e-4, 0.45e-4, 0.0], rtol=1e-5, atol=1e-9)
+
+
+def test_best_checkpoint_keeps_the_weights_of_the_best_epoch(tmp_path):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    scores = iter([0.2, 0.9, 0.5])
+    snapshots = []
+
+    def evaluate(m):
+        snapshots.append(keras.ops.convert_to_numpy(m.layers[0].kernel).copy())
+        return {"accuracy": next(scores)}
+
+    callback = finetuning.BestCheckpoint(evaluate, "accuracy", str(tmp_path))
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.fit(np.ones((4, 2)), np.arange(4.0), epochs=3, verbose=0, callbacks=[callback])
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(model.layers[0].kernel), snapshots[1])
+    assert callback.best_metrics == {"accuracy": 0.9, "epoch": 2}
+    history = json.loads((tmp_path / "dev_metrics_per_epoch.json").read_text())
+    assert [h["accuracy"] for h in history] == [0.2, 0.9, 0.5]
+    assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]
