@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.distribute import num_replicas_in_sync, replica_sum
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 
 # Denominator guard of the original `get_masked_lm_output`: sum(w * nll) / (sum(w) + 1e-5).
@@ -94,17 +95,23 @@ class BertPretrainer(keras.Model):
 
     # ------------------------------------------------------------------------------------- loss
     def pretraining_losses(self, y, y_pred):
-        """(total loss, masked_lm_loss, next_sentence_loss), the original's formulas, as float32 scalars."""
+        """(total loss, masked_lm_loss, next_sentence_loss): the original's formulas, float32 scalars.
+
+        Under a tf.distribute strategy each replica returns its share: the weight sum and the batch size
+        in the denominators are summed over the replicas, so the shares add up to exactly the loss of the
+        whole global batch on one device.
+        """
         logits = ops.cast(y_pred["masked_lm_logits"], "float32")  # [B, P, V]
         ids = ops.cast(y["masked_lm_ids"], "int32")  # [B, P]
         weights = ops.cast(y["masked_lm_weights"], "float32")  # [B, P]
         mlm_nll = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)  # [B, P]
-        mlm_loss = ops.sum(weights * mlm_nll) / (ops.sum(weights) + _MLM_LOSS_EPSILON)
+        mlm_loss = ops.sum(weights * mlm_nll) / (replica_sum(ops.sum(weights)) + _MLM_LOSS_EPSILON)
 
         nsp_logits = ops.cast(y_pred["next_sentence_logits"], "float32")  # [B, 2]
         nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))  # [B]
-        nsp_nll = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)
-        nsp_loss = ops.mean(nsp_nll)
+        nsp_nll = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)  # [B]
+        global_batch = replica_sum(ops.cast(ops.shape(nsp_nll)[0], "float32"))
+        nsp_loss = ops.sum(nsp_nll) / global_batch
         return mlm_loss + nsp_loss, mlm_loss, nsp_loss
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -116,10 +123,13 @@ class BertPretrainer(keras.Model):
         )
         nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))
         nsp_correct = ops.cast(ops.equal(ops.argmax(y_pred["next_sentence_logits"], axis=-1), nsp_labels), "float32")
+        # Mean metrics average over replicas: a share times the replica count averages to the global loss.
+        replicas = num_replicas_in_sync()
         self.masked_lm_accuracy.update_state(mlm_correct, sample_weight=weights)
-        self.masked_lm_loss.update_state(mlm_loss)
+        self.masked_lm_loss.update_state(mlm_loss * replicas)
         self.next_sentence_accuracy.update_state(nsp_correct)
-        self.next_sentence_loss.update_state(nsp_loss)
+        self.next_sentence_loss.update_state(nsp_loss * replicas)
+        # Keras adds up the replicas' gradients and reports loss * replicas averaged: both exact for shares.
         return total
 
     # ------------------------------------------------------------------------------ serialization

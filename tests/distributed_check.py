@@ -1,0 +1,106 @@
+"""Run in a fresh process by tests/test_distribute.py: per-step losses single-device vs two replicas.
+
+TensorFlow: MirroredStrategy over 2 logical CPU devices. JAX: keras.distribution.DataParallel over 2 host
+devices (XLA_FLAGS=--xla_force_host_platform_device_count=2, set by the caller). Prints JSON.
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+BACKEND = keras.backend.backend()
+if BACKEND == "tensorflow":
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+from keras_bert_impl import distribute  # noqa: E402
+from keras_bert_impl.backbone import BertBackbone  # noqa: E402
+from keras_bert_impl.config import BertConfig  # noqa: E402
+from keras_bert_impl.pretrainer import BertPretrainer  # noqa: E402
+
+CONFIG = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
+                    attention_probs_dropout_prob=0.0)
+STEPS, BATCH, SEQ, PREDICTIONS = 4, 8, 12, 3
+
+
+def data(seed=0):
+    rng = np.random.RandomState(seed)
+    n = STEPS * BATCH
+    mask = (np.arange(SEQ)[None] < rng.randint(4, SEQ + 1, size=(n, 1))).astype("int32")
+    x = {"token_ids": rng.randint(1, 60, size=(n, SEQ)).astype("int32") * mask,
+         "segment_ids": np.zeros((n, SEQ), "int32"), "padding_mask": mask}
+    # Uneven masked-LM weights across examples, so per-replica normalization would not be exact.
+    weights = (rng.uniform(size=(n, PREDICTIONS)) < 0.6).astype("float32")
+    weights[:, 0] = 1.0
+    pretrain_x = dict(x, masked_lm_positions=rng.randint(1, 4, size=(n, PREDICTIONS)).astype("int32"))
+    pretrain_y = {"masked_lm_ids": rng.randint(1, 60, size=(n, PREDICTIONS)).astype("int32"),
+                  "masked_lm_weights": weights, "next_sentence_labels": rng.randint(0, 2, size=(n,)).astype("int32")}
+    return x, rng.randint(0, 3, size=(n,)).astype("int32"), pretrain_x, pretrain_y
+
+
+def optimizer():
+    # Plain gradient descent: an update linear in the gradient, so equality is exact up to float
+    # rounding. Adam-type updates divide by sqrt(v) and amplify the last-bit differences of summing the
+    # batch in two halves on near-cancelling gradients (about 1e-4 relative in the loss at lr 1e-4).
+    return keras.optimizers.SGD(0.5)
+
+
+def classifier():
+    backbone = BertBackbone(CONFIG)
+    logits = keras.layers.Dense(3, name="logits")(backbone.output["pooled_output"])
+    model = keras.Model(backbone.input, logits)
+    model.compile(optimizer=optimizer(), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def pretrainer():
+    model = BertPretrainer(BertBackbone(CONFIG))
+    model.compile(optimizer=optimizer())
+    return model
+
+
+class StepLosses(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.losses = []
+
+    def on_epoch_end(self, epoch, logs=None):  # one step per epoch: logs hold that step's loss
+        self.losses.append(float(logs["loss"]))
+
+
+def run(build, x, y, initial_weights, scope):
+    with scope():
+        model = build()
+    model.set_weights(initial_weights)
+    record = StepLosses()
+    model.fit(x, y, batch_size=BATCH, epochs=STEPS, steps_per_epoch=1, shuffle=False, verbose=0, callbacks=[record])
+    return record.losses
+
+
+def main():
+    import contextlib
+
+    x, labels, pretrain_x, pretrain_y = data()
+    initial = {"classifier": classifier().get_weights(), "pretrainer": pretrainer().get_weights()}
+    single = {
+        "classifier": run(classifier, x, labels, initial["classifier"], contextlib.nullcontext),
+        "pretrainer": run(pretrainer, pretrain_x, pretrain_y, initial["pretrainer"], contextlib.nullcontext),
+    }
+    distribution = distribute.get_distribution(sys.argv[1])
+    replicated = {
+        "classifier": run(classifier, x, labels, initial["classifier"], distribution.scope),
+        "pretrainer": run(pretrainer, pretrain_x, pretrain_y, initial["pretrainer"], distribution.scope),
+    }
+    print("RESULT " + json.dumps({"name": distribution.name, "replicas": distribution.num_replicas,
+                                  "single": single, "replicated": replicated}))
+
+
+if __name__ == "__main__":
+    main()

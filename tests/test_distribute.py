@@ -1,0 +1,114 @@
+"""Distribution: two replicas train exactly like one device; strategy resolution (TPU path patched)."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl import distribute
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_check(backend, strategy):
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=REPO)
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    proc = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tests", "distributed_check.py"), strategy],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+@pytest.mark.slow
+def test_two_replicas_give_the_single_device_losses_step_by_step():
+    backend = keras.backend.backend()
+    if backend == "torch":
+        with pytest.raises(ValueError, match="needs the TensorFlow or JAX backend"):
+            distribute.get_distribution("mirrored")
+        return
+    strategy = "mirrored" if backend == "tensorflow" else "data_parallel"
+    result = _run_check(backend, strategy)
+    assert (result["name"], result["replicas"]) == (strategy, 2)
+    for model in ("classifier", "pretrainer"):
+        single, replicated = np.array(result["single"][model]), np.array(result["replicated"][model])
+        assert len(single) == 4 and np.ptp(single) > 1e-3, "the weights must change between steps"
+        np.testing.assert_allclose(replicated, single, rtol=1e-5, err_msg=model)
+
+
+class _FakeTPUStrategy:
+    def __init__(self, resolver):
+        self.resolver = resolver
+        self.num_replicas_in_sync = 8
+
+    def scope(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+def test_tpu_strategy_is_resolved_connected_and_initialized(monkeypatch):
+    import tensorflow as tf
+
+    calls = []
+    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver",
+                        lambda tpu: calls.append(("resolve", tpu)) or types.SimpleNamespace(address=tpu))
+    monkeypatch.setattr(tf.config, "experimental_connect_to_cluster", lambda r: calls.append(("connect", r.address)))
+    monkeypatch.setattr(tf.tpu.experimental, "initialize_tpu_system", lambda r: calls.append(("initialize", r.address)))
+    monkeypatch.setattr(tf.distribute, "TPUStrategy", _FakeTPUStrategy)
+    distribution = distribute._tf_distribution("tpu", "grpc://10.0.0.2:8470")
+    assert calls == [("resolve", "grpc://10.0.0.2:8470"), ("connect", "grpc://10.0.0.2:8470"),
+                     ("initialize", "grpc://10.0.0.2:8470")]
+    assert distribution.is_tpu and distribution.num_replicas == 8
+    assert distribution.per_replica_batch_size(64) == 8
+    with pytest.raises(ValueError, match="global batch size 60 must be a multiple of the 8 replicas"):
+        distribution.per_replica_batch_size(60)
+    # "auto" takes the TPU when Colab announces one, and the default strategy when none is there.
+    calls.clear()
+    monkeypatch.setenv("COLAB_TPU_ADDR", "10.0.0.2:8470")
+    assert distribute._tf_distribution("auto", None).is_tpu and calls[0] == ("resolve", "")
+    monkeypatch.delenv("COLAB_TPU_ADDR")
+    monkeypatch.delenv("TPU_NAME", raising=False)
+    assert distribute._tf_distribution("auto", None).name in ("default", "mirrored")
+
+
+def test_multiworker_needs_a_valid_tf_config(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):
+        distribute._tf_distribution("multiworker", None)
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
+        distribute._tf_distribution("multiworker", None)
+
+
+def test_unknown_names_are_refused_with_the_allowed_ones():
+    with pytest.raises(ValueError, match="Unknown --strategy 'horovod'; allowed: auto, tpu, mirrored"):
+        distribute.get_distribution("horovod")
+    with pytest.raises(ValueError, match="Unknown --mixed_precision 'int8'"):
+        distribute.set_mixed_precision("int8")
+
+
+def test_cpu_strategy_and_replica_helpers_outside_a_strategy():
+    distribution = distribute.get_distribution("cpu")
+    assert distribution.num_replicas == 1
+    with distribution.scope():
+        assert distribute.num_replicas_in_sync() == 1
+    value = keras.ops.convert_to_tensor(3.0)
+    assert float(keras.ops.convert_to_numpy(distribute.replica_sum(value))) == 3.0
+
+
+def test_mixed_precision_names_map_to_keras_policies():
+    try:
+        assert distribute.set_mixed_precision("bfloat16") == "mixed_bfloat16"
+        assert keras.config.dtype_policy().name == "mixed_bfloat16"
+        assert distribute.set_mixed_precision("float16") == "mixed_float16"
+    finally:
+        distribute.set_mixed_precision("float32")
+    assert keras.config.dtype_policy().name == "float32"
