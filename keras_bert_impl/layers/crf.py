@@ -40,9 +40,25 @@ def _time_major(x):
     return ops.transpose(x, perm)
 
 
-def _single_step(potentials):
-    """True when T is statically 1: the recurrences then have no step to scan over."""
-    return potentials.shape[1] == 1
+def _scan_inputs(potentials, mask):
+    """Time-major [T, B, K + 2] scan inputs: unary scores, then the mask and a first-step flag.
+
+    Every position (also the first) is one scan step, so the scan is never empty (T == 1 with
+    an unknown T while tracing). One tensor rather than a tuple: Keras's TensorFlow `scan`
+    cannot take several inputs when the number of steps is unknown while tracing.
+    """
+    first = ops.zeros_like(mask)
+    first = ops.concatenate([ops.ones_like(first[:, :1]), first[:, 1:]], axis=1)
+    steps = ops.concatenate([potentials, ops.expand_dims(mask, -1), ops.expand_dims(first, -1)], axis=-1)
+    return _time_major(steps)
+
+
+def _initial_scores(start_transitions):
+    """Per-tag scores of the first position: its unary scores (+ start transitions)."""
+    if start_transitions is None:
+        return lambda unary: unary
+    start = ops.expand_dims(ops.cast(start_transitions, "float32"), 0)
+    return lambda unary: unary + start
 
 
 def crf_sequence_score(potentials, tags, transitions, mask=None, start_transitions=None, end_transitions=None):
@@ -112,20 +128,17 @@ def crf_log_norm(potentials, transitions, mask=None, start_transitions=None, end
     """
     potentials, mask = _prepare(potentials, mask)
     transitions = ops.cast(transitions, "float32")
-    alpha = potentials[:, 0]
-    if start_transitions is not None:
-        alpha = alpha + ops.cast(start_transitions, "float32")
+    num_tags = transitions.shape[0]
+    initial = _initial_scores(start_transitions)
 
-    if not _single_step(potentials):
+    def step(alpha, inputs):
+        unary, step_mask, is_first = inputs[..., :num_tags], inputs[..., num_tags], inputs[..., num_tags + 1]
+        scores = ops.expand_dims(alpha, 2) + ops.expand_dims(transitions, 0)
+        new_alpha = ops.where(ops.expand_dims(is_first, 1) > 0, initial(unary), ops.logsumexp(scores, axis=1) + unary)
+        new_alpha = ops.where(ops.expand_dims(step_mask, 1) > 0, new_alpha, alpha)
+        return new_alpha, new_alpha
 
-        def step(carry, inputs):
-            unary, step_mask = inputs
-            scores = ops.expand_dims(carry, 2) + ops.expand_dims(transitions, 0)
-            new_alpha = ops.logsumexp(scores, axis=1) + unary
-            new_alpha = ops.where(ops.expand_dims(step_mask, 1) > 0, new_alpha, carry)
-            return new_alpha, new_alpha
-
-        alpha, _ = ops.scan(step, alpha, (_time_major(potentials[:, 1:]), _time_major(mask[:, 1:])))
+    alpha, _ = ops.scan(step, ops.zeros_like(potentials[:, 0]), _scan_inputs(potentials, mask))
 
     if end_transitions is not None:
         alpha = alpha + ops.cast(end_transitions, "float32")
@@ -184,29 +197,27 @@ def crf_viterbi_decode(potentials, transitions, mask=None, start_transitions=Non
     potentials, mask = _prepare(potentials, mask)
     transitions = ops.cast(transitions, "float32")
     num_tags = transitions.shape[0]
-    alpha = potentials[:, 0]
-    if start_transitions is not None:
-        alpha = alpha + ops.cast(start_transitions, "float32")
+    initial = _initial_scores(start_transitions)
     batch_size = ops.shape(potentials)[0]
     identity = ops.broadcast_to(ops.expand_dims(ops.arange(num_tags, dtype="int32"), 0), (batch_size, num_tags))
 
-    backpointers = None
-    if not _single_step(potentials):
+    def forward(carry, inputs):
+        alpha, _ = carry
+        unary, step_mask, is_first = inputs[..., :num_tags], inputs[..., num_tags], inputs[..., num_tags + 1]
+        scores = ops.expand_dims(alpha, 2) + ops.expand_dims(transitions, 0)
+        first = ops.expand_dims(is_first, 1) > 0
+        real = ops.expand_dims(step_mask, 1) > 0
+        new_alpha = ops.where(first, initial(unary), ops.max(scores, axis=1) + unary)
+        new_alpha = ops.where(real, new_alpha, alpha)
+        # At the first position and at padding the "previous" tag of k is k itself, so
+        # backtracking carries the last real tag through the padding unchanged.
+        keep = ops.logical_and(real, ops.logical_not(first))
+        pointer = ops.where(keep, ops.cast(ops.argmax(scores, axis=1), "int32"), identity)
+        return (new_alpha, pointer), (new_alpha, pointer)
 
-        def forward(carry, inputs):
-            previous_alpha, _ = carry
-            unary, step_mask = inputs
-            scores = ops.expand_dims(previous_alpha, 2) + ops.expand_dims(transitions, 0)
-            keep = ops.expand_dims(step_mask, 1) > 0
-            new_alpha = ops.where(keep, ops.max(scores, axis=1) + unary, previous_alpha)
-            # At padding the best "previous" tag of k is k itself, so backtracking carries the
-            # last real tag through the padding unchanged.
-            pointer = ops.where(keep, ops.cast(ops.argmax(scores, axis=1), "int32"), identity)
-            return (new_alpha, pointer), (new_alpha, pointer)
-
-        (alpha, _), (_, backpointers) = ops.scan(
-            forward, (alpha, identity), (_time_major(potentials[:, 1:]), _time_major(mask[:, 1:]))
-        )
+    (alpha, _), (_, backpointers) = ops.scan(
+        forward, (ops.zeros_like(potentials[:, 0]), identity), _scan_inputs(potentials, mask)
+    )
 
     if end_transitions is not None:
         alpha = alpha + ops.cast(end_transitions, "float32")
@@ -215,16 +226,13 @@ def crf_viterbi_decode(potentials, transitions, mask=None, start_transitions=Non
     best_score = ops.max(alpha, axis=1)
     best_score = ops.where(has_tokens, best_score, ops.zeros_like(best_score))
 
-    if backpointers is None:
-        tags = ops.expand_dims(last_tag, 1)
-    else:
+    def backward(tag, pointer):
+        # Emit the tag of position t, carry the tag of position t - 1.
+        previous_tag = ops.take_along_axis(pointer, ops.expand_dims(tag, 1), axis=1)[:, 0]
+        return previous_tag, tag
 
-        def backward(tag, pointer):
-            previous_tag = ops.take_along_axis(pointer, ops.expand_dims(tag, 1), axis=1)[:, 0]
-            return previous_tag, tag
-
-        first_tag, later_tags = ops.scan(backward, last_tag, backpointers, reverse=True)
-        tags = ops.concatenate([ops.expand_dims(first_tag, 1), ops.transpose(later_tags, (1, 0))], axis=1)
+    _, tags = ops.scan(backward, last_tag, backpointers, reverse=True)
+    tags = ops.transpose(tags, (1, 0))
     tags = tags * ops.cast(mask > 0, "int32")
     return tags, best_score
 
@@ -309,6 +317,7 @@ class CRF(keras.layers.Layer):
         return self.start_transitions, self.end_transitions
 
     def call(self, potentials, mask=None):
+        """Identity: returns `potentials` [B, T, K] unchanged (see the class docstring)."""
         return potentials
 
     def compute_mask(self, inputs, mask=None):
