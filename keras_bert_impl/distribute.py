@@ -166,7 +166,8 @@ def add_distribution_flags(parser):
 
 
 def replica_sum(value):
-    """Sum of `value` over the replicas of a tf.distribute strategy, without gradient; `value` elsewhere.
+    """Sum of `value` (a tensor or a list of tensors) over the replicas of a tf.distribute strategy,
+    without gradient; `value` itself elsewhere.
 
     Losses normalized by a global count (the masked-LM weight sum, the global batch) use it so that each
     replica returns its exact share of the single-device loss.
@@ -178,7 +179,7 @@ def replica_sum(value):
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return value
-    return tf.stop_gradient(context.all_reduce(tf.distribute.ReduceOp.SUM, value))
+    return tf.nest.map_structure(tf.stop_gradient, context.all_reduce(tf.distribute.ReduceOp.SUM, value))
 
 
 def num_replicas_in_sync():

@@ -84,6 +84,30 @@ def run(build, x, y, initial_weights, scope):
     return record.losses
 
 
+def clipping_check(distribution):
+    """Replicas holding different gradient shares end up with the clipped GLOBAL gradient."""
+    import tensorflow as tf
+
+    from keras_bert_impl.optimization import AdamWeightDecay
+
+    with distribution.scope():
+        optimizer = AdamWeightDecay(1e-3, global_clipnorm=1.0)
+    shares = [[np.full((3,), 2.0, "float32"), np.full((2,), -1.0, "float32")],
+              [np.full((3,), 1.0, "float32"), np.full((2,), 3.0, "float32")]]
+
+    def clip_share():
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        grads = [tf.gather(tf.constant([shares[0][i], shares[1][i]]), replica) for i in range(2)]
+        return optimizer._clip_gradients(grads)
+
+    per_replica = distribution.tf_strategy.run(clip_share)
+    summed = [distribution.tf_strategy.reduce("SUM", g, axis=None).numpy().tolist() for g in per_replica]
+    global_grads = [shares[0][i] + shares[1][i] for i in range(2)]
+    norm = float(np.sqrt(sum((g**2).sum() for g in global_grads)))
+    expected = [(g / max(norm, 1.0)).tolist() for g in global_grads]
+    return {"summed": summed, "expected": expected}
+
+
 def main():
     import contextlib
 
@@ -98,8 +122,11 @@ def main():
         "classifier": run(classifier, x, labels, initial["classifier"], distribution.scope),
         "pretrainer": run(pretrainer, pretrain_x, pretrain_y, initial["pretrainer"], distribution.scope),
     }
-    print("RESULT " + json.dumps({"name": distribution.name, "replicas": distribution.num_replicas,
-                                  "single": single, "replicated": replicated}))
+    result = {"name": distribution.name, "replicas": distribution.num_replicas, "single": single,
+              "replicated": replicated}
+    if distribution.tf_strategy is not None:
+        result["clipping"] = clipping_check(distribution)
+    print("RESULT " + json.dumps(result))
 
 
 if __name__ == "__main__":

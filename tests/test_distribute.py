@@ -41,6 +41,10 @@ def test_two_replicas_give_the_single_device_losses_step_by_step():
         single, replicated = np.array(result["single"][model]), np.array(result["replicated"][model])
         assert len(single) == 4 and np.ptp(single) > 1e-3, "the weights must change between steps"
         np.testing.assert_allclose(replicated, single, rtol=1e-5, err_msg=model)
+    if backend == "tensorflow":  # BERT's global-norm clipping applies to the summed gradient
+        clipping = result["clipping"]
+        for summed, expected in zip(clipping["summed"], clipping["expected"]):
+            np.testing.assert_allclose(summed, expected, rtol=1e-6)
 
 
 class _FakeTPUStrategy:
