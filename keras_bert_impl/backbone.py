@@ -141,7 +141,7 @@ class BertBackbone(keras.Model):
         return cls(**config)
 
     @classmethod
-    def from_pretrained(cls, path, output_hidden_states=False, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, output_hidden_states=False, dtype=None, require_pooler=True, **config_overrides):
         """Loads a checkpoint: a Hugging Face BERT directory, a Google TF1 checkpoint, or our own save.
 
         Args:
@@ -150,6 +150,9 @@ class BertBackbone(keras.Model):
                 `bert_model.ckpt.*` (Google), or the checkpoint prefix of a Google checkpoint.
             output_hidden_states: also return every layer's output.
             dtype: dtype policy for every layer.
+            require_pooler: False accepts a checkpoint without pooler weights (transformers'
+                BertForQuestionAnswering / BertForTokenClassification save none); the pooler keeps its
+                initialization.
             **config_overrides: fields replacing those of the stored config, e.g. dropout rates.
 
         Weights of pretraining and task heads found in the checkpoint (masked-LM transform and bias, NSP,
@@ -158,15 +161,19 @@ class BertBackbone(keras.Model):
         from keras_bert_impl import checkpoint_conversion
 
         return checkpoint_conversion.load_backbone(
-            path, output_hidden_states=output_hidden_states, dtype=dtype, **config_overrides
+            path, output_hidden_states=output_hidden_states, dtype=dtype, require_pooler=require_pooler,
+            **config_overrides,
         )
 
-    def save_pretrained(self, directory, head_weights=None):
-        """Writes `config.json` + `model.safetensors` in Hugging Face's BertModel layout.
+    def save_pretrained(self, directory, head_weights=None, architecture="BertModel", extra_config=None):
+        """Writes `config.json` + `model.safetensors` in Hugging Face's layout.
 
-        The directory loads back with `from_pretrained` here and with transformers' `BertModel`.
+        The directory loads back with `from_pretrained` here and with transformers' `BertModel` (or the
+        `BertFor*` class named by `architecture`, when the task models pass their head weights).
         """
         from keras_bert_impl import checkpoint_conversion
 
-        checkpoint_conversion.save_backbone(self, directory, head_weights=head_weights)
+        checkpoint_conversion.save_backbone(
+            self, directory, head_weights=head_weights, architecture=architecture, extra_config=extra_config
+        )
 

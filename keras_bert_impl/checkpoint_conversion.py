@@ -195,11 +195,13 @@ def split_head_weights(weights):
     return {k: v for k, v in weights.items() if k not in heads}, heads
 
 
-def assign_backbone_weights(backbone, weights, source="checkpoint"):
+def assign_backbone_weights(backbone, weights, source="checkpoint", require_pooler=True):
     """Assigns canonical backbone weights to a built `BertBackbone`, checking names and shapes.
 
     Raises `ValueError` naming the variable and both shapes on a mismatch, listing missing weights, and
     when the checkpoint's layer count contradicts the config. Unexpected extra weights give a warning.
+    With `require_pooler=False`, a checkpoint without `pooler.dense.*` (transformers' BertFor
+    QuestionAnswering and BertForTokenClassification have none) leaves the pooler as initialized.
     """
     layers_in_checkpoint = _checkpoint_layer_count(weights)
     if layers_in_checkpoint != backbone.config.num_hidden_layers:
@@ -208,6 +210,8 @@ def assign_backbone_weights(backbone, weights, source="checkpoint"):
             f"checkpoint has {layers_in_checkpoint} encoder layers."
         )
     table = backbone_weight_table(backbone)
+    if not require_pooler:
+        table = [entry for entry in table if entry[0] in weights or not entry[0].startswith("pooler.")]
     missing = [name for name, *_ in table if name not in weights]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -226,14 +230,14 @@ def assign_backbone_weights(backbone, weights, source="checkpoint"):
         warnings.warn(f"{source}: weights not used by the backbone: {', '.join(unused[:10])}", stacklevel=3)
 
 
-def load_backbone(path, output_hidden_states=False, dtype=None, **config_overrides):
+def load_backbone(path, output_hidden_states=False, dtype=None, require_pooler=True, **config_overrides):
     """`BertBackbone.from_pretrained`: builds the backbone from the checkpoint's config and loads it."""
     from keras_bert_impl.backbone import BertBackbone
 
     config, weights = load_weights_dict(path, **config_overrides)
     backbone_weights, head_weights = split_head_weights(weights)
     backbone = BertBackbone(config, output_hidden_states=output_hidden_states, dtype=dtype)
-    assign_backbone_weights(backbone, backbone_weights, source=str(path))
+    assign_backbone_weights(backbone, backbone_weights, source=str(path), require_pooler=require_pooler)
     backbone.head_weights = head_weights
     return backbone
 
@@ -249,15 +253,19 @@ def backbone_weights_dict(backbone):
     }
 
 
-def save_backbone(backbone, directory, head_weights=None):
-    """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would."""
+def save_backbone(backbone, directory, head_weights=None, architecture="BertModel", extra_config=None):
+    """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
+
+    `architecture` goes to config.json's `architectures` (e.g. "BertForSequenceClassification"), and
+    `extra_config` entries (e.g. `id2label`) are added to config.json.
+    """
     from safetensors.numpy import save_file
 
     os.makedirs(directory, exist_ok=True)
     weights = backbone_weights_dict(backbone)
     for name, value in (head_weights or {}).items():
         weights[name] = np.ascontiguousarray(np.asarray(value, dtype="float32"))
-    config = dict(backbone.config.to_dict(), model_type="bert", architectures=["BertModel"])
+    config = dict(backbone.config.to_dict(), model_type="bert", architectures=[architecture], **(extra_config or {}))
     tmp_weights = os.path.join(directory, "model.safetensors.tmp")
     save_file(weights, tmp_weights, metadata={"format": "pt"})
     os.replace(tmp_weights, os.path.join(directory, "model.safetensors"))

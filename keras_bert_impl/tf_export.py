@@ -262,3 +262,67 @@ def export_saved_model(
     shutil.rmtree(export_dir, ignore_errors=True)
     os.replace(tmp, export_dir)
     return export_dir
+
+
+# Hugging Face architecture names (config.json "architectures") -> export task.
+ARCHITECTURE_TASKS = {
+    "BertModel": "backbone",
+    "BertForPreTraining": "backbone",
+    "BertForMaskedLM": "backbone",
+    "BertForSequenceClassification": "classifier",
+    "BertForTokenClassification": "token_classifier",
+    "BertForQuestionAnswering": "span_qa",
+}
+
+
+def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length=128, text_pair=False,
+                          null_score_diff_threshold=None):
+    """Exports a directory written by a model's `save_pretrained` (any backend) as a SavedModel.
+
+    The task comes from config.json's `architectures` (see `ARCHITECTURE_TASKS`), label names from its
+    `id2label`, the tokenizer from `vocab_file` or the directory's vocab.txt / tokenizer_config.json.
+    Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it).
+
+    Returns:
+        (task, export_dir).
+    """
+    import json
+
+    from keras_bert_impl.tokenization import BertTokenizer
+
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    architecture = (config.get("architectures") or ["BertModel"])[0]
+    if architecture not in ARCHITECTURE_TASKS:
+        raise ValueError(
+            f"{model_dir}/config.json: architecture {architecture!r} cannot be exported; known: "
+            f"{', '.join(ARCHITECTURE_TASKS)}."
+        )
+    task = ARCHITECTURE_TASKS[architecture]
+    labels = [config["id2label"][str(i)] for i in range(len(config["id2label"]))] if "id2label" in config else None
+    if vocab_file:
+        tokenizer = BertTokenizer(vocab_file, do_lower_case=config.get("do_lower_case", True))
+    else:
+        tokenizer = BertTokenizer.from_pretrained(model_dir)
+
+    if task == "backbone":
+        from keras_bert_impl.backbone import BertBackbone
+
+        model = BertBackbone.from_pretrained(model_dir)
+    elif task == "classifier":
+        from keras_bert_impl.classifier import BertClassifier
+
+        model = BertClassifier.from_pretrained(model_dir, num_classes=len(labels))
+        if len(labels) == 1 or config.get("problem_type") == "regression":
+            task = "regressor"
+    elif task == "token_classifier":
+        from keras_bert_impl.token_classifier import BertTokenClassifier
+
+        model = BertTokenClassifier.from_pretrained(model_dir, num_labels=len(labels))
+    else:
+        from keras_bert_impl.span_qa import BertSpanQA
+
+        model = BertSpanQA.from_pretrained(model_dir)
+    export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
+                       text_pair=text_pair, null_score_diff_threshold=null_score_diff_threshold)
+    return task, export_dir

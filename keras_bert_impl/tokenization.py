@@ -280,6 +280,14 @@ class BertTokenizer:
                 kwargs["do_lower_case"] = bool(config["do_lower_case"])
         return cls(os.path.join(path, "vocab.txt"), **kwargs)
 
+    def save_pretrained(self, directory):
+        """Writes vocab.txt and tokenizer_config.json (do_lower_case), which `from_pretrained` reads."""
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(token + "\n" for token in self._id_to_token))
+        with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump({"do_lower_case": self.do_lower_case, "tokenizer_class": "BertTokenizer"}, f, indent=2)
+
     @property
     def vocab_size(self):
         """Number of ids: lines of the vocabulary file."""

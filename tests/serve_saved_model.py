@@ -2,7 +2,8 @@
 
 keras_bert_impl is made unimportable (and the repository is taken off sys.path) before TensorFlow loads the
 export, so the export stands on its own. (`import tensorflow` itself imports keras, so keras is present.)
-Usage: python serve_saved_model.py EXPORT_DIR SIGNATURE JSON_INPUTS  -> prints RESULT {json outputs}
+Usage: python serve_saved_model.py JOBS_JSON, a list of [export_dir, signature, {input: values}]
+-> prints RESULT [outputs of each job as JSON]
 """
 
 import json
@@ -25,17 +26,19 @@ sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (registers the tokenizer's ops)
 
-export_dir, signature, inputs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-served = tf.saved_model.load(export_dir)
-outputs = served.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()})
 
 
 def plain(value):
     value = value.numpy()
-    return [v.decode("utf-8") for v in value.reshape(-1)] if value.dtype == object else value.tolist()
+    if value.dtype == object:
+        return [[v.decode("utf-8") for v in row] for row in value] if value.ndim == 2 else [v.decode("utf-8") for v in value]
+    return value.tolist()
 
 
-result = {k: plain(v) for k, v in outputs.items()}
-result["shapes"] = {k: list(v.shape) for k, v in outputs.items()}
+results = []
+for export_dir, signature, inputs in json.loads(sys.argv[1]):
+    served = tf.saved_model.load(export_dir)
+    outputs = served.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()})
+    results.append({k: plain(v) for k, v in outputs.items()})
 assert not [name for name in sys.modules if name.startswith("keras_bert_impl")]
-print("RESULT " + json.dumps(result))
+print("RESULT " + json.dumps(results))

@@ -250,3 +250,29 @@ def test_unreadable_tf1_checkpoint_is_reported(minilm_path, tmp_path):
     (tmp_path / "bert_model.ckpt.index").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="not a readable TensorFlow checkpoint"):
         BertBackbone.from_pretrained(tmp_path)
+
+
+def test_a_checkpoint_without_pooler_loads_only_when_allowed(minilm_path, batch, reference, tmp_path):
+    _copy_config(minilm_path, tmp_path)
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(os.path.join(minilm_path, "model.safetensors"))
+    for name in ("pooler.dense.weight", "pooler.dense.bias"):
+        del weights[name]
+    save_file(weights, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match="missing weights pooler.dense.weight"):
+        BertBackbone.from_pretrained(tmp_path)
+    backbone = BertBackbone.from_pretrained(tmp_path, require_pooler=False)
+    real = batch["padding_mask"].astype(bool)
+    sequence = to_numpy(backbone(batch)["sequence_output"])
+    assert np.abs(sequence - reference[0])[real].max() <= 1e-4
+
+
+def test_save_pretrained_records_the_architecture_and_extra_config(tmp_path):
+    config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+    BertBackbone(config).save_pretrained(tmp_path, architecture="BertForSequenceClassification",
+                                         extra_config={"id2label": {"0": "neg", "1": "pos"}})
+    stored = json.loads((tmp_path / "config.json").read_text())
+    assert stored["architectures"] == ["BertForSequenceClassification"]
+    assert stored["id2label"] == {"0": "neg", "1": "pos"} and stored["model_type"] == "bert"
+    assert BertConfig.from_pretrained(tmp_path) == config
