@@ -102,9 +102,9 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 class _BertOptimizerBase(keras.optimizers.Optimizer):
-    """Shared plumbing: weight-decay exclusion by variable path and config handling."""
+    """Shared plumbing: Adam's moments, weight-decay exclusion by variable path, clipping, config."""
 
-    def __init__(self, learning_rate, weight_decay_rate, exclude_from_weight_decay, **kwargs):
+    def __init__(self, learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay, **kwargs):
         if kwargs.get("weight_decay") is not None:
             raise ValueError(
                 f"{type(self).__name__} applies its own decoupled weight decay; pass "
@@ -117,6 +117,24 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
             exclude_from_weight_decay = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
         # Not `self.exclude_from_weight_decay`: that name is a method of the Keras base class.
         self._exclude_from_weight_decay_patterns = tuple(exclude_from_weight_decay)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._momentums, self._velocities = self.add_optimizer_variables(var_list, ["m", "v"])
+
+    def _update_moments(self, gradient, variable):
+        """m = beta_1 m + (1 - beta_1) g;  v = beta_2 v + (1 - beta_2) g^2.  Returns the new (m, v)."""
+        index = self._get_variable_index(variable)
+        m = self._momentums[index]
+        v = self._velocities[index]
+        self.assign(m, ops.add(ops.multiply(m, self.beta_1), ops.multiply(gradient, 1.0 - self.beta_1)))
+        self.assign(v, ops.add(ops.multiply(v, self.beta_2), ops.multiply(ops.square(gradient), 1.0 - self.beta_2)))
+        return m, v
 
     def _clip_gradients(self, grads):
         """Global-norm clipping of the GLOBAL gradient, also under a tf.distribute strategy.
@@ -145,6 +163,9 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
         config.update(
             {
                 "weight_decay_rate": self.weight_decay_rate,
+                "beta_1": self.beta_1,
+                "beta_2": self.beta_2,
+                "epsilon": self.epsilon,
                 "exclude_from_weight_decay": list(self._exclude_from_weight_decay_patterns),
             }
         )
@@ -214,33 +235,21 @@ class AdamWeightDecay(_BertOptimizerBase):
         super().__init__(
             learning_rate=learning_rate,
             weight_decay_rate=weight_decay_rate,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
             exclude_from_weight_decay=exclude_from_weight_decay,
             global_clipnorm=global_clipnorm,
             name=name,
             **kwargs,
         )
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
         self.bias_correction = bool(bias_correction)
-
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self._momentums, self._velocities = self.add_optimizer_variables(var_list, ["m", "v"])
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
         lr = ops.cast(learning_rate, dtype)
         gradient = ops.cast(gradient, dtype)
-        index = self._get_variable_index(variable)
-        m = self._momentums[index]
-        v = self._velocities[index]
-
-        self.assign(m, ops.add(ops.multiply(m, self.beta_1), ops.multiply(gradient, 1.0 - self.beta_1)))
-        self.assign(v, ops.add(ops.multiply(v, self.beta_2), ops.multiply(ops.square(gradient), 1.0 - self.beta_2)))
-
+        m, v = self._update_moments(gradient, variable)
         m_value, v_value = m, v
         if self.bias_correction:
             local_step = ops.cast(self.iterations + 1, dtype)
@@ -254,12 +263,7 @@ class AdamWeightDecay(_BertOptimizerBase):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "beta_1": self.beta_1,
-                "beta_2": self.beta_2,
-                "epsilon": self.epsilon,
-                "bias_correction": self.bias_correction,
-            }
+            {"bias_correction": self.bias_correction}
         )
         return config
 
@@ -318,14 +322,14 @@ class Lamb(_BertOptimizerBase):
         super().__init__(
             learning_rate=learning_rate,
             weight_decay_rate=weight_decay_rate,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
             exclude_from_weight_decay=exclude_from_weight_decay,
             global_clipnorm=global_clipnorm,
             name=name,
             **kwargs,
         )
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
         if exclude_from_layer_adaptation is None:
             self._exclude_from_layer_adaptation_patterns = None
         else:
@@ -337,23 +341,12 @@ class Lamb(_BertOptimizerBase):
             patterns = self._exclude_from_weight_decay_patterns
         return not _matches_any(patterns, variable)
 
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self._momentums, self._velocities = self.add_optimizer_variables(var_list, ["m", "v"])
-
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
         lr = ops.cast(learning_rate, dtype)
         gradient = ops.cast(gradient, dtype)
-        index = self._get_variable_index(variable)
-        m = self._momentums[index]
-        v = self._velocities[index]
         local_step = ops.cast(self.iterations + 1, dtype)
-
-        self.assign(m, ops.add(ops.multiply(m, self.beta_1), ops.multiply(gradient, 1.0 - self.beta_1)))
-        self.assign(v, ops.add(ops.multiply(v, self.beta_2), ops.multiply(ops.square(gradient), 1.0 - self.beta_2)))
+        m, v = self._update_moments(gradient, variable)
 
         m_hat = ops.divide(m, 1.0 - ops.power(ops.cast(self.beta_1, dtype), local_step))
         v_hat = ops.divide(v, 1.0 - ops.power(ops.cast(self.beta_2, dtype), local_step))
@@ -374,12 +367,7 @@ class Lamb(_BertOptimizerBase):
         config = super().get_config()
         patterns = self._exclude_from_layer_adaptation_patterns
         config.update(
-            {
-                "beta_1": self.beta_1,
-                "beta_2": self.beta_2,
-                "epsilon": self.epsilon,
-                "exclude_from_layer_adaptation": None if patterns is None else list(patterns),
-            }
+            {"exclude_from_layer_adaptation": None if patterns is None else list(patterns)}
         )
         return config
 
