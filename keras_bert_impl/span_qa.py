@@ -131,14 +131,14 @@ class BertSpanQA(keras.Model):
 
         transformers saves `BertForQuestionAnswering` without a pooler (`add_pooling_layer=False`); the
         pooler is unused by span QA, so when the checkpoint lacks it, it keeps its initialization (see
-        `load_qa_backbone`).
+        `require_pooler=False`).
 
         Args:
             path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
             dtype: dtype policy for every layer.
             **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
         """
-        backbone = load_qa_backbone(path, dtype=dtype, **config_overrides)
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         model = cls(backbone)
         if not load_span_head_weights(model, backbone.head_weights):
             warnings.warn(f"{path}: no qa_outputs weights; the span head is initialized randomly.", stacklevel=2)
@@ -154,31 +154,9 @@ class BertSpanQA(keras.Model):
 
     def save_pretrained(self, directory):
         """Writes backbone and head as a Hugging Face `BertForQuestionAnswering`-style directory."""
-        self.backbone.save_pretrained(directory, head_weights=self.span_head_weights())
-
-
-_POOLER_WEIGHTS = ("pooler.dense.weight", "pooler.dense.bias")
-
-
-def load_qa_backbone(path, dtype=None, **config_overrides):
-    """`BertBackbone.from_pretrained`, except that a checkpoint without pooler weights is accepted.
-
-    transformers' `BertForQuestionAnswering` (and `BertForTokenClassification`) have no pooler, so their
-    directories lack `pooler.dense.*`; span QA does not use the pooler, which then keeps its random
-    initialization. Every other weight is required and checked as usual. `backbone.head_weights` holds
-    the checkpoint's head weights.
-    """
-    from keras_bert_impl import checkpoint_conversion
-
-    config, weights = checkpoint_conversion.load_weights_dict(path, **config_overrides)
-    backbone_weights, head_weights = checkpoint_conversion.split_head_weights(weights)
-    backbone = BertBackbone(config, dtype=dtype)
-    if not any(name in backbone_weights for name in _POOLER_WEIGHTS):
-        initial = checkpoint_conversion.backbone_weights_dict(backbone)
-        backbone_weights = dict(backbone_weights, **{name: initial[name] for name in _POOLER_WEIGHTS})
-    checkpoint_conversion.assign_backbone_weights(backbone, backbone_weights, source=str(path))
-    backbone.head_weights = head_weights
-    return backbone
+        self.backbone.save_pretrained(
+            directory, head_weights=self.span_head_weights(), architecture="BertForQuestionAnswering"
+        )
 
 
 def load_span_head_weights(model, head_weights):

@@ -44,7 +44,8 @@ from keras_bert_impl.finetuning import (
 )
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.span_qa import BertSpanQA, load_qa_backbone, load_span_head_weights
+from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.span_qa import BertSpanQA, load_span_head_weights
 from keras_bert_impl.squad_postprocessing import compute_predictions, predict_raw_results, write_predictions
 
 
@@ -114,7 +115,7 @@ def run(args):
     tokenizer = load_tokenizer(args)
     if args.init_checkpoint:  # like finetuning.load_backbone, but a QA checkpoint may lack the pooler
         overrides = BertConfig.from_json_file(args.bert_config_file).to_dict() if args.bert_config_file else {}
-        backbone = load_qa_backbone(args.init_checkpoint, **overrides)
+        backbone = BertBackbone.from_pretrained(args.init_checkpoint, require_pooler=False, **overrides)
     else:
         backbone = load_backbone(args)
     model = BertSpanQA(backbone)
