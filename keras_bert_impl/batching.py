@@ -1,0 +1,293 @@
+"""Dynamic padding and length bucketing for fine-tuning: variable-length examples -> padded batches.
+
+Every task (GLUE, SWAG, NER, SQuAD) turns its examples into a dict of variable-length int lists per
+example, e.g. `{"token_ids": [[101, 7592, 102], ...], "segment_ids": [...], "padding_mask": [...]}`
+(one 1-D list per example, or for multiple choice one list per choice: `[[c0 ids], [c1 ids], ...]`),
+plus labels. This module batches them:
+
+* **dynamic padding**: each batch is padded to its own longest example (rounded up to
+  `pad_to_multiple_of`), not to `max_seq_length`;
+* **length bucketing**: for training, the shuffled examples are cut into windows of
+  `bucket_window` batches, each window is sorted by length and cut into batches, and the batch order
+  is shuffled, so a batch holds examples of similar length (little padding) while every epoch still
+  sees every example exactly once in a new random order; for evaluation/prediction the examples are
+  sorted by length and the outputs put back in the original order.
+
+Padding does not change the model's outputs: the backbone's `padding_mask` keeps padded positions out of
+attention, so a padded batch gives the same logits as the unpadded examples.
+
+Rounding lengths up to a multiple (8 by default) bounds the number of distinct batch shapes, which is
+what costs time under JAX (one compilation per shape) and TensorFlow (retracing).
+
+Batches come as numpy (`bucketed_batches`, `predict_bucketed`) or as a `tf.data.Dataset` for
+`model.fit` (`bucketed_dataset`); `tf.data` feeds Keras on TensorFlow, JAX and PyTorch alike.
+"""
+
+import math
+
+import numpy as np
+
+# Default padding value per feature name; every other feature pads with 0.
+DEFAULT_PADDING_VALUES = {"token_ids": 0, "segment_ids": 0, "padding_mask": 0}
+
+
+def _is_nested(example_value):
+    """Whether one example's value is a list of sequences (multiple choice) rather than one sequence."""
+    return len(example_value) > 0 and isinstance(example_value[0], (list, tuple, np.ndarray))
+
+
+def example_lengths(features):
+    """Length of every example: the longest sequence among its features (and choices), as int64 [N]."""
+    keys = list(features)
+    if not keys:
+        raise ValueError("features is empty; expected a dict of per-example sequences.")
+    num_examples = len(features[keys[0]])
+    for key in keys:
+        if len(features[key]) != num_examples:
+            raise ValueError(f"feature {key!r} has {len(features[key])} examples, {keys[0]!r} has {num_examples}.")
+    lengths = np.zeros(num_examples, dtype=np.int64)
+    for key in keys:
+        for i, value in enumerate(features[key]):
+            n = max((len(row) for row in value), default=0) if _is_nested(value) else len(value)
+            lengths[i] = max(lengths[i], n)
+    return lengths
+
+
+def plan_batches(lengths, batch_size, shuffle=False, seed=0, sort_by_length=True, bucket_window=100):
+    """The example indices of every batch of one epoch; each index appears exactly once.
+
+    Args:
+        lengths: int array [N], each example's length.
+        batch_size: examples per batch (the last batch of a window may be smaller).
+        shuffle: random order (training). With `sort_by_length`, examples are shuffled, cut into windows of
+            `bucket_window * batch_size`, sorted by length inside each window, cut into batches, and
+            the batches shuffled.
+        seed: seed of the shuffling (use a new one every epoch).
+        sort_by_length: bucket by length (on by default); False keeps the (shuffled) order.
+        bucket_window: batches per sorting window when shuffling.
+
+    Returns:
+        A list of int64 index arrays.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
+    lengths = np.asarray(lengths)
+    n = len(lengths)
+    if not shuffle:
+        order = np.argsort(lengths, kind="stable") if sort_by_length else np.arange(n)
+        return [order[i : i + batch_size] for i in range(0, n, batch_size)]
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    if not sort_by_length:
+        return [order[i : i + batch_size] for i in range(0, n, batch_size)]
+    window = batch_size * bucket_window
+    batches = []
+    for start in range(0, n, window):
+        chunk = order[start : start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    return [batches[j] for j in rng.permutation(len(batches))]
+
+
+def _pad_rows(rows, length, value, dtype):
+    """A list of 1-D sequences (or of lists of sequences) -> array [B, length] (or [B, C, length])."""
+    if _is_nested(rows[0]):
+        num_choices = len(rows[0])
+        out = np.full((len(rows), num_choices, length), value, dtype=dtype)
+        for b, choices in enumerate(rows):
+            if len(choices) != num_choices:
+                raise ValueError(f"examples have different numbers of choices: {len(choices)} != {num_choices}.")
+            for c, row in enumerate(choices):
+                if len(row) > length:
+                    raise ValueError(f"a sequence of length {len(row)} does not fit the padded length {length}.")
+                out[b, c, : len(row)] = row
+        return out
+    out = np.full((len(rows), length), value, dtype=dtype)
+    for b, row in enumerate(rows):
+        if len(row) > length:
+            raise ValueError(f"a sequence of length {len(row)} does not fit the padded length {length}.")
+        out[b, : len(row)] = row
+    return out
+
+
+def _is_ragged_labels(labels):
+    return isinstance(labels, list) and len(labels) > 0 and isinstance(labels[0], (list, tuple, np.ndarray))
+
+
+def _take_labels(labels, indices, length, label_padding_value):
+    """Labels of a batch: a dict recursively; per-token (ragged) lists padded to `length`; arrays indexed."""
+    if isinstance(labels, dict):
+        return {k: _take_labels(v, indices, length, label_padding_value) for k, v in labels.items()}
+    if _is_ragged_labels(labels):
+        rows = [labels[i] for i in indices]
+        dtype = np.float32 if np.asarray(rows[0]).dtype.kind == "f" else np.int32
+        return _pad_rows(rows, length, label_padding_value, dtype)
+    array = np.asarray(labels)
+    array = array.astype(np.float32) if array.dtype.kind == "f" else array.astype(np.int32)
+    return array[indices]
+
+
+def pad_batch(features, indices, length=None, pad_to_multiple_of=1, padding_values=None):
+    """Pads the examples `indices` of `features` into int32 arrays.
+
+    Args:
+        features: dict name -> list of per-example sequences (1-D, or a list of C sequences).
+        indices: the examples of the batch.
+        length: pad to exactly this length (fixed padding); default: the batch's longest example
+            rounded up to a multiple of `pad_to_multiple_of`.
+        pad_to_multiple_of: rounding of the dynamic length.
+        padding_values: dict name -> padding value (default 0 for every feature).
+
+    Returns:
+        dict name -> int32 array [B, T] (or [B, C, T]).
+    """
+    padding_values = {**DEFAULT_PADDING_VALUES, **(padding_values or {})}
+    indices = np.asarray(indices)
+    if length is None:
+        longest = int(example_lengths({k: [v[i] for i in indices] for k, v in features.items()}).max())
+        length = int(math.ceil(max(longest, 1) / pad_to_multiple_of) * pad_to_multiple_of)
+    return {
+        key: _pad_rows([values[i] for i in indices], length, padding_values.get(key, 0), np.int32)
+        for key, values in features.items()
+    }
+
+
+def bucketed_batches(
+    features,
+    labels=None,
+    batch_size=32,
+    shuffle=False,
+    seed=0,
+    dynamic_padding=True,
+    max_length=None,
+    pad_to_multiple_of=8,
+    bucket_window=100,
+    padding_values=None,
+    label_padding_value=0,
+):
+    """Yields the padded batches of one epoch: `x` dicts, or `(x, y)` pairs when `labels` is given.
+
+    Args:
+        features: dict name -> list of N variable-length int sequences (per example: one list, or a list
+            of C lists for multiple choice), e.g. `{"token_ids", "segment_ids", "padding_mask"}`.
+        labels: None; an array [N] / [N, k]; per-token ragged lists (padded like the features, with
+            `label_padding_value`); or a dict of those.
+        batch_size: examples per batch.
+        shuffle: new random order (seeded by `seed`).
+        seed: shuffling seed.
+        dynamic_padding: pad each batch to its longest example and bucket by length (default). False
+            pads every batch to `max_length`, in the plain (shuffled) order.
+        max_length: the fixed length when `dynamic_padding=False`.
+        pad_to_multiple_of: round dynamic lengths up to a multiple of this (bounds compilations).
+        bucket_window: batches per length-sorting window when shuffling.
+        padding_values: dict name -> padding value of that feature (default 0).
+        label_padding_value: padding of per-token labels (e.g. -100 or 0 with a mask).
+
+    Examples:
+
+    >>> features = {"token_ids": [[101, 5, 102], [101, 102], [101, 7, 8, 9, 102]]}
+    >>> [x["token_ids"].shape for x in bucketed_batches(features, batch_size=2, pad_to_multiple_of=1)]
+    [(2, 3), (1, 5)]
+    """
+    if not dynamic_padding and max_length is None:
+        raise ValueError("dynamic_padding=False needs max_length, the fixed length to pad to.")
+    lengths = example_lengths(features)
+    if max_length is not None and len(lengths) and lengths.max() > max_length:
+        raise ValueError(f"an example has {int(lengths.max())} tokens, more than max_length={max_length}.")
+    plan = plan_batches(lengths, batch_size, shuffle=shuffle, seed=seed, sort_by_length=dynamic_padding,
+                        bucket_window=bucket_window)
+    for indices in plan:
+        length = None if dynamic_padding else max_length
+        x = pad_batch(features, indices, length=length, pad_to_multiple_of=pad_to_multiple_of,
+                      padding_values=padding_values)
+        if labels is None:
+            yield x
+        else:
+            batch_length = next(iter(x.values())).shape[-1]
+            yield x, _take_labels(labels, indices, batch_length, label_padding_value)
+
+
+def num_batches(num_examples, batch_size):
+    """Batches per epoch of `bucketed_batches` (windows are whole multiples of `batch_size`)."""
+    return int(math.ceil(num_examples / batch_size))
+
+
+def _label_signature(tf, labels):
+    if isinstance(labels, dict):
+        return {k: _label_signature(tf, v) for k, v in labels.items()}
+    if _is_ragged_labels(labels):
+        dtype = tf.float32 if np.asarray(labels[0]).dtype.kind == "f" else tf.int32
+        return tf.TensorSpec([None] * (np.ndim(labels[0]) + 1), dtype)
+    array = np.asarray(labels)
+    return tf.TensorSpec([None, *array.shape[1:]], tf.float32 if array.dtype.kind == "f" else tf.int32)
+
+
+def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0, **kwargs):
+    """`bucketed_batches` as a `tf.data.Dataset` for `model.fit` / `evaluate` (any Keras backend).
+
+    Every pass over the dataset (every epoch) draws a new shuffling seed (`seed`, `seed + 1`, ...).
+    The dataset knows its number of batches, so Keras shows the progress bar's total.
+
+    Args:
+        features, labels, batch_size, shuffle, seed: as in `bucketed_batches`.
+        **kwargs: the other arguments of `bucketed_batches` (dynamic_padding, max_length, ...).
+
+    Examples:
+
+    >>> dataset = bucketed_dataset(features, labels, batch_size=32, shuffle=True)  # doctest: +SKIP
+    >>> model.fit(dataset, epochs=3)  # doctest: +SKIP
+    """
+    import tensorflow as tf
+
+    keys = list(features)
+    nested = {k: _is_nested(features[k][0]) if len(features[k]) else False for k in keys}
+    x_signature = {k: tf.TensorSpec([None, None, None] if nested[k] else [None, None], tf.int32) for k in keys}
+    signature = x_signature if labels is None else (x_signature, _label_signature(tf, labels))
+    epoch = [0]
+
+    def generator():
+        epoch_seed = seed + epoch[0]
+        epoch[0] += 1
+        yield from bucketed_batches(features, labels, batch_size=batch_size, shuffle=shuffle, seed=epoch_seed,
+                                    **kwargs)
+
+    dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches(len(features[keys[0]]), batch_size)))
+    return dataset.prefetch(2)
+
+
+def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_length=None, pad_to_multiple_of=8,
+                     padding_values=None):
+    """`model`'s outputs for every example, in the original order, from length-sorted padded batches.
+
+    Args:
+        model: a Keras model taking the padded feature dict.
+        features: dict name -> list of N per-example sequences.
+        batch_size: examples per batch.
+        dynamic_padding: sort by length and pad each batch to its longest example (default); False pads
+            every batch to `max_length`.
+        max_length: fixed length when `dynamic_padding=False`.
+        pad_to_multiple_of: rounding of dynamic lengths.
+        padding_values: dict name -> padding value.
+
+    Returns:
+        numpy array [N, ...] (or a dict of them when the model returns a dict).
+    """
+    import keras
+
+    lengths = example_lengths(features)
+    plan = plan_batches(lengths, batch_size, shuffle=False, sort_by_length=dynamic_padding)
+    outputs = []
+    for indices in plan:
+        x = pad_batch(features, indices, length=None if dynamic_padding else max_length,
+                      pad_to_multiple_of=pad_to_multiple_of, padding_values=padding_values)
+        out = model.predict_on_batch(x)
+        outputs.append(keras.tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)), out))
+    order = np.concatenate(plan) if plan else np.zeros(0, np.int64)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+
+    def restore(*parts):
+        return np.concatenate(parts, axis=0)[inverse]
+
+    return keras.tree.map_structure(restore, *outputs)
