@@ -253,6 +253,14 @@ def backbone_weights_dict(backbone):
     }
 
 
+def hf_label_config(num_labels, label_names=None):
+    """`id2label` / `label2id` entries of a Hugging Face task config (`LABEL_i` when names are not given)."""
+    names = list(label_names) if label_names is not None else [f"LABEL_{i}" for i in range(num_labels)]
+    if len(names) != num_labels:
+        raise ValueError(f"{len(names)} label names given for {num_labels} outputs.")
+    return {"id2label": {str(i): name for i, name in enumerate(names)}, "label2id": {name: i for i, name in enumerate(names)}}
+
+
 def save_backbone(backbone, directory, head_weights=None, architecture="BertModel", extra_config=None):
     """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
 

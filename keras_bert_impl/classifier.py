@@ -8,13 +8,12 @@ The head of the original run_classifier.py and of Hugging Face's BertForSequence
 with mean squared error. There is no separate BertRegressor class.
 """
 
-import json
-import os
 
 import keras
 import numpy as np
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.checkpoint_conversion import hf_label_config
 
 # Hugging Face BertForSequenceClassification / BertForMultipleChoice names of the head.
 CLASSIFIER_WEIGHT = "classifier.weight"  # [num_outputs, H] (torch Linear layout [out, in])
@@ -131,9 +130,13 @@ class BertClassifier(keras.Model):
             directory: output directory.
             label_names: optional class names for the config's `id2label` / `label2id`.
         """
-        self.backbone.save_pretrained(directory, head_weights=self.head_weights())
         problem_type = "regression" if self.num_classes == 1 else "single_label_classification"
-        update_hf_config(directory, "BertForSequenceClassification", self.num_classes, label_names, problem_type)
+        self.backbone.save_pretrained(
+            directory,
+            head_weights=self.head_weights(),
+            architecture="BertForSequenceClassification",
+            extra_config=dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type),
+        )
 
 
 def dense_head_weights(dense):
@@ -167,24 +170,3 @@ def load_dense_head(dense, head_weights, source="checkpoint"):
     return True
 
 
-def update_hf_config(directory, architecture, num_labels, label_names=None, problem_type=None):
-    """Marks a saved directory's config.json as a Hugging Face task model (architecture, labels).
-
-    `num_labels=None` leaves the label fields alone (multiple choice has one output per choice).
-    """
-    path = os.path.join(directory, "config.json")
-    with open(path, encoding="utf-8") as f:
-        config = json.load(f)
-    config["architectures"] = [architecture]
-    if num_labels is not None:
-        names = list(label_names) if label_names is not None else [f"LABEL_{i}" for i in range(num_labels)]
-        if len(names) != num_labels:
-            raise ValueError(f"label_names has {len(names)} names for {num_labels} outputs.")
-        config["id2label"] = {str(i): name for i, name in enumerate(names)}
-        config["label2id"] = {name: i for i, name in enumerate(names)}
-    if problem_type:
-        config["problem_type"] = problem_type
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)

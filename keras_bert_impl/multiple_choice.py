@@ -12,7 +12,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.classifier import dense_head_weights, load_dense_head, update_hf_config
+from keras_bert_impl.classifier import dense_head_weights, load_dense_head
 
 _INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -129,5 +129,4 @@ class BertMultipleChoice(keras.Model):
 
     def save_pretrained(self, directory):
         """Writes a Hugging Face BertForMultipleChoice directory (config.json + model.safetensors)."""
-        self.backbone.save_pretrained(directory, head_weights=self.head_weights())
-        update_hf_config(directory, "BertForMultipleChoice", None)
+        self.backbone.save_pretrained(directory, head_weights=self.head_weights(), architecture="BertForMultipleChoice")
