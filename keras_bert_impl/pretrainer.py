@@ -111,7 +111,7 @@ class BertPretrainer(keras.Model):
         nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))  # [B]
         nsp_nll = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)  # [B]
         global_batch = replica_sum(ops.cast(ops.shape(nsp_nll)[0], "float32"))
-        nsp_loss = ops.sum(nsp_nll) / global_batch
+        nsp_loss = ops.sum(nsp_nll) / ops.maximum(global_batch, 1.0)  # an empty batch gives 0, not NaN
         return mlm_loss + nsp_loss, mlm_loss, nsp_loss
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -124,11 +124,14 @@ class BertPretrainer(keras.Model):
         nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))
         nsp_correct = ops.cast(ops.equal(ops.argmax(y_pred["next_sentence_logits"], axis=-1), nsp_labels), "float32")
         # Mean metrics average over replicas: a share times the replica count averages to the global loss.
+        # Weighted by batch size, as Keras weights its own loss tracker: an empty final batch (TensorFlow's
+        # evaluate can produce one) then adds nothing.
         replicas = num_replicas_in_sync()
+        batch_size = ops.cast(ops.shape(nsp_labels)[0], "float32")
         self.masked_lm_accuracy.update_state(mlm_correct, sample_weight=weights)
-        self.masked_lm_loss.update_state(mlm_loss * replicas)
+        self.masked_lm_loss.update_state(mlm_loss * replicas, sample_weight=batch_size)
         self.next_sentence_accuracy.update_state(nsp_correct)
-        self.next_sentence_loss.update_state(nsp_loss * replicas)
+        self.next_sentence_loss.update_state(nsp_loss * replicas, sample_weight=batch_size)
         # Keras adds up the replicas' gradients and reports loss * replicas averaged: both exact for shares.
         return total
 

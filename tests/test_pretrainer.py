@@ -154,3 +154,16 @@ def test_config_round_trip(tmp_path):
     loaded = keras.models.load_model(path)
     x, _, _ = _masked_batch(TINY.vocab_size)
     np.testing.assert_allclose(to_numpy(loaded(x)["masked_lm_logits"]), to_numpy(model(x)["masked_lm_logits"]), atol=1e-6)
+
+
+def test_an_empty_batch_does_not_dilute_the_loss_metrics():
+    model = BertPretrainer(BertBackbone(TINY))
+    model.compile(optimizer="sgd")
+    x, y, _ = _masked_batch(TINY.vocab_size)
+    model.compute_loss(x, y, model(x))
+    empty_x = {k: v[:0] for k, v in x.items()}
+    empty_y = {k: v[:0] for k, v in y.items()}
+    model.compute_loss(empty_x, empty_y, model(empty_x))
+    total, mlm, nsp = (float(to_numpy(v)) for v in model.pretraining_losses(y, model(x)))
+    assert abs(float(to_numpy(model.masked_lm_loss.result())) - mlm) < 1e-5
+    assert abs(float(to_numpy(model.next_sentence_loss.result())) - nsp) < 1e-5
