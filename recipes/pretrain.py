@@ -1,0 +1,161 @@
+"""Pretrain BERT (masked LM + next sentence) on TFRecords: google-research/bert's run_pretraining.py.
+
+Same flags as the original, on any Keras backend (KERAS_BACKEND=tensorflow|jax|torch):
+
+    python recipes/pretrain.py --input_file=out/train-*.tfrecord --output_dir=run \
+        --do_train --do_eval --eval_input_file=out/heldout.tfrecord \
+        --config=bert_tiny --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
+        --num_train_steps=10000 --num_warmup_steps=1000 --learning_rate=1e-4 --save_checkpoints_steps=1000
+
+The input files are those of recipes/create_pretraining_data.py (or of the original script).
+Run the same command again after an interruption (even kill -9): it restores the latest complete
+checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trains on to the same
+`--num_train_steps`; the input pipeline restarts rather than skipping what was read (as the
+Estimator did), with its shuffle seed offset by the restored step. Outputs in `output_dir`:
+`checkpoints/`, `train_log.jsonl` (metrics per loop of `--iterations_per_loop` steps), `logs/`
+(TensorBoard), `final/` (a Hugging Face BertForPreTraining directory, read by
+`BertPretrainer.from_pretrained`) and `metrics.json` (final train metrics and, with --do_eval,
+eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given.
+
+Differences from the original: `--config` (a `BertConfig` preset name) may replace
+`--bert_config_file`; `--optimizer=lamb` selects LAMB; `--steps_per_execution`, `--seed`,
+`--keep_checkpoint_max`, `--verbose` are extra; the TPU flags are accepted and ignored.
+"""
+
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from keras_bert_impl.flags import FlagParser  # noqa: E402
+
+
+def build_parser():
+    """The argument parser, with run_pretraining.py's flag names and defaults (plus a few extras)."""
+    p = FlagParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bert_config_file", default=None, help="The config json file of the pre-trained BERT model.")
+    p.add_argument("--config", default=None, help="A BertConfig preset name (e.g. bert_tiny) instead of a file.")
+    p.add_argument("--input_file", default=None, help="Input TF example files (comma-separated list or globs).")
+    p.add_argument("--eval_input_file", default=None, help="Held-out TF example files; default --input_file.")
+    p.add_argument("--output_dir", required=True, help="Where the checkpoints, logs and final model go.")
+    p.add_argument("--init_checkpoint", default=None, help="Initial checkpoint (anything from_pretrained reads).")
+    p.add_argument("--max_seq_length", type=int, default=128, help="Maximum total input sequence length.")
+    p.add_argument("--max_predictions_per_seq", type=int, default=20, help="Maximum masked LM predictions per sequence.")
+    p.add_bool_flag("do_train", False, "Whether to run training.")
+    p.add_bool_flag("do_eval", False, "Whether to run eval on the dev set.")
+    p.add_argument("--train_batch_size", type=int, default=32, help="Total batch size for training.")
+    p.add_argument("--eval_batch_size", type=int, default=8, help="Total batch size for eval.")
+    p.add_argument("--learning_rate", type=float, default=5e-5, help="The initial learning rate for Adam.")
+    p.add_argument("--num_train_steps", type=int, default=100000, help="Number of training steps.")
+    p.add_argument("--num_warmup_steps", type=int, default=10000, help="Number of warmup steps.")
+    p.add_argument("--save_checkpoints_steps", type=int, default=1000, help="How often to save the model checkpoint.")
+    p.add_argument("--iterations_per_loop", type=int, default=1000,
+                   help="Steps per fit epoch: the progress bar's unit and the window of the logged train metrics.")
+    p.add_argument("--max_eval_steps", type=int, default=100, help="Maximum number of eval steps.")
+    p.add_argument("--optimizer", default="adamw", choices=("adamw", "lamb"), help="adamw (original) or lamb.")
+    p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
+    p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
+    p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
+    p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
+    # TPU flags of the original: accepted for command-line compatibility, ignored.
+    p.add_bool_flag("use_tpu", False, "Ignored (no TPU support).")
+    for name in ("tpu_name", "tpu_zone", "gcp_project", "master"):
+        p.add_argument(f"--{name}", default=None, help="Ignored (no TPU support).")
+    p.add_argument("--num_tpu_cores", type=int, default=8, help="Ignored (no TPU support).")
+    return p
+
+
+def build_model(args):
+    """The BertPretrainer of --init_checkpoint (with --bert_config_file/--config fields) or a fresh one."""
+    from keras_bert_impl.backbone import BertBackbone
+    from keras_bert_impl.config import BertConfig
+    from keras_bert_impl.pretrainer import BertPretrainer
+
+    config = None
+    if args.bert_config_file:
+        config = BertConfig.from_json_file(args.bert_config_file)
+    elif args.config:
+        config = BertConfig.preset(args.config)
+    if args.init_checkpoint:
+        return BertPretrainer.from_pretrained(args.init_checkpoint, **(config.to_dict() if config else {}))
+    if config is None:
+        raise ValueError("One of --bert_config_file, --config or --init_checkpoint is required.")
+    if args.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length={args.max_seq_length} exceeds max_position_embeddings={config.max_position_embeddings}."
+        )
+    return BertPretrainer(BertBackbone(config))
+
+
+def main(argv=None):
+    """Runs the recipe; returns the dict written to output_dir/metrics.json."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if not args.do_train and not args.do_eval:
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    if not args.input_file:
+        raise ValueError("--input_file is required.")
+
+    import keras
+
+    from keras_bert_impl import training
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.tf_pretraining_data import pretraining_dataset
+
+    if args.seed is not None:
+        keras.utils.set_random_seed(args.seed)
+    os.makedirs(args.output_dir, exist_ok=True)
+    model = build_model(args)
+    optimizer = create_optimizer(
+        args.learning_rate, args.num_train_steps, args.num_warmup_steps, optimizer_type=args.optimizer
+    )
+    model.compile(optimizer=optimizer, steps_per_execution=args.steps_per_execution)
+    verbose = args.verbose if args.verbose == "auto" else int(args.verbose)
+    results = {"backend": keras.backend.backend(), "num_train_steps": args.num_train_steps}
+    start = time.time()
+
+    if args.do_train:
+
+        def train_dataset(initial_step):
+            seed = None if args.seed is None else args.seed + initial_step
+            return pretraining_dataset(
+                args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
+                is_training=True, seed=seed,
+            )
+
+        outcome = training.run_training(
+            model,
+            train_dataset,
+            num_train_steps=args.num_train_steps,
+            output_dir=args.output_dir,
+            save_checkpoints_steps=args.save_checkpoints_steps,
+            iterations_per_loop=args.iterations_per_loop,
+            keep_checkpoint_max=args.keep_checkpoint_max,
+            steps_per_execution=args.steps_per_execution,
+            verbose=verbose,
+        )
+        print(f"Trained from step {outcome['initial_step']} to step {outcome['global_step']}.", flush=True)
+        results.update(
+            initial_step=outcome["initial_step"], global_step=outcome["global_step"], train=outcome["train_metrics"]
+        )
+        model.save_pretrained(os.path.join(args.output_dir, "final"))
+    else:
+        step = training.restore_latest_checkpoint(model, os.path.join(args.output_dir, training.CHECKPOINT_SUBDIR))
+        results.update(initial_step=step, global_step=step)
+
+    if args.do_eval:
+        eval_dataset = pretraining_dataset(
+            args.eval_input_file or args.input_file, args.max_seq_length, args.max_predictions_per_seq,
+            args.eval_batch_size, is_training=False,
+        )
+        results["eval"] = training.evaluate(model, eval_dataset, args.max_eval_steps)
+        print("***** Eval results *****")
+        for name, value in sorted(results["eval"].items()):
+            print(f"  {name} = {value:.4f}")
+    results["elapsed_seconds"] = round(time.time() - start, 1)
+    training.write_json_atomic(os.path.join(args.output_dir, "metrics.json"), results)
+    return results
+
+
+if __name__ == "__main__":
+    main()

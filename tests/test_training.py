@@ -1,0 +1,257 @@
+"""keras_bert_impl.training: atomic checkpoints, exact resume of weights + optimizer + step, logs.
+
+Runs on every backend (KERAS_BACKEND=tensorflow|jax|torch) with a tiny model and tiny TFRecords
+generated here (the helpers are shared with tests/test_pretrain_recipe.py).
+"""
+
+import json
+import os
+import random
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl import training
+from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.optimization import create_optimizer
+from keras_bert_impl.pretrainer import BertPretrainer
+
+SEQ_LEN = 24
+MAX_PREDICTIONS = 4
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def tiny_config():
+    """A ~20k-parameter BERT: vocab 100, hidden 16, 2 layers, 2 heads."""
+    return BertConfig(
+        vocab_size=100,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
+
+
+def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
+    """Writes vocab.txt, bert_config.json and train/eval TFRecords of a synthetic corpus; returns paths.
+
+    Each document draws its words from its own small "topic" slice of the vocabulary, so next-sentence
+    prediction is learnable, like topic shift in real corpora.
+    """
+    import tensorflow as tf  # noqa: F401  (the TFRecord writer)
+
+    from keras_bert_impl import pretraining_data, tf_pretraining_data
+
+    class Tokenizer:
+        def __init__(self, vocab):
+            self.vocab = {token: i for i, token in enumerate(vocab)}
+
+        def convert_tokens_to_ids(self, tokens):
+            return [self.vocab[t] for t in tokens]
+
+    os.makedirs(directory, exist_ok=True)
+    words = [f"w{i}" for i in range(100 - len(SPECIAL))]
+    vocab = SPECIAL + words
+    vocab_file = os.path.join(directory, "vocab.txt")
+    with open(vocab_file, "w") as f:
+        f.write("\n".join(vocab) + "\n")
+    config_file = os.path.join(directory, "bert_config.json")
+    tiny_config().to_json_file(config_file)
+
+    rng = random.Random(seed)
+    documents = []
+    for d in range(num_documents):
+        topic = words[(d % 6) * 15 : (d % 6) * 15 + 15]
+        documents.append([[rng.choice(topic) for _ in range(rng.randint(4, 9))] for _ in range(6)])
+    tokenizer = Tokenizer(vocab)
+    paths = {"vocab": vocab_file, "config": config_file}
+    for split, docs in (("train", documents[4:]), ("eval", documents[:4])):
+        instances = pretraining_data.create_training_instances(
+            docs, vocab, random.Random(seed), max_seq_length=SEQ_LEN, dupe_factor=dupe_factor,
+            max_predictions_per_seq=MAX_PREDICTIONS,
+        )
+        path = os.path.join(directory, f"{split}.tfrecord")
+        tf_pretraining_data.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
+        paths[split] = path
+    return paths
+
+
+def tiny_dataset(path, batch_size=4, is_training=True):
+    from keras_bert_impl.tf_pretraining_data import pretraining_dataset
+
+    return pretraining_dataset(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
+
+
+def compiled_model(num_train_steps=12):
+    model = BertPretrainer(BertBackbone(tiny_config()))
+    model.compile(optimizer=create_optimizer(1e-3, num_train_steps, 2))
+    return model
+
+
+def optimizer_moments(model):
+    """The optimizer's variables other than the iteration counter (AdamW's m and v), as numpy."""
+    return [
+        keras.ops.convert_to_numpy(v)
+        for v in model.optimizer.variables
+        if v is not model.optimizer.iterations and "iteration" not in v.path
+    ]
+
+
+def tensorboard_scalars(logdir, tag):
+    """{step: value} of a scalar in the TensorBoard event files of `logdir`."""
+    import glob
+
+    import tensorflow as tf
+
+    values = {}
+    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    assert value.metadata.plugin_data.plugin_name == "scalars"
+                    values[event.step] = float(tf.make_ndarray(value.tensor))
+    return values
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_tiny_data(str(tmp_path_factory.mktemp("tiny_data")))
+
+
+def test_checkpoint_round_trip_restores_weights_optimizer_and_step(data, tmp_path):
+    """A saved checkpoint restores into a fresh model: weights, AdamW moments and the iteration counter."""
+    model = compiled_model()
+    model.fit(tiny_dataset(data["train"]), steps_per_epoch=3, epochs=1, verbose=0)
+    step, path = training.save_checkpoint(model, str(tmp_path))
+    assert step == 3 and os.path.basename(path) == "ckpt-00000003.weights.h5"
+    assert os.listdir(tmp_path) == ["ckpt-00000003.weights.h5"]  # no temporary file left behind
+
+    fresh = compiled_model()
+    assert training.restore_latest_checkpoint(fresh, str(tmp_path)) == 3
+    assert int(keras.ops.convert_to_numpy(fresh.optimizer.iterations)) == 3
+    for a, b in zip(model.weights, fresh.weights):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
+    moments, restored = optimizer_moments(model), optimizer_moments(fresh)
+    assert len(moments) == 2 * len(model.trainable_variables)
+    assert any(np.abs(m).max() > 0 for m in moments)
+    for a, b in zip(moments, restored):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_partial_and_temporary_files_are_not_checkpoints(data, tmp_path):
+    """A write killed mid-way leaves a `.tmp-*` file (ignored, then cleaned up); an unreadable file
+    with a final name falls back to the previous checkpoint."""
+    model = compiled_model()
+    model.fit(tiny_dataset(data["train"]), steps_per_epoch=2, epochs=1, verbose=0)
+    training.save_checkpoint(model, str(tmp_path))  # step 2
+    good = open(training.checkpoint_path(str(tmp_path), 2), "rb").read()
+    # What a SIGKILL during save_checkpoint of step 4 leaves: a truncated temporary file.
+    temp = tmp_path / f".tmp-ckpt-00000004-{os.getpid() + 1}.weights.h5"
+    temp.write_bytes(good[: len(good) // 2])
+    assert training.list_checkpoints(str(tmp_path)) == [(2, training.checkpoint_path(str(tmp_path), 2))]
+
+    fresh = compiled_model()
+    assert training.restore_latest_checkpoint(fresh, str(tmp_path)) == 2
+    assert not temp.exists()
+
+    # Even a corrupt file under a final name (e.g. disk damage) is skipped for the previous one.
+    with open(training.checkpoint_path(str(tmp_path), 6), "wb") as f:
+        f.write(good[: len(good) // 3])
+    fresh = compiled_model()
+    with pytest.warns(UserWarning, match="Could not read checkpoint"):
+        assert training.restore_latest_checkpoint(fresh, str(tmp_path)) == 2
+    assert int(keras.ops.convert_to_numpy(fresh.optimizer.iterations)) == 2
+
+
+def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
+    """An interrupted run_training continues from its last checkpoint to exactly num_train_steps;
+    checkpoints are pruned to keep_checkpoint_max; the log continues the same step axis."""
+    out = str(tmp_path)
+
+    class Crash(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == 7:
+                raise KeyboardInterrupt  # the process "dies" after step 7, checkpoints at 2, 4, 6
+
+    model = compiled_model(num_train_steps=12)
+    with pytest.raises(KeyboardInterrupt):
+        training.run_training(
+            model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, iterations_per_loop=4,
+            keep_checkpoint_max=2, verbose=0, callbacks=[Crash()],
+        )
+    checkpoint_dir = os.path.join(out, training.CHECKPOINT_SUBDIR)
+    assert [s for s, _ in training.list_checkpoints(checkpoint_dir)] == [4, 6]
+
+    seen_steps = []
+
+    def dataset_fn(initial_step):
+        seen_steps.append(initial_step)
+        return tiny_dataset(data["train"])
+
+    model = compiled_model(num_train_steps=12)
+    result = training.run_training(
+        model, dataset_fn, 12, out, save_checkpoints_steps=2, iterations_per_loop=4, keep_checkpoint_max=2, verbose=0
+    )
+    assert seen_steps == [6]
+    assert result["initial_step"] == 6 and result["global_step"] == 12
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 12
+    assert [s for s, _ in training.list_checkpoints(checkpoint_dir)] == [10, 12]
+    log = training.read_metrics_log(os.path.join(out, "train_log.jsonl"))
+    # First run: loop 1 ends at step 4 (then the crash); resumed run: initial_epoch = 6 // 4 = 1, so
+    # its loops end at steps 10 and 12 (the last one cut short by StopAtStep).
+    assert [r["step"] for r in log] == [4, 10, 12]
+    assert {"loss", "masked_lm_accuracy", "next_sentence_accuracy"} <= set(log[-1])
+    assert result["train_metrics"]["step"] == 12
+    assert tensorboard_scalars(os.path.join(out, "logs", "train"), "masked_lm_accuracy") == {
+        r["step"]: pytest.approx(r["masked_lm_accuracy"]) for r in log
+    }
+
+    # Running again once finished trains nothing and keeps the step.
+    model = compiled_model(num_train_steps=12)
+    again = training.run_training(model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, verbose=0)
+    assert again["initial_step"] == 12 and again["global_step"] == 12 and again["history"] == {}
+
+
+def test_resumed_training_equals_uninterrupted_training_without_dropout(data, tmp_path):
+    """With dropout off and the same batches, 4 steps + restore + 4 steps gives the weights of 8 steps
+    straight: nothing of the optimizer state (moments, step, learning-rate schedule) is lost."""
+    config = dict(tiny_config().to_dict(), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+    def model_and_batches():
+        keras.utils.set_random_seed(7)
+        model = BertPretrainer(BertBackbone(BertConfig(**config)))
+        model.compile(optimizer=create_optimizer(1e-3, 8, 2))
+        batches = list(tiny_dataset(data["train"], is_training=False).take(8).as_numpy_iterator())
+        return model, batches
+
+    straight, batches = model_and_batches()
+    for x, y in batches:
+        straight.train_on_batch(x, y)
+
+    first, _ = model_and_batches()
+    for x, y in batches[:4]:
+        first.train_on_batch(x, y)
+    training.save_checkpoint(first, str(tmp_path))
+    second, _ = model_and_batches()
+    assert training.restore_latest_checkpoint(second, str(tmp_path)) == 4
+    for x, y in batches[4:]:
+        second.train_on_batch(x, y)
+    for a, b in zip(straight.weights, second.weights):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=1e-5, atol=1e-6)
+
+
+def test_steps_must_be_multiples_of_steps_per_execution(data, tmp_path):
+    with pytest.raises(ValueError, match="multiple of steps_per_execution"):
+        training.run_training(compiled_model(), tiny_dataset(data["train"]), 10, str(tmp_path),
+                              save_checkpoints_steps=3, steps_per_execution=2)
+
+
+def test_write_json_atomic(tmp_path):
+    path = str(tmp_path / "metrics.json")
+    training.write_json_atomic(path, {"a": 1.5})
+    training.write_json_atomic(path, {"a": 2.5})
+    assert json.load(open(path)) == {"a": 2.5}
+    assert os.listdir(tmp_path) == ["metrics.json"]
