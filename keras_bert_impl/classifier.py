@@ -13,6 +13,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.task import BertTask
 from keras_bert_impl.checkpoint_conversion import hf_label_config
 
 # Hugging Face BertForSequenceClassification / BertForMultipleChoice names of the head.
@@ -21,7 +22,7 @@ CLASSIFIER_BIAS = "classifier.bias"  # [num_outputs]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertClassifier(keras.Model):
+class BertClassifier(BertTask):
     """A `BertBackbone` with a dropout + dense head on `pooled_output`: logits for each class.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq]
@@ -80,20 +81,8 @@ class BertClassifier(keras.Model):
         self.output_dropout = output_dropout
         self.output_dense = output_dense
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
+    def task_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout}
 
     @classmethod
     def from_pretrained(cls, path, num_classes, dropout=0.1, dtype=None, **config_overrides):

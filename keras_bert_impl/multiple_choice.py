@@ -12,6 +12,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.task import BertTask
 from keras_bert_impl.classifier import dense_head_weights, load_dense_head
 
 _INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -29,7 +30,7 @@ class MergeChoices(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertMultipleChoice(keras.Model):
+class BertMultipleChoice(BertTask):
     """A `BertBackbone` scoring each of `num_choices` packed sequences; logits [batch, num_choices].
 
     Inputs: a dict {`token_ids`, `segment_ids`, `padding_mask`}, each int32 [batch, num_choices, seq],
@@ -86,20 +87,8 @@ class BertMultipleChoice(keras.Model):
         self.output_dropout = output_dropout
         self.output_dense = output_dense
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "num_choices": self.num_choices,
-            "dropout": self.dropout,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
+    def task_config(self):
+        return {"num_choices": self.num_choices, "dropout": self.dropout}
 
     @classmethod
     def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, **config_overrides):

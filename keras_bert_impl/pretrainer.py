@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.task import BertTask
 from keras_bert_impl.distribute import num_replicas_in_sync, replica_sum
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 
@@ -15,7 +16,7 @@ _MLM_LOSS_EPSILON = 1e-5
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BertTask):
     """BERT's pretraining model: a `BertBackbone`, a masked-LM head and a next-sentence head.
 
     Inputs, a dict: the backbone's `token_ids`, `segment_ids`, `padding_mask` ([batch, seq]) and
@@ -136,15 +137,6 @@ class BertPretrainer(keras.Model):
         return total
 
     # ------------------------------------------------------------------------------ serialization
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, "backbone": keras.saving.serialize_keras_object(self.backbone)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
-
     @classmethod
     def from_pretrained(cls, path, dtype=None, **config_overrides):
         """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.

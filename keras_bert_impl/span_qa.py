@@ -7,6 +7,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.task import BertTask
 
 # Hugging Face names of the span head (Google's cls/squad/output_weights and output_bias are translated to
 # these by the checkpoint reader).
@@ -15,7 +16,7 @@ QA_BIAS = "qa_outputs.bias"  # [2]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertSpanQA(keras.Model):
+class BertSpanQA(BertTask):
     """A `BertBackbone` with the span head of the original run_squad.py: Dense(2) on every token.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq], laid out
@@ -107,19 +108,6 @@ class BertSpanQA(keras.Model):
         return total
 
     # ------------------------------------------------------------------------------ serialization
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
-
     @classmethod
     def from_pretrained(cls, path, dtype=None, **config_overrides):
         """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
