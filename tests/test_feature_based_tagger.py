@@ -1,0 +1,87 @@
+"""BertFeatureBasedTagger (the paper's Table 7): frozen backbone features = concatenated top-4 layers, BiLSTMs
+that ignore padding, a masked loss, training that moves only the tagger's weights."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.feature_based_tagger import BertFeatureBasedTagger
+from tests.backend_utils import to_numpy
+
+TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=4, num_attention_heads=2, intermediate_size=32,
+                  max_position_embeddings=32, hidden_dropout_prob=0.3)  # dropout that frozen features must not see
+
+
+def _data(batch=12, seq=10, seed=0):
+    rng = np.random.RandomState(seed)
+    token_ids = rng.randint(5, 60, size=(batch, seq)).astype("int32")
+    padding_mask = np.ones((batch, seq), "int32")
+    for b in range(batch):
+        padding_mask[b, rng.randint(5, seq + 1):] = 0
+    token_ids *= padding_mask
+    labels = np.where(padding_mask > 0, token_ids % 3, -100).astype("int32")  # learnable from the token
+    labels[:, 0] = -100
+    x = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": padding_mask}
+    return x, labels
+
+
+def _tagger(**kwargs):
+    return BertFeatureBasedTagger(BertBackbone(TINY, output_hidden_states=True), num_labels=3, lstm_units=8, **kwargs)
+
+
+def test_features_are_the_concatenated_top_four_layers_of_the_frozen_backbone():
+    model = _tagger()
+    x, _ = _data()
+    features = keras.Model(model.input, model.get_layer("features").output)
+    hidden = [to_numpy(h) for h in model.backbone(x, training=False)["hidden_states"]]
+    expected = np.concatenate([hidden[-1], hidden[-2], hidden[-3], hidden[-4]], axis=-1)  # [B, T, 4H]
+    # training=True everywhere else: the backbone still runs without dropout.
+    np.testing.assert_allclose(to_numpy(features(x, training=True)), expected, atol=1e-5)
+    assert not model.backbone.trainable
+    trainable = {v.path.split("/")[0] for v in model.trainable_variables}
+    assert trainable == {"bilstm_0", "bilstm_1", "classifier"}
+
+
+def test_padding_does_not_change_the_real_positions():
+    model = _tagger()
+    x, _ = _data(batch=2, seq=6)
+    x["padding_mask"][:] = 1
+    x["token_ids"][x["token_ids"] == 0] = 7
+    padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in x.items()}  # 4 padding positions on the right
+    np.testing.assert_allclose(to_numpy(model(padded))[:, :6], to_numpy(model(x)), atol=1e-5)
+
+
+def test_training_decreases_the_loss_and_leaves_the_backbone_unchanged():
+    model = _tagger()
+    x, labels = _data()
+    before = [to_numpy(v).copy() for v in model.backbone.weights]
+    logits = to_numpy(model(x))
+    mask = labels != -100
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    model.compile(optimizer=keras.optimizers.Adam(3e-2))
+    assert abs(model.evaluate(x, labels, verbose=0, return_dict=True)["loss"] + log_probs[mask, labels[mask]].mean()) < 1e-5
+    history = model.fit(x, labels, epochs=10, batch_size=12, verbose=0).history
+    assert history["loss"][-1] < 0.8 * history["loss"][0]
+    for a, b in zip(before, model.backbone.weights):
+        np.testing.assert_array_equal(a, to_numpy(b))
+    decoded = model.decode(model(x), mask)
+    assert (decoded[~mask] == -100).all() and decoded[mask].min() >= 0
+
+
+def test_config_round_trip_and_checks(tmp_path):
+    model = _tagger(feature_layers=(-1, -2), num_lstm_layers=1)
+    restored = BertFeatureBasedTagger.from_config(model.get_config())
+    assert restored.feature_layers == (-1, -2) and restored.num_lstm_layers == 1 and restored.lstm_units == 8
+    assert restored.get_layer("features").output.shape[-1] == 2 * TINY.hidden_size
+    path = str(tmp_path / "tagger.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    x, _ = _data(batch=2)
+    np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
+    assert not loaded.backbone.trainable
+    with pytest.raises(ValueError, match="output_hidden_states=True"):
+        BertFeatureBasedTagger(BertBackbone(TINY), num_labels=3)
+    with pytest.raises(ValueError, match="feature layer -6 out of range"):
+        _tagger(feature_layers=(-6,))

@@ -1,0 +1,98 @@
+"""recipes/run_ner.py end to end: fine-tuning the real MiniLM checkpoint on data/ner reaches entity F1 >= 90 on
+held-out names; the CRF + document-context and the feature-based (BiLSTM) variants run through the recipe."""
+
+import importlib.util
+import json
+import os
+import shutil
+
+import pytest
+
+from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.conll_data import read_conll_file
+from keras_bert_impl.token_classifier import BertTokenClassifier
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA_DIR = os.path.join(REPO, "data", "ner")
+
+
+def _recipe():
+    spec = importlib.util.spec_from_file_location("run_ner_recipe", os.path.join(REPO, "recipes", "run_ner.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read_predictions(path):
+    """[(token, gold, pred)] of every non-DOCSTART line of a conlleval file."""
+    rows = []
+    for line in open(path, encoding="utf-8"):
+        parts = line.split()
+        if parts and parts[0] != "-DOCSTART-":
+            assert len(parts) == 3, line
+            rows.append(tuple(parts))
+    return rows
+
+
+@pytest.mark.slow
+def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, tmp_path):
+    output_dir = str(tmp_path / "ner")
+    results = _recipe().main([
+        f"--data_dir={DATA_DIR}", f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}",
+        "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=8",
+        "--eval_batch_size=64", "--learning_rate=1e-4", "--num_train_epochs=2", "--pad_to_multiple_of=16",
+        "--verbose=0",
+    ])
+    assert results["tagging_scheme"] == "iob1"
+    assert results["f1"] >= 0.90, results  # dev: names never seen in training
+    assert results["test"]["f1"] >= 0.90, results["test"]
+    assert set(results["per_type"]) == {"LOC", "MISC", "ORG", "PER"}
+
+    written = json.load(open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8"))
+    assert written["f1"] == results["f1"] and written["test"]["per_type"]["PER"]["support"] > 0
+    # Test predictions: one `token gold pred` line per test word, gold as in the file, IOB1 predictions.
+    rows = _read_predictions(os.path.join(output_dir, "test_predictions.txt"))
+    test = read_conll_file(os.path.join(DATA_DIR, "test.txt"))
+    assert [(w, g) for w, g, _ in rows] == [(w, g) for s in test for w, g in zip(s.words, s.labels)]
+    assert sum(p.startswith("I-") for _, _, p in rows) > sum(p.startswith("B-") for _, _, p in rows) > 0
+    # The saved model is a Hugging Face BertForTokenClassification with the label names.
+    model_dir = os.path.join(output_dir, "model")
+    config = json.load(open(os.path.join(model_dir, "config.json"), encoding="utf-8"))
+    assert config["architectures"] == ["BertForTokenClassification"] and config["id2label"]["7"] == "B-PER"
+    assert BertTokenClassifier.from_pretrained(model_dir).num_labels == 9
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(minilm_path, tmp_path_factory):
+    """A small random BERT with MiniLM's vocabulary: fast runs that check the recipe's plumbing."""
+    directory = str(tmp_path_factory.mktemp("tiny_bert"))
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertBackbone(config).save_pretrained(directory)
+    shutil.copy(os.path.join(minilm_path, "vocab.txt"), os.path.join(directory, "vocab.txt"))
+    return directory
+
+
+@pytest.mark.parametrize("variant", ["crf_document_context", "feature_based"])
+def test_recipe_variants_train_and_write_their_outputs(variant, tiny_checkpoint, tmp_path):
+    output_dir = str(tmp_path / variant)
+    flags = ["--use_crf", "--use_document_context"] if variant == "crf_document_context" else [
+        "--feature_based", "--lstm_units=8", "--feature_layers=-1,-2,-3,-4"]
+    results = _recipe().main([
+        f"--data_dir={DATA_DIR}", f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={output_dir}",
+        "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32", "--train_batch_size=32",
+        "--eval_batch_size=64", "--learning_rate=5e-3", "--num_train_epochs=2", "--pad_to_multiple_of=32",
+        "--tagging_scheme=iob1", "--verbose=0", *flags,
+    ])
+    history = json.load(open(os.path.join(output_dir, "dev_metrics_per_epoch.json"), encoding="utf-8"))
+    assert [h["epoch"] for h in history] == [1, 2]
+    assert 0.0 <= results["f1"] <= 1.0 and "test" in results
+    rows = _read_predictions(os.path.join(output_dir, "test_predictions.txt"))
+    assert len(rows) == sum(len(s.words) for s in read_conll_file(os.path.join(DATA_DIR, "test.txt")))
+    model_dir = os.path.join(output_dir, "model")
+    if variant == "feature_based":
+        assert os.path.isfile(os.path.join(model_dir, "feature_based_tagger.weights.h5"))
+    else:
+        model = BertTokenClassifier.from_pretrained(model_dir, use_crf=True)
+        assert model.use_crf and model.num_labels == 9
