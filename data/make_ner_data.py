@@ -12,7 +12,7 @@ The files look like the original CoNLL-2003 ones: `-DOCSTART- -X- -X- O` lines b
 original's IOB1 tagging: entity tokens are `I-X`; `B-X` only marks an entity that directly follows
 another entity of the same type (the "{MISC} {MISC} summit" template; nationalities are one word, so the
 two entities can be told apart without knowing the names).
-Many entities span several tokens ("New Zealand", "Anna Weber", "Atlas Airlines"). The POS / chunk
+Many entities span two tokens ("New Zealand", "Anna Weber", "Atlas Airlines"). The POS / chunk
 columns are rough (NNP for names, CD for numbers, the character for punctuation, NN otherwise) and
 unused by the NER recipe. The output depends only on the seed below.
 """
@@ -64,10 +64,10 @@ LAST_NAMES = [
 LOCATIONS = [
     "Germany", "France", "Brazil", "New Zealand", "Kenya", "Tokyo", "Madrid", "Canada", "South Africa",
     "Chicago", "Norway", "Lima", "Hong Kong", "Egypt", "Warsaw", "Sri Lanka", "Vienna", "Chile", "Mumbai",
-    "Portugal", "Buenos Aires", "Denmark", "Cairo", "Australia", "Rio de Janeiro", "Finland", "Boston",
-    "Peru", "Saudi Arabia", "Prague", "Ghana", "Oslo", "Costa Rica", "Turkey", "Seoul", "Ireland",
+    "Portugal", "Buenos Aires", "Denmark", "Cairo", "Australia", "Porto Alegre", "Finland", "Boston",
+    "Peru", "Santa Cruz", "Prague", "Ghana", "Oslo", "Costa Rica", "Turkey", "Seoul", "Ireland",
     "New Delhi", "Los Angeles", "San Francisco", "Cape Town", "Abu Dhabi", "Kuala Lumpur", "Tel Aviv",
-    "El Salvador", "North Korea", "Las Vegas", "Sao Paulo", "Puerto Rico", "Sierra Leone", "Ivory Coast",
+    "El Salvador", "North Korea", "Las Vegas", "Sao Paulo", "Puerto Rico", "Sierra Leone", "Nova Scotia",
     "San Diego", "New Mexico", "Santo Domingo", "West Virginia",
 ]
 ORG_ROOTS = [

@@ -40,8 +40,8 @@ def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, 
     output_dir = str(tmp_path / "ner")
     results = _recipe().main([
         f"--data_dir={DATA_DIR}", f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}",
-        "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=8",
-        "--eval_batch_size=64", "--learning_rate=1e-4", "--num_train_epochs=2", "--pad_to_multiple_of=16",
+        "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=10",
+        "--eval_batch_size=80", "--learning_rate=2e-4", "--num_train_epochs=2", "--pad_to_multiple_of=16",
         "--verbose=0",
     ])
     assert results["tagging_scheme"] == "iob1"
@@ -81,8 +81,8 @@ def test_recipe_variants_train_and_write_their_outputs(variant, tiny_checkpoint,
         "--feature_based", "--lstm_units=8", "--feature_layers=-1,-2,-3,-4"]
     results = _recipe().main([
         f"--data_dir={DATA_DIR}", f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={output_dir}",
-        "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32", "--train_batch_size=32",
-        "--eval_batch_size=64", "--learning_rate=5e-3", "--num_train_epochs=2", "--pad_to_multiple_of=32",
+        "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32", "--train_batch_size=30",
+        "--eval_batch_size=80", "--learning_rate=5e-3", "--num_train_epochs=2", "--pad_to_multiple_of=32",
         "--tagging_scheme=iob1", "--verbose=0", *flags,
     ])
     history = json.load(open(os.path.join(output_dir, "dev_metrics_per_epoch.json"), encoding="utf-8"))
