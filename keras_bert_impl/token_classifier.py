@@ -13,8 +13,6 @@ own continuation pieces or the padding. Training minimises the CRF negative log-
 over sequences); prediction is the Viterbi path, scattered back to the first sub-token positions.
 """
 
-import json
-import os
 import warnings
 
 import keras
@@ -22,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.checkpoint_conversion import hf_label_config
 from keras_bert_impl.layers.crf import CRF
 
 # Label id of positions that are not predicted (as in Hugging Face / PyTorch's CrossEntropyLoss).
@@ -63,28 +62,6 @@ def gather_word_positions(values, label_mask):
         index = ops.expand_dims(index, -1)
     gathered = ops.take_along_axis(values, index, axis=1)
     return gathered, word_mask, order
-
-
-def _load_backbone_without_pooler(path, dtype=None, **config_overrides):
-    """`BertBackbone.from_pretrained`, also for checkpoints without pooler weights.
-
-    transformers' BertForTokenClassification is built with `add_pooling_layer=False`, so its checkpoints
-    have no `pooler.dense.*`. Token classification never uses the pooler: it keeps its random
-    initialization then.
-    """
-    from keras_bert_impl import checkpoint_conversion
-
-    config, weights = checkpoint_conversion.load_weights_dict(path, **config_overrides)
-    backbone_weights, head_weights = checkpoint_conversion.split_head_weights(weights)
-    backbone = BertBackbone(config, dtype=dtype)
-    pooler_names = ("pooler.dense.weight", "pooler.dense.bias")
-    if not any(name in backbone_weights for name in pooler_names):
-        initial = checkpoint_conversion.backbone_weights_dict(backbone)
-        for name in pooler_names:
-            backbone_weights[name] = initial[name]
-    checkpoint_conversion.assign_backbone_weights(backbone, backbone_weights, source=str(path))
-    backbone.head_weights = head_weights
-    return backbone
 
 
 def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitions=None):
@@ -265,7 +242,7 @@ class BertTokenClassifier(keras.Model):
             dtype: dtype policy.
             **config_overrides: backbone config fields to override.
         """
-        backbone = _load_backbone_without_pooler(path, dtype=dtype, **config_overrides)
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
         if num_labels is None:
             if "classifier.weight" not in heads:
@@ -307,13 +284,9 @@ class BertTokenClassifier(keras.Model):
             directory: output directory.
             id2label: optional list of the label names, stored in config.json as transformers does.
         """
-        self.backbone.save_pretrained(directory, head_weights=self.token_classification_head_weights())
-        config_path = os.path.join(directory, "config.json")
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-        config["architectures"] = ["BertForTokenClassification"]
-        names = list(id2label) if id2label is not None else [f"LABEL_{i}" for i in range(self.num_labels)]
-        config["id2label"] = {str(i): name for i, name in enumerate(names)}
-        config["label2id"] = {name: i for i, name in enumerate(names)}
-        with open(config_path, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
+        self.backbone.save_pretrained(
+            directory,
+            head_weights=self.token_classification_head_weights(),
+            architecture="BertForTokenClassification",
+            extra_config=hf_label_config(self.num_labels, id2label),
+        )
