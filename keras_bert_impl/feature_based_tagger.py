@@ -13,6 +13,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.task import BertTask
 from keras_bert_impl.token_classifier import IGNORE_LABEL_ID
 
 
@@ -43,7 +44,7 @@ class FrozenBertFeatures(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertFeatureBasedTagger(keras.Model):
+class BertFeatureBasedTagger(BertTask):
     """Frozen BERT -> concatenation of hidden layers -> stacked BiLSTM -> Dense(num_labels).
 
     The backbone must return its hidden states (`output_hidden_states=True`); it is frozen
@@ -146,23 +147,14 @@ class BertFeatureBasedTagger(keras.Model):
         tags = np.argmax(np.asarray(ops.convert_to_numpy(logits)), axis=-1)
         return np.where(label_mask > 0, tags, IGNORE_LABEL_ID).astype("int32")
 
-    def get_config(self):
+    def task_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_labels": self.num_labels,
             "feature_layers": list(self.feature_layers),
             "lstm_units": self.lstm_units,
             "num_lstm_layers": self.num_lstm_layers,
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
 
     @classmethod
     def from_pretrained(cls, path, num_labels, **kwargs):

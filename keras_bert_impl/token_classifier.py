@@ -20,6 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.task import BertTask
 from keras_bert_impl.checkpoint_conversion import hf_label_config
 from keras_bert_impl.layers.crf import CRF
 
@@ -85,7 +86,7 @@ def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitio
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(BertTask):
     """BERT with a token-level classification layer: dropout + Dense(num_labels) on `sequence_output`.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`} ([batch, seq] int32).
@@ -211,21 +212,8 @@ class BertTokenClassifier(keras.Model):
         return tags
 
     # ------------------------------------------------------------------------------ serialization
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "num_labels": self.num_labels,
-            "dropout": self.dropout,
-            "use_crf": self.use_crf,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        return cls(**config)
+    def task_config(self):
+        return {"num_labels": self.num_labels, "dropout": self.dropout, "use_crf": self.use_crf}
 
     @classmethod
     def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=False, dtype=None, **config_overrides):
