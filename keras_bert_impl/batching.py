@@ -19,8 +19,9 @@ attention, so a padded batch gives the same logits as the unpadded examples.
 Rounding lengths up to a multiple (8 by default) bounds the number of distinct batch shapes, which is
 what costs time under JAX (one compilation per shape) and TensorFlow (retracing).
 
-Batches come as numpy (`bucketed_batches`, `predict_bucketed`) or as a `tf.data.Dataset` for
-`model.fit` (`bucketed_dataset`); `tf.data` feeds Keras on TensorFlow, JAX and PyTorch alike.
+Batches come as numpy (`bucketed_batches`, `predict_bucketed`); `keras_bert_impl.tf_batching` wraps them
+in a `tf.data.Dataset` for `model.fit` (`tf.data` feeds Keras on TensorFlow, JAX and PyTorch alike). This
+module itself is numpy only.
 """
 
 import math
@@ -53,7 +54,8 @@ def example_lengths(features):
     return lengths
 
 
-def plan_batches(lengths, batch_size, shuffle=False, seed=0, sort_by_length=True, bucket_window=100):
+def plan_batches(lengths, batch_size, shuffle=False, seed=0, sort_by_length=True, bucket_window=100,
+                 drop_remainder=False):
     """The example indices of every batch of one epoch; each index appears exactly once.
 
     Args:
@@ -65,10 +67,20 @@ def plan_batches(lengths, batch_size, shuffle=False, seed=0, sort_by_length=True
         seed: seed of the shuffling (use a new one every epoch).
         sort_by_length: bucket by length (on by default); False keeps the (shuffled) order.
         bucket_window: batches per sorting window when shuffling.
+        drop_remainder: leave out the examples that do not fill a whole batch (the last `N % batch_size`
+            of the epoch's order), for TPUs, which need every batch of the same shape.
 
     Returns:
         A list of int64 index arrays.
     """
+    if drop_remainder:
+        n_full = (len(lengths) // batch_size) * batch_size
+        if n_full == 0:
+            raise ValueError(f"drop_remainder with {len(lengths)} examples and batch_size {batch_size} leaves no batch.")
+        rng = np.random.default_rng(seed)
+        kept = np.sort(rng.permutation(len(lengths))[:n_full]) if shuffle else np.arange(n_full)
+        plan = plan_batches(np.asarray(lengths)[kept], batch_size, shuffle, seed + 1, sort_by_length, bucket_window)
+        return [kept[indices] for indices in plan]
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     lengths = np.asarray(lengths)
@@ -164,6 +176,7 @@ def bucketed_batches(
     bucket_window=100,
     padding_values=None,
     label_padding_value=0,
+    drop_remainder=False,
 ):
     """Yields the padded batches of one epoch: `x` dicts, or `(x, y)` pairs when `labels` is given.
 
@@ -182,6 +195,7 @@ def bucketed_batches(
         bucket_window: batches per length-sorting window when shuffling.
         padding_values: dict name -> padding value of that feature (default 0).
         label_padding_value: padding of per-token labels (e.g. -100 or 0 with a mask).
+        drop_remainder: only whole batches (TPUs); a different random remainder is left out every epoch.
 
     Examples:
 
@@ -195,7 +209,7 @@ def bucketed_batches(
     if max_length is not None and len(lengths) and lengths.max() > max_length:
         raise ValueError(f"an example has {int(lengths.max())} tokens, more than max_length={max_length}.")
     plan = plan_batches(lengths, batch_size, shuffle=shuffle, seed=seed, sort_by_length=dynamic_padding,
-                        bucket_window=bucket_window)
+                        bucket_window=bucket_window, drop_remainder=drop_remainder)
     for indices in plan:
         length = None if dynamic_padding else max_length
         x = pad_batch(features, indices, length=length, pad_to_multiple_of=pad_to_multiple_of,
@@ -207,53 +221,11 @@ def bucketed_batches(
             yield x, _take_labels(labels, indices, batch_length, label_padding_value)
 
 
-def num_batches(num_examples, batch_size):
+def num_batches(num_examples, batch_size, drop_remainder=False):
     """Batches per epoch of `bucketed_batches` (windows are whole multiples of `batch_size`)."""
+    if drop_remainder:
+        return num_examples // batch_size
     return int(math.ceil(num_examples / batch_size))
-
-
-def _label_signature(tf, labels):
-    if isinstance(labels, dict):
-        return {k: _label_signature(tf, v) for k, v in labels.items()}
-    if _is_ragged_labels(labels):
-        dtype = tf.float32 if np.asarray(labels[0]).dtype.kind == "f" else tf.int32
-        return tf.TensorSpec([None] * (np.ndim(labels[0]) + 1), dtype)
-    array = np.asarray(labels)
-    return tf.TensorSpec([None, *array.shape[1:]], tf.float32 if array.dtype.kind == "f" else tf.int32)
-
-
-def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0, **kwargs):
-    """`bucketed_batches` as a `tf.data.Dataset` for `model.fit` / `evaluate` (any Keras backend).
-
-    Every pass over the dataset (every epoch) draws a new shuffling seed (`seed`, `seed + 1`, ...).
-    The dataset knows its number of batches, so Keras shows the progress bar's total.
-
-    Args:
-        features, labels, batch_size, shuffle, seed: as in `bucketed_batches`.
-        **kwargs: the other arguments of `bucketed_batches` (dynamic_padding, max_length, ...).
-
-    Examples:
-
-    >>> dataset = bucketed_dataset(features, labels, batch_size=32, shuffle=True)  # doctest: +SKIP
-    >>> model.fit(dataset, epochs=3)  # doctest: +SKIP
-    """
-    import tensorflow as tf
-
-    keys = list(features)
-    nested = {k: _is_nested(features[k][0]) if len(features[k]) else False for k in keys}
-    x_signature = {k: tf.TensorSpec([None, None, None] if nested[k] else [None, None], tf.int32) for k in keys}
-    signature = x_signature if labels is None else (x_signature, _label_signature(tf, labels))
-    epoch = [0]
-
-    def generator():
-        epoch_seed = seed + epoch[0]
-        epoch[0] += 1
-        yield from bucketed_batches(features, labels, batch_size=batch_size, shuffle=shuffle, seed=epoch_seed,
-                                    **kwargs)
-
-    dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches(len(features[keys[0]]), batch_size)))
-    return dataset.prefetch(2)
 
 
 def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_length=None, pad_to_multiple_of=8,

@@ -11,6 +11,7 @@ import os
 
 import keras
 
+from keras_bert_impl import distribute
 from keras_bert_impl.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.flags import FlagParser
@@ -44,8 +45,30 @@ def finetuning_flag_parser(description, max_seq_length=128):
     p.add_argument("--num_train_epochs", type=float, default=3.0)
     p.add_argument("--warmup_proportion", type=float, default=0.1, help="Fraction of steps of linear warmup.")
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--steps_per_execution", type=int, default=1)
+    p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
+    distribute.add_distribution_flags(p)
     return p
+
+
+def setup_distribution(args):
+    """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
+    whose `scope()` the recipe builds and compiles its model in.
+
+    `--train_batch_size` stays the global batch. On a TPU every batch needs the same shape, so
+    `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches
+    only) and `--dynamic_padding` is turned off.
+    """
+    distribute.set_mixed_precision(args.mixed_precision)
+    distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
+    args.static_shapes = distribution.is_tpu
+    if distribution.is_tpu and getattr(args, "dynamic_padding", False):
+        print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
+        args.dynamic_padding = False
+    if distribution.num_replicas > 1 and args.do_train:
+        per_replica = distribution.per_replica_batch_size(args.train_batch_size)
+        print(f"{distribution.name}: {distribution.num_replicas} replicas x {per_replica} = global batch "
+              f"{args.train_batch_size}")
+    return distribution
 
 
 def load_tokenizer(args):

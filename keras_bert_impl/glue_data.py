@@ -39,6 +39,8 @@ from typing import Optional, Union
 
 import numpy as np
 
+from keras_bert_impl import file_io
+
 GLUE_TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli")
 
 # Label names per task, in the order of the class ids (None: regression).
@@ -171,7 +173,7 @@ def test_splits(task_name):
 def _read_tsv(path):
     """Rows of a TSV file as the original reads them (csv.reader, tab, no quoting), with line numbers."""
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with open(path, encoding="utf-8", newline="") as f:
+    with file_io.open_text(path, newline="") as f:  # local, or gs:// on a Colab TPU
         reader = csv.reader(f, delimiter="\t", quotechar=None)
         for row in reader:
             yield reader.line_num, row
@@ -238,8 +240,8 @@ def read_glue_examples(task_name, data_dir, split):
     valid = ["train", *dev_splits(task), *test_splits(task)]
     if split not in valid:
         raise ValueError(f"{task} has no split {split!r}; its splits are {valid}.")
-    path = os.path.join(data_dir, f"{split}.tsv")
-    if not os.path.isfile(path):
+    path = file_io.join(data_dir, f"{split}.tsv")
+    if not file_io.isfile(path):
         raise FileNotFoundError(f"{path}: not found ({task} expects {', '.join(s + '.tsv' for s in valid)}).")
     return read_glue_file(task, path, split)
 

@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from keras_bert_impl.flags import FlagParser  # noqa: E402
 
 
-def main(argv=None):
+def build_parser():
     parser = FlagParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model_dir", required=True, help="Directory written by save_pretrained.")
     parser.add_argument("--export_dir", required=True, help="Where the SavedModel goes, e.g. saved_models/NAME.")
@@ -24,7 +24,11 @@ def main(argv=None):
     parser.add_bool_flag("text_pair", False, "The classifier takes a text pair (text, text_pair).")
     parser.add_argument("--null_score_diff_threshold", type=float, default=None,
                         help="SQuAD v2.0 models: answer '' when the null score wins by more than this.")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
 
     from keras_bert_impl.tf_export import export_from_directory
 

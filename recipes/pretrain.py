@@ -19,7 +19,8 @@ eval metrics). As in the original, eval reads `--input_file` unless `--eval_inpu
 
 Differences from the original: `--config` (a `BertConfig` preset name) may replace
 `--bert_config_file`; `--optimizer=lamb` selects LAMB; `--steps_per_execution`, `--seed`,
-`--keep_checkpoint_max`, `--verbose` are extra; the TPU flags are accepted and ignored.
+`--keep_checkpoint_max`, `--verbose`, `--strategy`/`--tpu`/`--mixed_precision` are extra; `--use_tpu`
+and `--tpu_name` select the TPU strategy. `--train_batch_size` is the global batch (split over replicas).
 """
 
 import os
@@ -28,6 +29,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from keras_bert_impl.distribute import add_distribution_flags  # noqa: E402
 from keras_bert_impl.flags import FlagParser  # noqa: E402
 
 
@@ -58,11 +60,14 @@ def build_parser():
     p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
     p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
     p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
-    # TPU flags of the original: accepted for command-line compatibility, ignored.
-    p.add_bool_flag("use_tpu", False, "Ignored (no TPU support).")
-    for name in ("tpu_name", "tpu_zone", "gcp_project", "master"):
-        p.add_argument(f"--{name}", default=None, help="Ignored (no TPU support).")
-    p.add_argument("--num_tpu_cores", type=int, default=8, help="Ignored (no TPU support).")
+    add_distribution_flags(p)
+    # The original's TPU flags: --use_tpu means --strategy=tpu and --tpu_name means --tpu; the others are
+    # accepted for command-line compatibility (TPUClusterResolver finds the zone and project itself).
+    p.add_bool_flag("use_tpu", False, "Same as --strategy=tpu.")
+    p.add_argument("--tpu_name", default=None, help="Same as --tpu.")
+    for name in ("tpu_zone", "gcp_project", "master"):
+        p.add_argument(f"--{name}", default=None, help="Accepted and ignored.")
+    p.add_argument("--num_tpu_cores", type=int, default=8, help="Accepted and ignored (the strategy counts them).")
     return p
 
 
@@ -98,13 +103,28 @@ def main(argv=None):
 
     import keras
 
-    from keras_bert_impl import training
-    from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl import distribute
 
     if args.seed is not None:
         keras.utils.set_random_seed(args.seed)
     os.makedirs(args.output_dir, exist_ok=True)
+    distribute.set_mixed_precision(args.mixed_precision)
+    distribution = distribute.get_distribution("tpu" if args.use_tpu else args.strategy, tpu=args.tpu or args.tpu_name)
+    if distribution.num_replicas > 1:
+        print(f"{distribution.name}: {distribution.num_replicas} replicas x "
+              f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
+    with distribution.scope():  # model, optimizer and metric variables live on the replicas
+        return train_and_evaluate(args, distribution)
+
+
+def train_and_evaluate(args, distribution):
+    """The recipe's work, inside the strategy scope of `main`."""
+    import keras
+
+    from keras_bert_impl import training
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.tf_pretraining_data import pretraining_dataset
+
     model = build_model(args)
     optimizer = create_optimizer(
         args.learning_rate, args.num_train_steps, args.num_warmup_steps, optimizer_type=args.optimizer
@@ -146,7 +166,7 @@ def main(argv=None):
     if args.do_eval:
         eval_dataset = pretraining_dataset(
             args.eval_input_file or args.input_file, args.max_seq_length, args.max_predictions_per_seq,
-            args.eval_batch_size, is_training=False,
+            args.eval_batch_size, is_training=False, drop_remainder=distribution.is_tpu,  # TPUs: static shapes
         )
         results["eval"] = training.evaluate(model, eval_dataset, args.max_eval_steps)
         print("***** Eval results *****")

@@ -26,7 +26,7 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_impl import batching, glue_data
+from keras_bert_impl import batching, glue_data, tf_batching
 from keras_bert_impl.classifier import BertClassifier, load_dense_head
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
@@ -35,6 +35,7 @@ from keras_bert_impl.finetuning import (
     load_backbone,
     load_tokenizer,
     num_train_steps,
+    setup_distribution,
     write_json,
 )
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
@@ -103,7 +104,17 @@ def make_evaluate_fn(task, dev_sets, args):
 
 
 def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
+    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {}).
+
+    Builds and trains under `--strategy` (in its scope) and `--mixed_precision`.
+    """
+    distribution = setup_distribution(args)
+    with distribution.scope():  # model, optimizer and metrics variables live on the replicas
+        return train_evaluate_predict(args)
+
+
+def train_evaluate_predict(args):
+    """The recipe's work, inside the strategy scope of `run`."""
     task = glue_data.canonical_task(args.task_name)
     if not (args.do_train or args.do_eval or args.do_predict):
         raise ValueError("At least one of --do_train, --do_eval or --do_predict must be set.")
@@ -120,8 +131,9 @@ def run(args):
         epochs = math.ceil(args.num_train_epochs)
         total_steps = num_train_steps(len(examples), args.train_batch_size, args.num_train_epochs)
         compile_model(model, task, args, total_steps)
-        dataset = batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
-                                            seed=args.seed, **batching_options(args))
+        dataset = tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
+                                               seed=args.seed, static_shapes=args.static_shapes,
+                                               **batching_options(args))
         print(f"{task}: {len(examples)} training examples, {epochs} epochs, {total_steps} steps")
         callbacks = []
         if args.do_eval:

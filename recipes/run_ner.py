@@ -36,7 +36,7 @@ import sys
 
 import keras
 
-from keras_bert_impl import batching, conll_data
+from keras_bert_impl import batching, conll_data, tf_batching
 from keras_bert_impl.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
@@ -45,6 +45,7 @@ from keras_bert_impl.finetuning import (
     load_backbone,
     load_tokenizer,
     num_train_steps,
+    setup_distribution,
     write_json,
 )
 from keras_bert_impl.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
@@ -128,7 +129,7 @@ class NerSplit:
 class BucketedBatches(keras.utils.PyDataset):
     """One epoch of `batching.bucketed_batches` (dynamic padding, length buckets), reshuffled every epoch.
 
-    A Keras `PyDataset` rather than `batching.bucketed_dataset`'s `tf.data` pipeline for JAX and torch: on
+    A Keras `PyDataset` rather than `tf_batching.bucketed_dataset`'s `tf.data` pipeline for JAX and torch: on
     torch the TensorFlow runtime's threads compete with torch's for the CPU and make each step ~2x slower.
     """
 
@@ -158,8 +159,9 @@ def training_batches(train, args):
     """The training batches, reshuffled every epoch: a `tf.data` pipeline on TensorFlow (whose Keras adapter
     needs the `[None, None]` signature of variable-length batches), a `PyDataset` on JAX and torch."""
     if keras.backend.backend() == "tensorflow":
-        return batching.bucketed_dataset(train.x, train.labels, batch_size=args.train_batch_size, shuffle=True,
-                                         seed=args.seed, label_padding_value=IGNORE_LABEL_ID, **batching_options(args))
+        return tf_batching.bucketed_dataset(train.x, train.labels, batch_size=args.train_batch_size, shuffle=True,
+                                            seed=args.seed, label_padding_value=IGNORE_LABEL_ID,
+                                            static_shapes=args.static_shapes, **batching_options(args))
     return BucketedBatches(train.x, train.labels, args.train_batch_size, args.seed, **batching_options(args))
 
 
@@ -211,7 +213,17 @@ def evaluate_split(model, split, label_list, scheme, args):
 
 # ------------------------------------------------------------------------------------------------- run
 def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json."""
+    """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json.
+
+    Builds and trains under `--strategy` (in its scope) and `--mixed_precision`.
+    """
+    distribution = setup_distribution(args)
+    with distribution.scope():  # model, optimizer and metrics variables live on the replicas
+        return train_evaluate_predict(args)
+
+
+def train_evaluate_predict(args):
+    """The recipe's work, inside the strategy scope of `run`."""
     if not (args.do_train or args.do_eval or args.do_predict):
         raise ValueError("At least one of --do_train, --do_eval or --do_predict must be set.")
     if args.feature_based and args.use_crf:

@@ -32,7 +32,7 @@ import sys
 
 import keras
 
-from keras_bert_impl import batching, squad_data
+from keras_bert_impl import batching, squad_data, tf_batching
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
     create_finetuning_optimizer,
@@ -40,6 +40,7 @@ from keras_bert_impl.finetuning import (
     load_backbone,
     load_tokenizer,
     num_train_steps,
+    setup_distribution,
     write_json,
 )
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
@@ -108,7 +109,17 @@ def has_answers(dataset):
 
 
 def run(args):
-    """Trains / predicts as the flags say; returns the dev metrics (or {})."""
+    """Trains / predicts as the flags say; returns the dev metrics (or {}).
+
+    Builds and trains under `--strategy` (in its scope) and `--mixed_precision`.
+    """
+    distribution = setup_distribution(args)
+    with distribution.scope():  # model, optimizer and metrics variables live on the replicas
+        return train_evaluate_predict(args)
+
+
+def train_evaluate_predict(args):
+    """The recipe's work, inside the strategy scope of `run`."""
     validate_flags(args)
     keras.utils.set_random_seed(args.seed)
     os.makedirs(args.output_dir, exist_ok=True)
@@ -159,10 +170,11 @@ def run(args):
         total_steps = num_train_steps(len(train_features), args.train_batch_size, args.num_train_epochs)
         model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
                       steps_per_execution=args.steps_per_execution)
-        if args.dynamic_padding:
+        if args.dynamic_padding or args.static_shapes:
             x, y = squad_data.features_to_lists(train_features)
-            dataset = batching.bucketed_dataset(x, y, batch_size=args.train_batch_size, shuffle=True, seed=args.seed,
-                                                pad_to_multiple_of=args.pad_to_multiple_of)
+            dataset = tf_batching.bucketed_dataset(x, y, batch_size=args.train_batch_size, shuffle=True, seed=args.seed,
+                                                   max_length=args.max_seq_length, static_shapes=args.static_shapes,
+                                                   pad_to_multiple_of=args.pad_to_multiple_of)
             fit_kwargs = {}
         else:
             dataset, y = squad_data.features_to_arrays(train_features)

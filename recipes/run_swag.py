@@ -19,7 +19,7 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_impl import batching, swag_data
+from keras_bert_impl import batching, swag_data, tf_batching
 from keras_bert_impl.classifier import load_dense_head
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
@@ -28,6 +28,7 @@ from keras_bert_impl.finetuning import (
     load_backbone,
     load_tokenizer,
     num_train_steps,
+    setup_distribution,
     write_json,
 )
 from keras_bert_impl.metrics.glue_metrics import accuracy
@@ -59,7 +60,17 @@ def load_split(tokenizer, args, split):
 
 
 def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
+    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {}).
+
+    Builds and trains under `--strategy` (in its scope) and `--mixed_precision`.
+    """
+    distribution = setup_distribution(args)
+    with distribution.scope():  # model, optimizer and metrics variables live on the replicas
+        return train_evaluate_predict(args)
+
+
+def train_evaluate_predict(args):
+    """The recipe's work, inside the strategy scope of `run`."""
     if not (args.do_train or args.do_eval or args.do_predict):
         raise ValueError("At least one of --do_train, --do_eval or --do_predict must be set.")
     keras.utils.set_random_seed(args.seed)
@@ -84,8 +95,9 @@ def run(args):
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             steps_per_execution=args.steps_per_execution,
         )
-        dataset = batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
-                                            seed=args.seed, **batching_options(args))
+        dataset = tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
+                                               seed=args.seed, static_shapes=args.static_shapes,
+                                               **batching_options(args))
         callbacks = [BestCheckpoint(evaluate, "accuracy", args.output_dir)] if args.do_eval else []
         model.fit(dataset, epochs=math.ceil(args.num_train_epochs), callbacks=callbacks, verbose=args.verbose,
                   shuffle=False)  # bucketed_dataset shuffles

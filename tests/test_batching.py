@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keras_bert_impl import batching
+from keras_bert_impl import batching, tf_batching
 from keras_bert_impl.backbone import BertBackbone
 from keras_bert_impl.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
@@ -58,7 +58,7 @@ def test_lengths_round_up_to_the_multiple_and_fixed_padding_uses_max_length():
 def test_every_example_exactly_once_per_epoch_in_a_new_order_each_epoch():
     features = _features(num_examples=301)
     labels = np.arange(301)
-    dataset = batching.bucketed_dataset(features, labels, batch_size=16, shuffle=True, seed=7, bucket_window=4)
+    dataset = tf_batching.bucketed_dataset(features, labels, batch_size=16, shuffle=True, seed=7, bucket_window=4)
     epochs = [np.concatenate([np.asarray(y) for _, y in dataset]) for _ in range(2)]
     for order in epochs:
         np.testing.assert_array_equal(np.sort(order), labels)
@@ -107,3 +107,20 @@ def test_multiple_choice_predictions_do_not_depend_on_padding():
     fixed = batching.predict_bucketed(model, features, batch_size=4, dynamic_padding=False, max_length=24)
     assert dynamic.shape == (11, 2)
     np.testing.assert_allclose(dynamic, fixed, atol=1e-5)
+
+
+def test_drop_remainder_keeps_whole_batches_of_distinct_examples_and_static_shapes_pad_to_max_length():
+    features = _features(num_examples=53)
+    labels = np.arange(53)
+    batches = list(batching.bucketed_batches(features, labels, batch_size=8, shuffle=True, seed=3, drop_remainder=True))
+    assert len(batches) == batching.num_batches(53, 8, drop_remainder=True) == 6
+    seen = np.concatenate([y for _, y in batches])
+    assert len(seen) == 48 and len(set(seen.tolist())) == 48  # 5 left out, none twice
+    left_out = {seed: set(range(53)) - set(np.concatenate([y for _, y in batching.bucketed_batches(
+        features, labels, batch_size=8, shuffle=True, seed=seed, drop_remainder=True)]).tolist()) for seed in (1, 2)}
+    assert left_out[1] != left_out[2]  # a different remainder each epoch
+    dataset = tf_batching.bucketed_dataset(features, labels, batch_size=8, shuffle=True, max_length=48,
+                                           static_shapes=True)
+    assert tuple(dataset.element_spec[0]["token_ids"].shape) == (8, 48) and int(dataset.cardinality()) == 6
+    with pytest.raises(ValueError, match="static_shapes=True needs max_length"):
+        tf_batching.bucketed_dataset(features, labels, batch_size=8, static_shapes=True)

@@ -135,3 +135,18 @@ def test_submission_files_have_the_glue_names_and_format(tmp_path):
     assert open(path).read() == "index\tprediction\n0\tnot_entailment\n1\tentailment\n"
     glue_data.write_submission(path, "stsb", np.array([4.21, 0.5]))
     assert open(path).read() == "index\tprediction\n0\t4.210\n1\t0.500\n"
+
+
+def test_glue_files_are_read_from_cloud_storage_urls_through_tf_gfile():
+    """gs:// data dirs (Colab TPUs) go through tf.io.gfile; TensorFlow's in-memory ram:// filesystem stands in
+    for the bucket here and must give the same examples as the same file on disk."""
+    import tensorflow as tf
+
+    text = "sentence\tlabel\nit is good .\t1\nbad !\t0\n"
+    tf.io.gfile.makedirs("ram://glue_test/sst2")
+    with tf.io.gfile.GFile("ram://glue_test/sst2/train.tsv", "w") as f:
+        f.write(text)
+    remote = glue_data.read_glue_examples("sst2", "ram://glue_test/sst2/", "train")
+    assert [(e.text_a, e.label) for e in remote] == [("it is good .", "1"), ("bad !", "0")]
+    with pytest.raises(FileNotFoundError, match="ram://glue_test/sst2/dev.tsv: not found"):
+        glue_data.read_glue_examples("sst2", "ram://glue_test/sst2", "dev")
