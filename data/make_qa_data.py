@@ -17,7 +17,7 @@ import os
 import random
 
 SEED = 20181011  # BERT's arXiv date
-NUM_TRAIN_PARAGRAPHS = 60
+NUM_TRAIN_PARAGRAPHS = 400
 NUM_DEV_PARAGRAPHS = 25
 
 _ONSETS = ["b", "br", "d", "dr", "f", "g", "gr", "k", "kr", "l", "m", "n", "p", "r", "s", "st", "t", "tr", "v", "z",

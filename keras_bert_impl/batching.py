@@ -19,13 +19,14 @@ attention, so a padded batch gives the same logits as the unpadded examples.
 Rounding lengths up to a multiple (8 by default) bounds the number of distinct batch shapes, which is
 what costs time under JAX (one compilation per shape) and TensorFlow (retracing).
 
-Batches come as numpy (`bucketed_batches`, `predict_bucketed`); `keras_bert_impl.tf_batching` wraps them
-in a `tf.data.Dataset` for `model.fit` (`tf.data` feeds Keras on TensorFlow, JAX and PyTorch alike). This
-module itself is numpy only.
+Batches come as numpy (`bucketed_batches`, `predict_bucketed`) or as a Keras `PyDataset` for `model.fit`
+(`BucketedBatches`); `keras_bert_impl.tf_batching` wraps them in a `tf.data.Dataset` instead (the
+TensorFlow backend's choice, and TPUs'). `finetuning.training_batches` picks per backend.
 """
 
 import math
 
+import keras
 import numpy as np
 
 # Default padding value per feature name; every other feature pads with 0.
@@ -228,6 +229,48 @@ def num_batches(num_examples, batch_size, drop_remainder=False):
     return int(math.ceil(num_examples / batch_size))
 
 
+class BucketedBatches(keras.utils.PyDataset):
+    """One epoch of `bucketed_batches` as a Keras `PyDataset`, reshuffled (new seed) every epoch.
+
+    What the fine-tuning recipes feed `model.fit` on JAX and PyTorch (`finetuning.training_batches`): there, a
+    `tf.data` pipeline (`tf_batching.bucketed_dataset`) would start TensorFlow's runtime, whose threads compete
+    with the backend's own for the CPU (a fine-tuning epoch on PyTorch ran ~3x slower with it). On TensorFlow,
+    `tf.data` is used instead because its Keras adapter needs the `[None, None]` signature of batches of
+    varying length.
+
+    Args:
+        features, labels, batch_size: as in `bucketed_batches`.
+        seed: shuffling seed of the first epoch (`seed + k` for epoch k).
+        **options: the other arguments of `bucketed_batches` (dynamic_padding, max_length,
+            label_padding_value, ...).
+
+    Examples:
+
+    >>> batches = BucketedBatches(features, labels, batch_size=32, seed=0)  # doctest: +SKIP
+    >>> model.fit(batches, epochs=3, shuffle=False)  # doctest: +SKIP
+    """
+
+    def __init__(self, features, labels, batch_size, seed=0, **options):
+        super().__init__()
+        self.features, self.labels, self.batch_size, self.seed, self.options = features, labels, batch_size, seed, options
+        self.epoch = 0
+        self.batches = self._plan()
+
+    def _plan(self):
+        return list(bucketed_batches(self.features, self.labels, batch_size=self.batch_size, shuffle=True,
+                                     seed=self.seed + self.epoch, **self.options))
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index):
+        return self.batches[index]
+
+    def on_epoch_end(self):
+        self.epoch += 1
+        self.batches = self._plan()
+
+
 def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_length=None, pad_to_multiple_of=8,
                      padding_values=None):
     """`model`'s outputs for every example, in the original order, from length-sorted padded batches.
@@ -245,8 +288,6 @@ def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_l
     Returns:
         numpy array [N, ...] (or a dict of them when the model returns a dict).
     """
-    import keras
-
     lengths = example_lengths(features)
     plan = plan_batches(lengths, batch_size, shuffle=False, sort_by_length=dynamic_padding)
     outputs = []

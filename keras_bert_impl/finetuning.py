@@ -11,7 +11,7 @@ import os
 
 import keras
 
-from keras_bert_impl import distribute
+from keras_bert_impl import batching, distribute
 from keras_bert_impl.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.flags import FlagParser
@@ -107,6 +107,32 @@ def num_train_steps(num_examples, train_batch_size, num_train_epochs):
 def create_finetuning_optimizer(args, total_steps):
     """BERT's AdamW with warmup over `warmup_proportion` of the steps, then linear decay to zero."""
     return create_optimizer(args.learning_rate, total_steps, int(total_steps * args.warmup_proportion))
+
+
+def training_batches(features, labels, args, **options):
+    """The shuffled, length-bucketed training batches of a recipe, reshuffled every epoch, for `model.fit`.
+
+    A `tf.data.Dataset` on the TensorFlow backend (static whole batches when `args.static_shapes`, i.e. on
+    a TPU), a Keras `PyDataset` on JAX and PyTorch (see `batching.BucketedBatches` for why). Pass
+    `shuffle=False` to `model.fit`: the batches are already shuffled within length buckets.
+
+    Args:
+        features, labels: as in `batching.bucketed_batches`.
+        args: the recipe's flags (train_batch_size, seed, dynamic_padding, max_seq_length,
+            pad_to_multiple_of, static_shapes).
+        **options: more `bucketed_batches` arguments (e.g. label_padding_value).
+    """
+    options = {"dynamic_padding": getattr(args, "dynamic_padding", True), "max_length": args.max_seq_length,
+               "pad_to_multiple_of": getattr(args, "pad_to_multiple_of", 8), **options}
+    static_shapes = getattr(args, "static_shapes", False)
+    if keras.backend.backend() == "tensorflow":
+        from keras_bert_impl import tf_batching
+
+        return tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
+                                            seed=args.seed, static_shapes=static_shapes, **options)
+    if static_shapes:
+        options.update(dynamic_padding=False, drop_remainder=True)
+    return batching.BucketedBatches(features, labels, args.train_batch_size, seed=args.seed, **options)
 
 
 def write_json(path, value):

@@ -26,7 +26,7 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_impl import batching, glue_data, tf_batching
+from keras_bert_impl import batching, glue_data
 from keras_bert_impl.classifier import BertClassifier, load_dense_head
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
@@ -36,6 +36,7 @@ from keras_bert_impl.finetuning import (
     load_tokenizer,
     num_train_steps,
     setup_distribution,
+    training_batches,
     write_json,
 )
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
@@ -131,15 +132,13 @@ def train_evaluate_predict(args):
         epochs = math.ceil(args.num_train_epochs)
         total_steps = num_train_steps(len(examples), args.train_batch_size, args.num_train_epochs)
         compile_model(model, task, args, total_steps)
-        dataset = tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
-                                               seed=args.seed, static_shapes=args.static_shapes,
-                                               **batching_options(args))
+        dataset = training_batches(features, labels, args)
         print(f"{task}: {len(examples)} training examples, {epochs} epochs, {total_steps} steps")
         callbacks = []
         if args.do_eval:
             best = BestCheckpoint(evaluate, glue_data.GLUE_MAIN_METRIC[task], args.output_dir)
             callbacks.append(best)
-        # shuffle=False: bucketed_dataset shuffles (within length buckets) itself.
+        # shuffle=False: the batches are shuffled (within length buckets) already.
         model.fit(dataset, epochs=epochs, callbacks=callbacks, verbose=args.verbose, shuffle=False)
         if args.do_eval:
             results = dict(best.best_metrics)

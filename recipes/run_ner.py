@@ -36,7 +36,7 @@ import sys
 
 import keras
 
-from keras_bert_impl import batching, conll_data, tf_batching
+from keras_bert_impl import batching, conll_data
 from keras_bert_impl.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
@@ -46,6 +46,7 @@ from keras_bert_impl.finetuning import (
     load_tokenizer,
     num_train_steps,
     setup_distribution,
+    training_batches,
     write_json,
 )
 from keras_bert_impl.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
@@ -124,50 +125,6 @@ class NerSplit:
             self.sentences, tokenizer, label_list, args.max_seq_length, args.use_document_context
         )
         self.x, self.labels, self.label_mask = conll_data.features_to_lists(self.features)
-
-
-class BucketedBatches(keras.utils.PyDataset):
-    """One epoch of `batching.bucketed_batches` (dynamic padding, length buckets), reshuffled every epoch.
-
-    A Keras `PyDataset` rather than `tf_batching.bucketed_dataset`'s `tf.data` pipeline for JAX and torch: on
-    torch the TensorFlow runtime's threads compete with torch's for the CPU and make each step ~2x slower.
-    """
-
-    def __init__(self, x, labels, batch_size, seed, **options):
-        super().__init__()
-        self.x, self.labels, self.batch_size, self.seed, self.options = x, labels, batch_size, seed, options
-        self.epoch = 0
-        self.batches = self._plan()
-
-    def _plan(self):
-        return list(batching.bucketed_batches(self.x, self.labels, batch_size=self.batch_size, shuffle=True,
-                                              seed=self.seed + self.epoch, label_padding_value=IGNORE_LABEL_ID,
-                                              **self.options))
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, index):
-        return self.batches[index]
-
-    def on_epoch_end(self):
-        self.epoch += 1
-        self.batches = self._plan()
-
-
-def training_batches(train, args):
-    """The training batches, reshuffled every epoch: a `tf.data` pipeline on TensorFlow (whose Keras adapter
-    needs the `[None, None]` signature of variable-length batches), a `PyDataset` on JAX and torch."""
-    if keras.backend.backend() == "tensorflow":
-        return tf_batching.bucketed_dataset(train.x, train.labels, batch_size=args.train_batch_size, shuffle=True,
-                                            seed=args.seed, label_padding_value=IGNORE_LABEL_ID,
-                                            static_shapes=args.static_shapes, **batching_options(args))
-    return BucketedBatches(train.x, train.labels, args.train_batch_size, args.seed, **batching_options(args))
-
-
-def batching_options(args):
-    return {"dynamic_padding": args.dynamic_padding, "max_length": args.max_seq_length,
-            "pad_to_multiple_of": args.pad_to_multiple_of}
 
 
 # ----------------------------------------------------------------------------------------------- model
@@ -259,7 +216,7 @@ def train_evaluate_predict(args):
         total_steps = num_train_steps(len(train.features), args.train_batch_size, args.num_train_epochs)
         model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
                       steps_per_execution=args.steps_per_execution)
-        dataset = training_batches(train, args)
+        dataset = training_batches(train.x, train.labels, args, label_padding_value=IGNORE_LABEL_ID)
         print(f"ner: {len(train.sentences)} training sentences, {len(train.features)} windows, {epochs} epochs, "
               f"{total_steps} steps")
         callbacks = []

@@ -32,7 +32,7 @@ import sys
 
 import keras
 
-from keras_bert_impl import batching, squad_data, tf_batching
+from keras_bert_impl import squad_data
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
     create_finetuning_optimizer,
@@ -41,6 +41,7 @@ from keras_bert_impl.finetuning import (
     load_tokenizer,
     num_train_steps,
     setup_distribution,
+    training_batches,
     write_json,
 )
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
@@ -172,9 +173,7 @@ def train_evaluate_predict(args):
                       steps_per_execution=args.steps_per_execution)
         if args.dynamic_padding or args.static_shapes:
             x, y = squad_data.features_to_lists(train_features)
-            dataset = tf_batching.bucketed_dataset(x, y, batch_size=args.train_batch_size, shuffle=True, seed=args.seed,
-                                                   max_length=args.max_seq_length, static_shapes=args.static_shapes,
-                                                   pad_to_multiple_of=args.pad_to_multiple_of)
+            dataset = training_batches(x, y, args)
             fit_kwargs = {}
         else:
             dataset, y = squad_data.features_to_arrays(train_features)

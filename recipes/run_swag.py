@@ -19,7 +19,7 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_impl import batching, swag_data, tf_batching
+from keras_bert_impl import batching, swag_data
 from keras_bert_impl.classifier import load_dense_head
 from keras_bert_impl.finetuning import (
     BestCheckpoint,
@@ -29,6 +29,7 @@ from keras_bert_impl.finetuning import (
     load_tokenizer,
     num_train_steps,
     setup_distribution,
+    training_batches,
     write_json,
 )
 from keras_bert_impl.metrics.glue_metrics import accuracy
@@ -95,12 +96,10 @@ def train_evaluate_predict(args):
             metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
             steps_per_execution=args.steps_per_execution,
         )
-        dataset = tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
-                                               seed=args.seed, static_shapes=args.static_shapes,
-                                               **batching_options(args))
+        dataset = training_batches(features, labels, args)
         callbacks = [BestCheckpoint(evaluate, "accuracy", args.output_dir)] if args.do_eval else []
         model.fit(dataset, epochs=math.ceil(args.num_train_epochs), callbacks=callbacks, verbose=args.verbose,
-                  shuffle=False)  # bucketed_dataset shuffles
+                  shuffle=False)  # the batches are shuffled already
         if args.do_eval:
             results = dict(callbacks[0].best_metrics)
         if args.save_model:

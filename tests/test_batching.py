@@ -124,3 +124,19 @@ def test_drop_remainder_keeps_whole_batches_of_distinct_examples_and_static_shap
     assert tuple(dataset.element_spec[0]["token_ids"].shape) == (8, 48) and int(dataset.cardinality()) == 6
     with pytest.raises(ValueError, match="static_shapes=True needs max_length"):
         tf_batching.bucketed_dataset(features, labels, batch_size=8, static_shapes=True)
+
+
+def test_bucketed_batches_pydataset_covers_every_example_once_and_reshuffles_each_epoch():
+    features = _features(num_examples=61)
+    labels = np.arange(61)
+    batches = batching.BucketedBatches(features, labels, batch_size=8, seed=5, pad_to_multiple_of=1)
+    assert len(batches) == batching.num_batches(61, 8)
+    first = np.concatenate([batches[i][1] for i in range(len(batches))])
+    batches.on_epoch_end()
+    second = np.concatenate([batches[i][1] for i in range(len(batches))])
+    np.testing.assert_array_equal(np.sort(first), labels)
+    np.testing.assert_array_equal(np.sort(second), labels)
+    assert not np.array_equal(first, second)
+    for i in range(len(batches)):  # each batch padded to its own longest example
+        x, y = batches[i]
+        assert x["token_ids"].shape[1] == int(batching.example_lengths(features)[y].max())
