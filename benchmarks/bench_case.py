@@ -1,0 +1,282 @@
+"""One benchmark measurement in a fresh process: a workload, a library, the backend of KERAS_BACKEND.
+
+    KERAS_BACKEND=jax python benchmarks/bench_case.py --workload forward --library ours --size bert_base
+
+Prints one JSON line: the median seconds per unit (a step, or an epoch) over `--repeats` timed runs after
+`--warmup` untimed ones, every timing, and the process's peak resident memory. `benchmarks/run_benchmarks.py`
+runs these cases one after another and computes the ratios; this file is not a test.
+
+Workloads (random weights; the speed of a model does not depend on its values):
+  forward      backbone forward at a fixed [batch, seq] shape (`predict_on_batch`; transformers: inference_mode)
+  forward_bf16 our backbone forward in float32 and in mixed_bfloat16 with the same weights (both timed)
+  train_step   classifier (pooled output -> Dense) training step at a fixed shape, AdamW, loss, update
+  epoch        one fine-tuning epoch over sequences of realistic lengths (mostly short, a long tail):
+               ours with length bucketing and dynamic padding, keras-hub with its fixed-length pipeline
+  pretrain     masked LM + NSP training step at a fixed shape with --predictions masked positions
+Libraries: ours (keras_bert_impl), keras_hub (keras_hub.models.BertBackbone), transformers (torch only).
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+SIZES = {  # name: (layers, hidden, heads, intermediate); the presets of BertConfig and keras-hub
+    "bert_tiny": (2, 128, 2, 512),
+    "bert_small": (4, 512, 8, 2048),
+    "bert_base": (12, 768, 12, 3072),
+}
+VOCAB, NUM_CLASSES, LEARNING_RATE = 30522, 2, 2e-5
+
+
+def realistic_lengths(num_examples, max_length, seed=0):
+    """Token counts like GLUE/SQuAD inputs: log-normal around 28 tokens, clipped to [8, max_length]."""
+    rng = np.random.default_rng(seed)
+    return np.clip(np.round(rng.lognormal(np.log(28), 0.6, size=num_examples)), 8, max_length).astype(int)
+
+
+def random_batch(batch, seq, lengths=None, seed=0):
+    rng = np.random.default_rng(seed)
+    lengths = np.full(batch, seq) if lengths is None else lengths
+    mask = (np.arange(seq)[None, :] < lengths[:, None]).astype("int32")
+    return {"token_ids": (rng.integers(1000, VOCAB, size=(batch, seq)) * mask).astype("int32"),
+            "segment_ids": np.zeros((batch, seq), "int32"), "padding_mask": mask}
+
+
+def timed(fn, warmup, repeats):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+# ----------------------------------------------------------------------------------------------- models
+
+
+def keras_backbone(library, size, dtype=None):
+    layers, hidden, heads, intermediate = SIZES[size]
+    if library == "ours":
+        from keras_bert_impl.backbone import BertBackbone
+        from keras_bert_impl.config import BertConfig
+
+        config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                            intermediate_size=intermediate)
+        return BertBackbone(config, dtype=dtype)
+    import keras_hub
+
+    return keras_hub.models.BertBackbone(vocabulary_size=VOCAB, num_layers=layers, num_heads=heads,
+                                         hidden_dim=hidden, intermediate_dim=intermediate, dropout=0.1,
+                                         max_sequence_length=512, dtype=dtype)
+
+
+def keras_classifier(library, size):
+    import keras
+
+    if library == "ours":
+        from keras_bert_impl.classifier import BertClassifier
+
+        model = BertClassifier(keras_backbone("ours", size), num_classes=NUM_CLASSES)
+        from keras_bert_impl.optimization import create_optimizer
+
+        optimizer = create_optimizer(LEARNING_RATE, 10_000, 100)
+    else:
+        # keras-hub's BertTextClassifier without its preprocessor: pooled output -> dropout -> Dense.
+        backbone = keras_backbone("keras_hub", size)
+        pooled = backbone.output["pooled_output"]
+        logits = keras.layers.Dense(NUM_CLASSES)(keras.layers.Dropout(0.1)(pooled))
+        model = keras.Model(backbone.input, logits)
+        optimizer = keras.optimizers.AdamW(LEARNING_RATE, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0)
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def hf_config(size):
+    from transformers import BertConfig as HFConfig
+
+    layers, hidden, heads, intermediate = SIZES[size]
+    return HFConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                    intermediate_size=intermediate, num_labels=NUM_CLASSES, attn_implementation="sdpa")
+
+
+def to_torch(x):
+    import torch
+
+    return {"input_ids": torch.from_numpy(x["token_ids"]).long(), "token_type_ids": torch.from_numpy(x["segment_ids"]).long(),
+            "attention_mask": torch.from_numpy(x["padding_mask"]).long()}
+
+
+# -------------------------------------------------------------------------------------------- workloads
+
+
+def forward(args):
+    x = random_batch(args.batch, args.seq)
+    if args.library == "transformers":
+        import torch
+        from transformers import BertModel
+
+        model = BertModel(hf_config(args.size)).eval()
+        inputs = to_torch(x)
+
+        def run():
+            with torch.inference_mode():
+                model(**inputs)
+
+        return {"times": timed(run, args.warmup, args.repeats)}
+    model = keras_backbone(args.library, args.size)
+    return {"times": timed(lambda: model.predict_on_batch(x), args.warmup, args.repeats)}
+
+
+def forward_bf16(args):
+    import keras
+
+    x = random_batch(args.batch, args.seq)
+    fp32 = keras_backbone("ours", args.size)
+    bf16 = keras_backbone("ours", args.size, dtype="mixed_bfloat16")
+    bf16.set_weights(fp32.get_weights())
+    fp32_times = timed(lambda: fp32.predict_on_batch(x), args.warmup, args.repeats)
+    bf16_times = timed(lambda: bf16.predict_on_batch(x), args.warmup, args.repeats)
+    a, b = fp32.predict_on_batch(x), bf16.predict_on_batch(x)
+    a_seq = np.asarray(keras.ops.convert_to_numpy(a["sequence_output"]), "float32")
+    b_seq = np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(b["sequence_output"], "float32")))
+    return {"times": bf16_times, "float32_times": fp32_times,
+            "max_abs_diff_sequence_output": float(np.abs(a_seq - b_seq).max()),
+            "mean_abs_diff_sequence_output": float(np.abs(a_seq - b_seq).mean()),
+            "sequence_output_std": float(a_seq.std())}
+
+
+def train_step(args):
+    x = random_batch(args.batch, args.seq)
+    y = np.random.default_rng(1).integers(0, NUM_CLASSES, size=args.batch).astype("int32")
+    if args.library == "transformers":
+        import torch
+        from transformers import BertForSequenceClassification
+
+        model = BertForSequenceClassification(hf_config(args.size)).train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.01, eps=1e-6)
+        inputs, labels = to_torch(x), torch.from_numpy(y).long()
+
+        def run():
+            optimizer.zero_grad()
+            model(**inputs, labels=labels).loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+
+        return {"times": timed(run, args.warmup, args.repeats)}
+    model = keras_classifier(args.library, args.size)
+    return {"times": timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)}
+
+
+def epoch(args):
+    """One epoch of `--examples` examples of realistic lengths; timed epochs after one warm-up epoch."""
+    lengths = realistic_lengths(args.examples, args.seq)
+    full = random_batch(args.examples, args.seq, lengths=lengths, seed=2)
+    y = np.random.default_rng(3).integers(0, NUM_CLASSES, size=args.examples).astype("int32")
+    model = keras_classifier(args.library, args.size)
+    if args.library == "ours":
+        import types
+
+        from keras_bert_impl.batching import bucketed_batches
+        from keras_bert_impl.finetuning import training_batches
+
+        # Variable-length examples and the recipes' pipeline (tf.data on TensorFlow, a PyDataset elsewhere).
+        features = {k: [v[i, : lengths[i]] for i in range(args.examples)] for k, v in full.items()}
+        flags = types.SimpleNamespace(train_batch_size=args.batch, seed=0, max_seq_length=args.seq)
+        dataset = training_batches(features, y, flags)
+
+        def run():
+            model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+
+        padded_tokens = sum(x["token_ids"].size for x, _ in bucketed_batches(features, y, batch_size=args.batch,
+                                                                              shuffle=True, max_length=args.seq))
+    else:
+
+        def run():
+            model.fit(full, y, batch_size=args.batch, epochs=1, verbose=0, shuffle=True)
+
+        padded_tokens = full["token_ids"].size
+    result = {"times": timed(run, 1, args.repeats)}
+    result.update(real_tokens=int(lengths.sum()), padded_tokens=int(padded_tokens),
+                  mean_length=float(lengths.mean()), examples=args.examples)
+    return result
+
+
+def pretrain(args):
+    rng = np.random.default_rng(4)
+    x = random_batch(args.batch, args.seq)
+    positions = np.sort(np.stack([rng.choice(np.arange(1, args.seq - 1), args.predictions, replace=False)
+                                  for _ in range(args.batch)]), axis=1).astype("int32")
+    masked_ids = np.take_along_axis(x["token_ids"], positions, axis=1).astype("int32")
+    nsp = rng.integers(0, 2, size=args.batch).astype("int32")
+    if args.library == "transformers":
+        import torch
+        from transformers import BertForPreTraining
+
+        model = BertForPreTraining(hf_config(args.size)).train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
+        labels = np.full((args.batch, args.seq), -100, "int64")
+        np.put_along_axis(labels, positions, masked_ids, axis=1)
+        inputs = to_torch(x)
+        labels, nsp_labels = torch.from_numpy(labels), torch.from_numpy(nsp).long()
+
+        def run():
+            optimizer.zero_grad()
+            model(**inputs, labels=labels, next_sentence_label=nsp_labels).loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+
+        return {"times": timed(run, args.warmup, args.repeats)}
+    from keras_bert_impl.optimization import create_optimizer
+    from keras_bert_impl.pretrainer import BertPretrainer
+
+    model = BertPretrainer(keras_backbone("ours", args.size))
+    model.compile(optimizer=create_optimizer(1e-4, 10_000, 100))
+    inputs = dict(x, masked_lm_positions=positions)
+    labels = {"masked_lm_ids": masked_ids, "masked_lm_weights": np.ones_like(masked_ids, "float32"),
+              "next_sentence_labels": nsp}
+    return {"times": timed(lambda: model.train_on_batch(inputs, labels), args.warmup, args.repeats)}
+
+
+WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": train_step, "epoch": epoch,
+             "pretrain": pretrain}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    p.add_argument("--library", default="ours", choices=("ours", "keras_hub", "transformers"))
+    p.add_argument("--size", default="bert_base", choices=sorted(SIZES))
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--examples", type=int, default=256, help="epoch: examples per epoch")
+    p.add_argument("--predictions", type=int, default=20, help="pretrain: masked positions per sequence")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    backend = "torch" if args.library == "transformers" else os.environ.get("KERAS_BACKEND", "tensorflow")
+    if args.library != "transformers":
+        import keras
+
+        keras.utils.set_random_seed(0)
+        backend = keras.backend.backend()
+    result = WORKLOADS[args.workload](args)
+    result.update(workload=args.workload, library=args.library, backend=backend, size=args.size, batch=args.batch,
+                  seq=args.seq, median_s=statistics.median(result["times"]),
+                  peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    if "float32_times" in result:
+        result["float32_median_s"] = statistics.median(result["float32_times"])
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

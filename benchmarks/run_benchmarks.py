@@ -1,0 +1,226 @@
+"""The benchmark suite: keras_bert_impl against keras-hub and transformers, side by side, one script.
+
+    python benchmarks/run_benchmarks.py                       # everything (~25 min on a 2-core CPU)
+    python benchmarks/run_benchmarks.py --backends jax --workloads forward,epoch
+    python benchmarks/run_benchmarks.py --smoke               # tiny shapes, one repeat: checks the plumbing
+
+Every measurement runs in a fresh process (`benchmarks/bench_case.py`, one backend per process, as Keras
+needs), one after another, so that cases do not share caches, threads or memory; each reports the median
+over repeated runs after warm-up and its peak resident memory. The ratios are "their seconds / our
+seconds" (> 1 means we are faster) between cases of the same run on the same machine. Writes
+`benchmarks/results/results.json` and `benchmarks/results/results.md` (the table the README links), with
+the machine, the versions and the command line. Not a test: CI runs only `--smoke` (tests/test_benchmarks.py).
+
+Targets (issue 7), each checked in the table:
+  forward      bert_base 8 x 128 fp32: >= 1.0x keras-hub on each backend, >= 1.0x transformers on torch
+  train_step   bert_small classifier 16 x 128: >= 1.2x keras-hub on each backend
+  epoch        bert_small fine-tuning epoch, realistic lengths, our bucketing vs keras-hub fixed 128: >= 2x
+  forward_bf16 bert_base 8 x 128, mixed_bfloat16 vs our own fp32: >= 2x
+  pretrain     bert_small MLM+NSP step 16 x 128, 20 predictions, against transformers BertForPreTraining
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+BACKENDS = ("tensorflow", "jax", "torch")
+
+# workload: (size, batch, seq, extra flags, compared libraries, target ratio, what the target compares)
+WORKLOADS = {
+    "forward": ("bert_base", 8, 128, [], ("keras_hub", "transformers"), 1.0, "vs keras-hub and transformers"),
+    "train_step": ("bert_small", 16, 128, [], ("keras_hub", "transformers"), 1.2, "vs keras-hub"),
+    "epoch": ("bert_small", 16, 128, ["--examples=256"], ("keras_hub",), 2.0, "vs keras-hub fixed-length"),
+    "forward_bf16": ("bert_base", 8, 128, [], (), 2.0, "bf16 vs our fp32"),
+    "pretrain": ("bert_small", 16, 128, ["--predictions=20"], ("transformers",), None, "vs transformers"),
+}
+SMOKE = {"size": "bert_tiny", "batch": 4, "seq": 32, "examples": 32, "warmup": 1, "repeats": 1}
+
+
+def run_case(workload, library, backend, args):
+    size, batch, seq, extra, _, _, _ = WORKLOADS[workload]
+    repeats = args.repeats if workload != "epoch" else max(1, args.repeats // 2)
+    flags = [f"--workload={workload}", f"--library={library}", f"--size={size}", f"--batch={batch}", f"--seq={seq}",
+             f"--warmup={args.warmup}", f"--repeats={repeats}", *extra]
+    if args.smoke:
+        flags = [f"--workload={workload}", f"--library={library}", f"--size={SMOKE['size']}",
+                 f"--batch={SMOKE['batch']}", f"--seq={SMOKE['seq']}", f"--examples={SMOKE['examples']}",
+                 f"--warmup={SMOKE['warmup']}", f"--repeats={SMOKE['repeats']}"]
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    command = [sys.executable, os.path.join(HERE, "bench_case.py"), *flags]
+    print(f"[{backend}] {workload} {library} ...", flush=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{' '.join(command)} (KERAS_BACKEND={backend}) failed:\n{proc.stderr[-3000:]}")
+    result = json.loads(lines[-1][len("RESULT "):])
+    print(f"    median {result['median_s']:.4f} s, peak RSS {result['peak_rss_mb']:.0f} MB", flush=True)
+    return result
+
+
+def ratio(theirs, ours):
+    return round(theirs / ours, 3) if theirs and ours else None
+
+
+def run_suite(args):
+    rows = []
+    transformers_done = {}
+    for workload in args.workloads:
+        _, _, _, _, compared, target, target_text = WORKLOADS[workload]
+        for backend in args.backends:
+            ours = run_case(workload, "ours", backend, args)
+            row = {"workload": workload, "backend": backend, "ours": ours, "target": target,
+                   "target_compares": target_text}
+            if workload == "forward_bf16":
+                row["ratio_vs_our_fp32"] = ratio(ours["float32_median_s"], ours["median_s"])
+            if "keras_hub" in compared:
+                row["keras_hub"] = run_case(workload, "keras_hub", backend, args)
+                row["ratio_vs_keras_hub"] = ratio(row["keras_hub"]["median_s"], ours["median_s"])
+            if "transformers" in compared and backend == "torch":
+                if workload not in transformers_done:
+                    transformers_done[workload] = run_case(workload, "transformers", "torch", args)
+                row["transformers"] = transformers_done[workload]
+                row["ratio_vs_transformers"] = ratio(row["transformers"]["median_s"], ours["median_s"])
+            row["target_met"] = target_met(row)
+            rows.append(row)
+    return rows
+
+
+def target_met(row):
+    target = row["target"]
+    if target is None:
+        return None
+    if row["workload"] == "forward_bf16":
+        return row["ratio_vs_our_fp32"] >= target
+    checks = [row["ratio_vs_keras_hub"]] if "ratio_vs_keras_hub" in row else []
+    if row["workload"] == "forward" and "ratio_vs_transformers" in row:
+        checks.append(row["ratio_vs_transformers"])
+    return all(r is not None and r >= target for r in checks) if checks else None
+
+
+def tokenization(args):
+    if args.smoke or "tokenization" not in args.extras:
+        return None
+    output = os.path.join(args.output_dir, "tokenization.json")
+    subprocess.run([sys.executable, os.path.join(HERE, "tokenization_benchmark.py"), f"--output={output}"],
+                   check=True, cwd=REPO, env={**os.environ, "KERAS_BACKEND": "tensorflow"})
+    with open(output) as f:
+        return json.load(f)
+
+
+def versions():
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for name in ("keras", "keras-hub", "tensorflow", "tensorflow-text", "jax", "torch", "transformers", "tokenizers"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def machine():
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "load_average_at_start": load}
+
+
+def fmt(seconds):
+    return "" if seconds is None else f"{seconds:.3f}"
+
+
+def markdown(report):
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"Date: {report['date']}  ",
+        f"Machine: {report['machine']['cpu']}, {report['machine']['cpu_count']} cores "
+        f"(load average at start: {report['machine']['load_average_at_start']})  ",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
+        "",
+        "Seconds are medians per step (per epoch for `epoch`) after warm-up; a ratio is their time / our time "
+        "(> 1: we are faster). Peak RSS is the whole process's, framework included.",
+        "",
+        "| workload | shape | backend | ours s | keras-hub s | × keras-hub | transformers s | × transformers "
+        "| bf16 × our fp32 | target | met | peak RSS ours / hub MB |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
+    ]
+    for row in report["rows"]:
+        ours, hub, hf = row["ours"], row.get("keras_hub"), row.get("transformers")
+        shape = f"{ours['size']} {ours['batch']}×{ours['seq']}"
+        met = {True: "yes", False: "**no**", None: ""}[row["target_met"]]
+        target = "" if row["target"] is None else f"≥ {row['target']}× {row['target_compares']}"
+        memory = f"{ours['peak_rss_mb']:.0f}" + (f" / {hub['peak_rss_mb']:.0f}" if hub else "")
+        lines.append(
+            f"| {row['workload']} | {shape} | {row['backend']} | {fmt(ours['median_s'])} | "
+            f"{fmt(hub and hub['median_s'])} | {row.get('ratio_vs_keras_hub') or ''} | {fmt(hf and hf['median_s'])} | "
+            f"{row.get('ratio_vs_transformers') or ''} | {row.get('ratio_vs_our_fp32') or ''} | {target} | {met} | {memory} |"
+        )
+    epochs = [r for r in report["rows"] if r["workload"] == "epoch"]
+    if epochs:
+        e = epochs[0]
+        lines += ["", f"`epoch`: {e['ours']['examples']} examples, mean length {e['ours']['mean_length']:.1f} tokens; "
+                  f"our bucketed batches hold {e['ours']['padded_tokens']} token slots for {e['ours']['real_tokens']} "
+                  f"real tokens, keras-hub's fixed-length batches {e['keras_hub']['padded_tokens']}."]
+    bf16 = [r for r in report["rows"] if r["workload"] == "forward_bf16"]
+    for r in bf16:
+        lines.append(f"`forward_bf16` ({r['backend']}): max |bf16 - fp32| of the sequence output "
+                     f"{r['ours']['max_abs_diff_sequence_output']:.3g}, mean {r['ours']['mean_abs_diff_sequence_output']:.3g} "
+                     f"(outputs have std {r['ours']['sequence_output_std']:.2f}).")
+    if report.get("tokenization"):
+        lines += ["", "## Tokenization (benchmarks/tokenization_benchmark.py)", "", "| method | tokens/s |", "|---|---:|"]
+        lines += [f"| {r['method']} | {r['tokens_per_second']:,.0f} |" for r in report["tokenization"]["results"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--extras", default="tokenization", help="Also run: tokenization (or empty).")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--smoke", action="store_true", help="bert_tiny, tiny shapes, one repeat (plumbing check).")
+    p.add_argument("--output_dir", default=os.path.join(HERE, "results"))
+    args = p.parse_args(argv)
+    args.backends = [b for b in args.backends.split(",") if b]
+    args.workloads = [w for w in args.workloads.split(",") if w]
+    args.extras = [e for e in args.extras.split(",") if e]
+    unknown = [b for b in args.backends if b not in BACKENDS] + [w for w in args.workloads if w not in WORKLOADS]
+    if unknown:
+        raise SystemExit(f"Unknown backends/workloads {unknown}; backends {BACKENDS}, workloads {tuple(WORKLOADS)}.")
+    os.makedirs(args.output_dir, exist_ok=True)
+    report = {
+        "command": "python benchmarks/run_benchmarks.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": versions(),
+        "smoke": args.smoke,
+    }
+    report["rows"] = run_suite(args)
+    report["tokenization"] = tokenization(args)
+    name = "results_smoke" if args.smoke else "results"
+    for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", markdown(report))):
+        path = os.path.join(args.output_dir, f"{name}.{ext}")
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)  # a half-written table never looks complete
+    print(markdown(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()

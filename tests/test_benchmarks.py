@@ -1,0 +1,40 @@
+"""The benchmark suite's plumbing (benchmarks/run_benchmarks.py --smoke): tiny shapes, one repeat, the current
+backend. It checks that every case runs against its peers and that the table and JSON hold the ratios; the
+timings themselves mean nothing here (the real numbers are in benchmarks/results/results.md)."""
+
+import importlib.util
+import json
+import os
+
+import keras
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _suite():
+    spec = importlib.util.spec_from_file_location("run_benchmarks", os.path.join(REPO, "benchmarks", "run_benchmarks.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
+    backend = keras.backend.backend()
+    report = _suite().main(["--smoke", f"--backends={backend}", "--workloads=forward,epoch",
+                            f"--output_dir={tmp_path}"])
+    rows = {r["workload"]: r for r in report["rows"]}
+    assert set(rows) == {"forward", "epoch"}
+    for row in rows.values():
+        assert row["ours"]["backend"] == backend and row["keras_hub"]["library"] == "keras_hub"
+        assert row["ours"]["median_s"] > 0 and row["ratio_vs_keras_hub"] > 0 and row["ours"]["peak_rss_mb"] > 100
+        assert row["target_met"] in (True, False)
+    if backend == "torch":
+        assert rows["forward"]["transformers"]["library"] == "transformers" and rows["forward"]["ratio_vs_transformers"] > 0
+    # Bucketing: our epoch computes on fewer padded token slots than the fixed-length pipeline.
+    assert rows["epoch"]["ours"]["padded_tokens"] < rows["epoch"]["keras_hub"]["padded_tokens"]
+    stored = json.load(open(tmp_path / "results_smoke.json"))
+    assert [r["workload"] for r in stored["rows"]] == ["forward", "epoch"] and stored["versions"]["keras"]
+    table = (tmp_path / "results_smoke.md").read_text()
+    assert "| forward | bert_tiny 4×32 | " + backend in table and "× keras-hub" in table
