@@ -33,7 +33,10 @@ def _shell_commands(source, settings):
     return [re.sub(r"\{(\w+)\}", lambda m: str(settings[m.group(1)]), c) for c in commands]
 
 
-def test_notebook_cells_compile_and_its_recipe_commands_parse():
+def test_notebook_cells_compile_and_its_recipe_commands_parse(monkeypatch):
+    # recipes/export_savedmodel.py sets KERAS_BACKEND=tensorflow when loaded (its export is a TF graph);
+    # monkeypatch puts this process's value back afterwards, so later subprocesses keep their backend.
+    monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
     cells = _cells()
     code = [source for source, kind in cells if kind == "code"]
     settings = {}
