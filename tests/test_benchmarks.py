@@ -22,7 +22,7 @@ def _suite():
 @pytest.mark.slow
 def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
     backend = keras.backend.backend()
-    report = _suite().main(["--smoke", f"--backends={backend}", "--workloads=epoch,forward",
+    report = _suite().main(["--smoke", f"--backends={backend}", "--workloads=forward,epoch",
                             f"--output_dir={tmp_path}"])
     rows = {r["workload"]: r for r in report["rows"]}
     assert set(rows) == {"forward", "epoch"}
