@@ -71,6 +71,14 @@ def setup_distribution(args):
     return distribution
 
 
+def run_distributed(work, args):
+    """`work(args)` under `--mixed_precision`, inside the `--strategy` scope (`setup_distribution`), so that
+    the model, optimizer and metric variables it builds live on the replicas. Returns what `work` returns."""
+    distribution = setup_distribution(args)
+    with distribution.scope():
+        return work(args)
+
+
 def load_tokenizer(args):
     """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory."""
     kwargs = {} if args.do_lower_case is None else {"do_lower_case": args.do_lower_case}

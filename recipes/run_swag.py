@@ -28,7 +28,7 @@ from keras_bert_impl.finetuning import (
     load_backbone,
     load_tokenizer,
     num_train_steps,
-    setup_distribution,
+    run_distributed,
     training_batches,
     write_json,
 )
@@ -65,9 +65,7 @@ def run(args):
 
     Builds and trains under `--strategy` (in its scope) and `--mixed_precision`.
     """
-    distribution = setup_distribution(args)
-    with distribution.scope():  # model, optimizer and metrics variables live on the replicas
-        return train_evaluate_predict(args)
+    return run_distributed(train_evaluate_predict, args)
 
 
 def train_evaluate_predict(args):
