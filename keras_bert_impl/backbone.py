@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.layers.attention import attention_bias_from_padding_mask
+from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 
@@ -79,7 +80,7 @@ class BertBackbone(keras.Model):
             )
             for i in range(config.num_hidden_layers)
         ]
-        pooler = keras.layers.Dense(
+        pooler = BertDense(
             config.hidden_size,
             activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
@@ -92,12 +93,8 @@ class BertBackbone(keras.Model):
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
 
-        x = embeddings(token_ids, segment_ids)  # [batch, seq, H]
-        attention_bias = attention_bias_from_padding_mask(padding_mask)  # [batch, 1, 1, seq]
-        hidden_states = [x]
-        for block in encoder_blocks:
-            x = block(x, attention_bias)  # [batch, seq, H]
-            hidden_states.append(x)
+        hidden_states = _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask)
+        x = hidden_states[-1]  # [batch, seq, H]
         pooled = pooler(x[:, 0, :])  # [batch, H]
 
         outputs = {"sequence_output": x, "pooled_output": pooled}
@@ -118,6 +115,30 @@ class BertBackbone(keras.Model):
         self.pooler = pooler
         # Head weights (HF names) found in the checkpoint this backbone was loaded from; see from_pretrained.
         self.head_weights = {}
+
+    def pooled_output(self, inputs):
+        """`pooled_output` of `inputs`, computing the last encoder layer at the [CLS] position only.
+
+        The [CLS] summary reads one row of the last layer, and that row needs the last layer's keys and
+        values over the whole sequence but not its queries, attention output or feed-forward at the other
+        positions. Skipping those (Model Garden's `output_range=1`) leaves the result unchanged and saves
+        about (5/6) / L of the encoder's work, forward and backward: 21% for a 4-layer model, 7% for
+        BERT-base. `BertClassifier` and `BertMultipleChoice` build their graphs with it.
+
+        Call it on symbolic inputs to build a functional model that shares this backbone's layers (and so
+        its weights), or on real tensors.
+
+        Args:
+            inputs: a dict {`token_ids`, `segment_ids`, `padding_mask`}, int [batch, seq].
+
+        Returns:
+            float [batch, H], equal to `self(inputs)["pooled_output"]`.
+        """
+        hidden_states = _encode(
+            self.embeddings, self.encoder_blocks, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"],
+            last_layer_output_range=1,
+        )
+        return self.pooler(hidden_states[-1][:, 0, :])
 
     @property
     def token_embedding(self):
@@ -177,3 +198,16 @@ class BertBackbone(keras.Model):
             self, directory, head_weights=head_weights, architecture=architecture, extra_config=extra_config
         )
 
+
+
+def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer_output_range=None):
+    """The embedding output and each encoder block's output, [batch, seq, H] each (the last one
+    [batch, last_layer_output_range, H] when that is given)."""
+    x = embeddings(token_ids, segment_ids)  # [batch, seq, H]
+    attention_bias = attention_bias_from_padding_mask(padding_mask)  # [batch, 1, 1, seq]
+    hidden_states = [x]
+    for i, block in enumerate(encoder_blocks):
+        output_range = last_layer_output_range if i == len(encoder_blocks) - 1 else None
+        x = block(x, attention_bias, output_range=output_range)  # [batch, seq, H]
+        hidden_states.append(x)
+    return hidden_states

@@ -69,7 +69,8 @@ class BertClassifier(BertTask):
 
         # === Functional graph ===
         inputs = dict(backbone.input)
-        pooled = backbone(inputs)["pooled_output"]  # [B, H]
+        # The backbone's layers wired directly (not the nested model): the last layer runs at [CLS] only.
+        pooled = backbone.pooled_output(inputs)  # [B, H]
         logits = output_dense(output_dropout(pooled))  # [B, num_classes]
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)

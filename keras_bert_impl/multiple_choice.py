@@ -74,7 +74,8 @@ class BertMultipleChoice(BertTask):
         inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name) for name in _INPUT_NAMES}
         merge = MergeChoices(name="merge_choices")
         flat = {name: merge(inputs[name]) for name in _INPUT_NAMES}  # [B*C, T]
-        pooled = backbone(flat)["pooled_output"]  # [B*C, H]
+        # The backbone's layers wired directly (not the nested model): the last layer runs at [CLS] only.
+        pooled = backbone.pooled_output(flat)  # [B*C, H]
         scores = output_dense(output_dropout(pooled))  # [B*C, 1]
         logits = ops.reshape(scores, (-1, num_choices))  # [B, C]
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)

@@ -146,6 +146,10 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
         """
         replicas = num_replicas_in_sync()
         if self.global_clipnorm is None or replicas == 1:
+            if keras.backend.backend() == "torch" and self.global_clipnorm and not self.clipnorm:
+                from keras_bert_impl import torch_optimization  # one pass instead of a loop of Keras ops
+
+                return torch_optimization.clip_by_global_norm(grads, self.global_clipnorm)
             return super()._clip_gradients(grads)
         summed = replica_sum([g for g in grads if g is not None])
         summed = iter(super()._clip_gradients(summed))
@@ -244,6 +248,16 @@ class AdamWeightDecay(_BertOptimizerBase):
             **kwargs,
         )
         self.bias_correction = bool(bias_correction)
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        if keras.backend.backend() == "torch":
+            # torch's fused AdamW kernel, the same math in one pass; see torch_optimization.py for why.
+            from keras_bert_impl import torch_optimization
+
+            if torch_optimization.supports_fused_update(grads, trainable_variables):
+                torch_optimization.adam_weight_decay_update(self, grads, trainable_variables, learning_rate)
+                return
+        super()._backend_update_step(grads, trainable_variables, learning_rate)
 
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype

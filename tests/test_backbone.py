@@ -53,6 +53,25 @@ def test_pooled_output_is_tanh_dense_of_the_cls_position():
     np.testing.assert_allclose(to_numpy(outputs["pooled_output"]), expected, atol=1e-5)
 
 
+def test_cls_only_pooled_output_equals_the_full_pooled_output():
+    """`pooled_output` skips the last layer's non-[CLS] rows; the [CLS] summary is unchanged, with padding."""
+    model = BertBackbone(TINY)
+    inputs = _inputs()
+    inputs["padding_mask"][1, 5:] = 0
+    np.testing.assert_allclose(
+        to_numpy(model.pooled_output(inputs)), to_numpy(model(inputs)["pooled_output"]), atol=1e-5
+    )
+    # Built symbolically it shares the backbone's weights, and its last block runs one position only.
+    symbolic = {k: keras.Input(shape=(None,), dtype="int32", name=k) for k in inputs}
+    pooled_model = keras.Model(symbolic, model.pooled_output(symbolic))
+    assert len(pooled_model.weights) == len(model.weights)
+    last = model.encoder_blocks[-1]
+    assert tuple(last._inbound_nodes[-1].output_tensors[0].shape) == (None, 1, TINY.hidden_size)
+    np.testing.assert_allclose(
+        to_numpy(pooled_model(inputs)), to_numpy(model(inputs)["pooled_output"]), atol=1e-5
+    )
+
+
 def test_padding_does_not_change_outputs_at_real_positions():
     model = BertBackbone(TINY)
     short = {k: v[:1, :4] for k, v in _inputs().items()}

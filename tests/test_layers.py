@@ -99,6 +99,23 @@ def test_encoder_block_is_post_layer_norm_transformer(hidden_act, reference):
     np.testing.assert_allclose(out, expected, atol=1e-4)
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_encoder_block_output_range_equals_the_first_rows_of_the_full_output(training):
+    """output_range=n computes only the first n positions; they still attend to every key."""
+    block = BertEncoderBlock(hidden_size=8, num_heads=2, intermediate_size=32)
+    x = _random_hidden()
+    bias = attention_bias_from_padding_mask(PADDING_MASK)
+    full = to_numpy(block(x, bias))
+    for n in (1, 3):
+        sliced = to_numpy(block(x, bias, output_range=n, training=False))
+        assert sliced.shape == (x.shape[0], n, 8)
+        np.testing.assert_allclose(sliced, full[:, :n], atol=1e-5)
+    if training:  # the dropout branch of the attention accepts fewer queries than keys too
+        block.attention.probs_dropout.rate = 0.0
+        block.attention.dropout = 0.5  # take the explicit branch, with identity dropout
+        np.testing.assert_allclose(to_numpy(block(x, bias, output_range=1, training=True)), full[:, :1], atol=1e-5)
+
+
 def test_activations_are_the_named_functions():
     x = np.linspace(-4, 4, 41).astype("float32")
     np.testing.assert_allclose(to_numpy(get_activation("gelu")(x)), numpy_bert.gelu(x), atol=1e-6)

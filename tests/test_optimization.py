@@ -202,6 +202,27 @@ def test_adam_weight_decay_with_bias_correction_is_adamw():
     _assert_weights_close(actual, expected)
 
 
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_torch_fused_update_is_taken_and_equals_the_generic_update(monkeypatch, bias_correction):
+    """On torch, AdamWeightDecay runs torch's fused AdamW kernel; it gives the per-variable update's weights."""
+    if keras.backend.backend() != "torch":
+        pytest.skip("the fused kernel is the torch backend's path")
+    from keras_bert_impl import torch_optimization
+
+    grads = _random_grads(_small_model(), seed=3)
+    results, calls = [], []
+    fused = torch_optimization.adam_weight_decay_update
+    monkeypatch.setattr(torch_optimization, "adam_weight_decay_update", lambda *a: calls.append(1) or fused(*a))
+    for use_fused in (True, False):
+        monkeypatch.setattr(torch_optimization, "supports_fused_update", lambda *a, use=use_fused: use)
+        keras.utils.set_random_seed(0)
+        model = _small_model()
+        schedule = WarmupLinearDecay(init_lr=0.1, num_train_steps=8, num_warmup_steps=2)
+        results.append(_run(AdamWeightDecay(schedule, weight_decay_rate=0.3, bias_correction=bias_correction), model, grads))
+    assert len(calls) == NUM_STEPS  # the fused path ran at every step of the first run, never in the second
+    _assert_weights_close(results[0], results[1], atol=1e-6)
+
+
 def test_excluded_variables_get_no_weight_decay():
     """Zero gradients: m = v = 0, so the only change is w *= (1 - lr * weight_decay_rate)."""
     model = _small_model()

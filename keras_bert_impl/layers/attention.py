@@ -10,6 +10,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dense import BertEinsumDense
+
 # The original modeling.py adds -10000.0 to the logits of padded keys: finite, so a row whose keys are all
 # padding gives a uniform distribution instead of NaN, and representable in float16.
 MASK_BIAS = -10000.0
@@ -43,9 +45,13 @@ class BertSelfAttention(keras.layers.Layer):
         hidden_states: float tensor [batch, seq, H].
         attention_bias: float tensor broadcastable to [batch, heads, seq, seq], e.g. from
             `attention_bias_from_padding_mask`.
+        output_range: optional int n: only the first n positions query (keys and values still span the
+            whole sequence), so the output is [batch, n, H]. Model Garden's name for it; `BertBackbone`
+            uses n = 1 in the last layer when only the [CLS] summary is read (see `pooled_output`).
 
     Returns:
-        float tensor [batch, seq, H] (after the output projection, before residual and LayerNorm).
+        float tensor [batch, seq, H] (or [batch, output_range, H]), after the output projection, before
+        residual and LayerNorm.
 
     Examples:
 
@@ -68,7 +74,7 @@ class BertSelfAttention(keras.layers.Layer):
 
         def projection(name):
             # [batch, seq, H] x [H, heads, head_size] -> [batch, seq, heads, head_size]
-            return keras.layers.EinsumDense(
+            return BertEinsumDense(
                 "btd,dnh->btnh",
                 output_shape=(None, num_heads, self.head_size),
                 bias_axes="nh",
@@ -81,7 +87,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.key = projection("key")
         self.value = projection("value")
         # [batch, seq, heads, head_size] x [heads, head_size, H] -> [batch, seq, H]
-        self.output_dense = keras.layers.EinsumDense(
+        self.output_dense = BertEinsumDense(
             "btnh,nhd->btd",
             output_shape=(None, hidden_size),
             bias_axes="d",
@@ -97,8 +103,9 @@ class BertSelfAttention(keras.layers.Layer):
         self.output_dense.build(tuple(hidden_states_shape[:2]) + (self.num_heads, self.head_size))
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=None):
-        q = self.query(hidden_states)  # [B, T, A, d]
+    def call(self, hidden_states, attention_bias, training=None, output_range=None):
+        queries = hidden_states if output_range is None else hidden_states[:, :output_range]
+        q = self.query(queries)  # [B, T, A, d] (T = output_range when given)
         k = self.key(hidden_states)  # [B, T, A, d]
         v = self.value(hidden_states)  # [B, T, A, d]
         bias = ops.cast(attention_bias, q.dtype)
@@ -113,8 +120,11 @@ class BertSelfAttention(keras.layers.Layer):
             context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, T, A, d]
         return self.output_dense(context)
 
-    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
-        return tuple(hidden_states_shape)
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None):
+        shape = list(hidden_states.shape)
+        if output_range is not None:
+            shape[1] = output_range
+        return keras.KerasTensor(tuple(shape), dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

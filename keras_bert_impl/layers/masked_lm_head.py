@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation
+from keras_bert_impl.layers.dense import BertDense
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -48,7 +49,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         hidden_size = token_embedding.output_dim
-        self.transform_dense = keras.layers.Dense(
+        self.transform_dense = BertDense(
             hidden_size,
             activation=get_activation(hidden_act),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),

@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import BertSelfAttention
+from keras_bert_impl.layers.dense import BertDense
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -26,9 +27,13 @@ class BertEncoderBlock(keras.layers.Layer):
     Call arguments:
         hidden_states: float tensor [batch, seq, H].
         attention_bias: additive bias broadcastable to [batch, heads, seq, seq].
+        output_range: optional int n: compute the block's output only for the first n positions (they
+            still attend to the whole sequence); the output is then [batch, n, H] and equals the first n
+            rows of the full output. With n = 1 the last block of a [CLS] classifier skips the queries,
+            attention output and feed-forward of every other token.
 
     Returns:
-        float tensor [batch, seq, H].
+        float tensor [batch, seq, H] (or [batch, output_range, H]).
 
     Examples:
 
@@ -70,14 +75,14 @@ class BertEncoderBlock(keras.layers.Layer):
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
         )
-        self.intermediate_dense = keras.layers.Dense(
+        self.intermediate_dense = BertDense(
             intermediate_size,
             activation=get_activation(hidden_act),
             kernel_initializer=init,
             dtype=policy,
             name="intermediate_dense",
         )
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=policy, name="output_dense")
+        self.output_dense = BertDense(hidden_size, kernel_initializer=init, dtype=policy, name="output_dense")
         self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
@@ -92,18 +97,22 @@ class BertEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_states_shape)
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=None):
-        attention_output = self.attention(hidden_states, attention_bias, training=training)
+    def call(self, hidden_states, attention_bias, training=None, output_range=None):
+        attention_output = self.attention(hidden_states, attention_bias, training=training, output_range=output_range)
         attention_output = self.attention_dropout_layer(attention_output, training=training)
-        attention_output = self.attention_layer_norm(hidden_states + attention_output)
+        residual = hidden_states if output_range is None else hidden_states[:, :output_range]
+        attention_output = self.attention_layer_norm(residual + attention_output)
 
         intermediate = self.intermediate_dense(attention_output)
         layer_output = self.output_dense(intermediate)
         layer_output = self.output_dropout(layer_output, training=training)
         return self.output_layer_norm(attention_output + layer_output)
 
-    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
-        return tuple(hidden_states_shape)
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None):
+        shape = list(hidden_states.shape)
+        if output_range is not None:
+            shape[1] = output_range
+        return keras.KerasTensor(tuple(shape), dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -1,0 +1,65 @@
+"""BertDense / BertEinsumDense: Keras' Dense / EinsumDense, with a float32 bias and activation under bfloat16."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl.layers.dense import BertDense, BertEinsumDense
+from tests.backend_utils import to_numpy
+
+
+def _x(shape=(2, 5, 8), seed=0):
+    return np.random.RandomState(seed).normal(size=shape).astype("float32")
+
+
+def _pair(make_ours, make_keras, x, dtype):
+    ours, theirs = make_ours(dtype), make_keras(dtype)
+    ours.build(x.shape)
+    theirs.build(x.shape)
+    theirs.set_weights(ours.get_weights())
+    return ours, theirs
+
+
+LAYERS = {
+    "dense_gelu": (lambda d: BertDense(16, activation="gelu", dtype=d, bias_initializer="random_normal"),
+                   lambda d: keras.layers.Dense(16, activation="gelu", dtype=d)),
+    "einsum_dense": (lambda d: BertEinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh", dtype=d,
+                                               bias_initializer="random_normal"),
+                     lambda d: keras.layers.EinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh", dtype=d)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_float32_outputs_equal_the_keras_layer(name):
+    x = _x()
+    ours, theirs = _pair(*LAYERS[name], x, "float32")
+    np.testing.assert_allclose(to_numpy(ours(x)), to_numpy(theirs(x)), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_mixed_bfloat16_returns_bfloat16_within_bf16_rounding_of_float32(name):
+    x = _x()
+    ours, reference = _pair(*LAYERS[name], x, "float32")
+    mixed, _ = _pair(*LAYERS[name], x, "mixed_bfloat16")
+    mixed.set_weights(ours.get_weights())
+    y = mixed(x)
+    assert keras.backend.standardize_dtype(y.dtype) == "bfloat16"
+    assert all(keras.backend.standardize_dtype(w.dtype) == "float32" for w in mixed.weights)
+    expected = to_numpy(reference(x))
+    # bfloat16 operands (8-bit mantissa: 2^-8 relative per rounding) and a bfloat16 output.
+    np.testing.assert_allclose(to_numpy(keras.ops.cast(y, "float32")), expected, rtol=3e-2, atol=3e-2)
+
+
+def test_two_dimensional_inputs_and_no_bias():
+    x = _x((3, 8))
+    ours, theirs = _pair(lambda d: BertDense(4, use_bias=False, dtype=d), lambda d: keras.layers.Dense(4, use_bias=False, dtype=d),
+                         x, "mixed_bfloat16")
+    np.testing.assert_allclose(to_numpy(keras.ops.cast(ours(x), "float32")),
+                               to_numpy(keras.ops.cast(theirs(x), "float32")), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_config_round_trip(name):
+    layer = LAYERS[name][0]("float32")
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(restored) is type(layer) and restored.get_config() == layer.get_config()
