@@ -180,6 +180,10 @@ def markdown(report):
         lines.append(f"`forward_bf16` ({r['backend']}): max |bf16 - fp32| of the sequence output "
                      f"{r['ours']['max_abs_diff_sequence_output']:.3g}, mean {r['ours']['mean_abs_diff_sequence_output']:.3g} "
                      f"(outputs have std {r['ours']['sequence_output_std']:.2f}).")
+        if "gemm_gflops" in r["ours"]:
+            g = r["ours"]["gemm_gflops"]
+            lines.append(f"  Its ceiling: a bare [1024, 768] x [768, 3072] matmul runs at {g['bfloat16']:.0f} GFLOP/s in bf16 "
+                         f"and {g['float32']:.0f} in fp32 on this backend, {g['bfloat16'] / g['float32']:.2f}x.")
     if report.get("tokenization"):
         lines += ["", "## Tokenization (benchmarks/tokenization_benchmark.py)", "", "| method | tokens/s |", "|---|---:|"]
         lines += [f"| {r['method']} | {r['tokens_per_second']:,.0f} |" for r in report["tokenization"]["results"]]
