@@ -34,11 +34,13 @@ def _tiny_config(tmp_path):
 
 @pytest.mark.slow
 def test_minilm_fine_tuned_on_the_sentiment_set_generalizes_to_held_out_dev(minilm_path, tmp_path):
+    # lr 5e-5 (in the paper's grid): one epoch reached 0.994-1.0 on every backend over several seeds, where
+    # 1e-4 gave 0.94-1.0 but 0.82 for one torch seed.
     output_dir = str(tmp_path / "sentiment")
     results = _recipe("run_glue").main([
         "--task_name=sst2", f"--data_dir={SENTIMENT}", f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}",
         "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=32",
-        "--eval_batch_size=64", "--predict_batch_size=64", "--learning_rate=1e-4", "--num_train_epochs=1",
+        "--eval_batch_size=64", "--predict_batch_size=64", "--learning_rate=5e-5", "--num_train_epochs=1",
         "--nosave_model", "--verbose=0",
     ])
     print("sentiment dev accuracy:", results["accuracy"])
