@@ -199,7 +199,6 @@ class BertBackbone(keras.Model):
         )
 
 
-
 def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer_output_range=None):
     """The embedding output and each encoder block's output, [batch, seq, H] each (the last one
     [batch, last_layer_output_range, H] when that is given)."""

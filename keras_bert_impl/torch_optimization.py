@@ -40,7 +40,8 @@ def clip_by_global_norm(grads, clip_norm):
 
 
 def supports_fused_update(grads, variables):
-    """The fused kernel takes float32 (or all float16/bfloat16) dense tensors on one device."""
+    """Whether every variable and gradient is a float32 CPU tensor, the case the fused path is written and
+    tested for (anything else takes Keras' per-variable update)."""
     tensors = [v.value for v in variables] + [g for g in grads]
     return all(t is not None and t.dtype == torch.float32 and t.device.type == "cpu" for t in tensors)
 

@@ -35,6 +35,16 @@ def _einsum_float32_result(equation, x, kernel):
     return ops.cast(ops.einsum(equation, x, kernel), "float32")
 
 
+def _project_with_float32_epilogue(layer, equation, inputs):
+    """`layer`'s kernel applied by `equation`, then its bias and activation in float32; cast to its compute dtype."""
+    x = _einsum_float32_result(equation, inputs, layer.kernel)
+    if layer.bias is not None:
+        x = x + ops.cast(layer.bias, "float32")
+    if layer.activation is not None:
+        x = layer.activation(x)
+    return ops.cast(x, layer.compute_dtype)
+
+
 def _uses_keras_call(layer):
     """Quantized or LoRA layers keep Keras' own call, which knows about them."""
     return bool(getattr(layer, "quantization_mode", None)) or bool(getattr(layer, "lora_enabled", False))
@@ -57,14 +67,7 @@ class BertDense(keras.layers.Dense):
     def call(self, inputs, training=None):
         if _uses_keras_call(self) or not _float32_epilogue(self.compute_dtype):
             return super().call(inputs, training=training)
-        rank = len(inputs.shape)
-        equation = "...i,io->...o" if rank > 2 else "bi,io->bo"
-        x = _einsum_float32_result(equation, inputs, self.kernel)
-        if self.bias is not None:
-            x = x + ops.cast(self.bias, "float32")
-        if self.activation is not None:
-            x = self.activation(x)
-        return ops.cast(x, self.compute_dtype)
+        return _project_with_float32_epilogue(self, "...i,io->...o", inputs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -83,9 +86,4 @@ class BertEinsumDense(keras.layers.EinsumDense):
     def call(self, inputs, training=None):
         if _uses_keras_call(self) or not _float32_epilogue(self.compute_dtype):
             return super().call(inputs, training=training)
-        x = _einsum_float32_result(self.equation, inputs, self.kernel)
-        if self.bias is not None:
-            x = x + ops.cast(self.bias, "float32")
-        if self.activation is not None:
-            x = self.activation(x)
-        return ops.cast(x, self.compute_dtype)
+        return _project_with_float32_epilogue(self, self.equation, inputs)

@@ -109,10 +109,7 @@ class BertEncoderBlock(keras.layers.Layer):
         return self.output_layer_norm(attention_output + layer_output)
 
     def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None):
-        shape = list(hidden_states.shape)
-        if output_range is not None:
-            shape[1] = output_range
-        return keras.KerasTensor(tuple(shape), dtype=self.compute_dtype)
+        return self.attention.compute_output_spec(hidden_states, attention_bias, output_range=output_range)
 
     def get_config(self):
         config = super().get_config()
