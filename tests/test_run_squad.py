@@ -18,8 +18,10 @@ TRAIN_FILE = os.path.join(REPO, "data", "qa", "train.json")
 DEV_FILE = os.path.join(REPO, "data", "qa", "dev.json")
 
 # Fine-tuning settings of the end-to-end test (short sequences: every data/qa feature fits in 128).
-E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=16", "--learning_rate=1e-4",
-             "--num_train_epochs=3", "--predict_batch_size=64"]
+# Batches of 8 for 2 epochs (400 steps) reach HasAns F1 96 on TensorFlow in 190 s; batches of 16 for 2
+# epochs (200 steps) reached only 86.7, and 3 epochs of 16 took 260 s for about the same F1.
+E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", "--learning_rate=1e-4",
+             "--num_train_epochs=2", "--predict_batch_size=64"]
 
 
 def load_recipe():
@@ -57,7 +59,7 @@ def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
     print(f"NoAns accuracy at best_f1_thresh={results['best_f1_thresh']:.3f}: {no_answer_accuracy:.3f}")
     assert no_answer_accuracy >= 0.8
     with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
-        assert len(json.load(f)) == 3
+        assert len(json.load(f)) == 2
 
 
 def test_recipe_subprocess_writes_every_output_file(minilm_vocab_file, tmp_path):
