@@ -11,8 +11,8 @@ bfloat16 result, then add the bias and apply the activation in bfloat16. Measure
     kernels that follow are not vectorized for bfloat16: bias + exact GELU on [1024, 3072] took 23 ms in
     bfloat16 against 5.6 ms in float32.
 So here the matmul takes the bfloat16 operands as before and gives a float32 result (JAX: directly;
-TensorFlow: cast after the oneDNN matmul, at inference only), the bias and activation run in float32, and the layer returns
-its compute dtype as every Keras layer does. On PyTorch, whose bfloat16 elementwise kernels are
+TensorFlow: cast after the oneDNN matmul, at inference only), the bias and activation run in float32,
+and the layer returns its compute dtype as every Keras layer does. On PyTorch, whose bfloat16 elementwise kernels are
 vectorized, and in float32, the layers compute exactly what Keras' do. Weights, names and configs are
 Keras' own, so checkpoints and `get_config` are unchanged.
 """
