@@ -10,6 +10,7 @@ Workloads (random weights; the speed of a model does not depend on its values):
   forward      backbone forward at a fixed [batch, seq] shape (`predict_on_batch`; transformers: inference_mode)
   forward_bf16 our backbone forward in float32 and in mixed_bfloat16 with the same weights (both timed)
   train_step   classifier (pooled output -> Dense) training step at a fixed shape, AdamW, loss, update
+  train_step_bf16  that step under the mixed_bfloat16 policy (keras-hub too); ours also in float32 (both timed)
   epoch        one fine-tuning epoch over sequences of realistic lengths (mostly short, a long tail):
                ours with length bucketing and dynamic padding, keras-hub with its fixed-length pipeline
   pretrain     masked LM + NSP training step at a fixed shape with --predictions masked positions
@@ -80,9 +81,12 @@ def keras_backbone(library, size, dtype=None):
                                          max_sequence_length=512, dtype=dtype)
 
 
-def keras_classifier(library, size):
+def keras_classifier(library, size, policy="float32"):
+    """The bert_small classifier of `train_step`, built under the global dtype `policy` (as a recipe's
+    `--mixed_precision` sets it: float32 variables, bfloat16 compute for "mixed_bfloat16")."""
     import keras
 
+    keras.config.set_dtype_policy(policy)
     if library == "ours":
         from keras_bert_impl.classifier import BertClassifier
 
@@ -209,6 +213,20 @@ def train_step(args):
     return {"times": timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)}
 
 
+def train_step_bf16(args):
+    """`train_step` in mixed_bfloat16 against keras-hub in mixed_bfloat16; ours also in float32, same process."""
+    x = random_batch(args.batch, args.seq)
+    y = np.random.default_rng(1).integers(0, NUM_CLASSES, size=args.batch).astype("int32")
+    result = {}
+    if args.library == "ours":
+        fp32 = keras_classifier("ours", args.size)
+        result["float32_times"] = timed(lambda: fp32.train_on_batch(x, y), args.warmup, args.repeats)
+        del fp32
+    model = keras_classifier(args.library, args.size, policy="mixed_bfloat16")
+    result["times"] = timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)
+    return result
+
+
 def epoch(args):
     """One epoch of `--examples` examples of realistic lengths; timed epochs after one warm-up epoch."""
     lengths = realistic_lengths(args.examples, args.seq)
@@ -279,8 +297,8 @@ def pretrain(args):
     return {"times": timed(lambda: model.train_on_batch(inputs, labels), args.warmup, args.repeats)}
 
 
-WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": train_step, "epoch": epoch,
-             "pretrain": pretrain}
+WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": train_step,
+             "train_step_bf16": train_step_bf16, "epoch": epoch, "pretrain": pretrain}
 
 
 def main():
