@@ -224,6 +224,7 @@ def train_step_bf16(args):
         del fp32
     model = keras_classifier(args.library, args.size, policy="mixed_bfloat16")
     result["times"] = timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)
+    result["compute_dtypes"] = sorted({layer.compute_dtype for layer in model.layers if layer.weights})
     return result
 
 

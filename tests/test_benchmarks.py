@@ -22,10 +22,10 @@ def _suite():
 @pytest.mark.slow
 def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
     backend = keras.backend.backend()
-    report = _suite().main(["--smoke", f"--backends={backend}", "--workloads=forward,epoch",
+    report = _suite().main(["--smoke", f"--backends={backend}", "--workloads=forward,epoch,train_step_bf16",
                             f"--output_dir={tmp_path}"])
     rows = {r["workload"]: r for r in report["rows"]}
-    assert set(rows) == {"forward", "epoch"}
+    assert set(rows) == {"forward", "epoch", "train_step_bf16"}
     for row in rows.values():
         assert row["ours"]["backend"] == backend and row["keras_hub"]["library"] == "keras_hub"
         assert row["ours"]["median_s"] > 0 and row["ratio_vs_keras_hub"] > 0 and row["ours"]["peak_rss_mb"] > 100
@@ -34,7 +34,13 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
         assert rows["forward"]["transformers"]["library"] == "transformers" and rows["forward"]["ratio_vs_transformers"] > 0
     # Bucketing: our epoch computes on fewer padded token slots than the fixed-length pipeline.
     assert rows["epoch"]["ours"]["padded_tokens"] < rows["epoch"]["keras_hub"]["padded_tokens"]
+    # bf16 training: both libraries timed under mixed_bfloat16, ours in float32 as well.
+    bf16 = rows["train_step_bf16"]
+    assert bf16["ratio_vs_our_fp32"] == round(bf16["ours"]["float32_median_s"] / bf16["ours"]["median_s"], 3)
+    assert len(bf16["ours"]["float32_times"]) == len(bf16["ours"]["times"]) == 1
+    assert bf16["ours"]["compute_dtypes"] == bf16["keras_hub"]["compute_dtypes"] == ["bfloat16"]
     stored = json.load(open(tmp_path / "results_smoke.json"))
-    assert [r["workload"] for r in stored["rows"]] == ["forward", "epoch"] and stored["versions"]["keras"]
+    assert [r["workload"] for r in stored["rows"]] == ["forward", "epoch", "train_step_bf16"]
+    assert stored["versions"]["keras"]
     table = (tmp_path / "results_smoke.md").read_text()
     assert "| forward | bert_tiny 4×32 | " + backend in table and "× keras-hub" in table
