@@ -68,7 +68,7 @@ def timed(fn, warmup, repeats):
 def keras_backbone(library, size, dtype=None):
     layers, hidden, heads, intermediate = SIZES[size]
     if library == "ours":
-        from keras_bert_impl.backbone import BertBackbone
+        from keras_bert_impl.models.backbone import BertBackbone
         from keras_bert_impl.config import BertConfig
 
         config = BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
@@ -88,10 +88,10 @@ def keras_classifier(library, size, policy="float32"):
 
     keras.config.set_dtype_policy(policy)
     if library == "ours":
-        from keras_bert_impl.classifier import BertClassifier
+        from keras_bert_impl.models.classifier import BertClassifier
 
         model = BertClassifier(keras_backbone("ours", size), num_classes=NUM_CLASSES)
-        from keras_bert_impl.optimization import create_optimizer
+        from keras_bert_impl.training.optimization import create_optimizer
 
         optimizer = create_optimizer(LEARNING_RATE, 10_000, 100)
     else:
@@ -237,8 +237,8 @@ def epoch(args):
     if args.library == "ours":
         import types
 
-        from keras_bert_impl.batching import bucketed_batches
-        from keras_bert_impl.finetuning import training_batches
+        from keras_bert_impl.data.batching import bucketed_batches
+        from keras_bert_impl.runners.finetuning import training_batches
 
         # Variable-length examples and the recipes' pipeline (tf.data on TensorFlow, a PyDataset elsewhere).
         features = {k: [v[i, : lengths[i]] for i in range(args.examples)] for k, v in full.items()}
@@ -287,8 +287,8 @@ def pretrain(args):
             optimizer.step()
 
         return {"times": timed(run, args.warmup, args.repeats)}
-    from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.pretrainer import BertPretrainer
+    from keras_bert_impl.training.optimization import create_optimizer
+    from keras_bert_impl.models.pretrainer import BertPretrainer
 
     model = BertPretrainer(keras_backbone("ours", args.size))
     model.compile(optimizer=create_optimizer(1e-4, 10_000, 100))

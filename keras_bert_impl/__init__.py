@@ -5,14 +5,14 @@ The public classes below are backend-neutral (keras and keras.ops only). What is
 lives in the `tf_*` modules, `tf1_checkpoint` and `distribute`, imported on demand.
 """
 
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.classifier import BertClassifier
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.multiple_choice import BertMultipleChoice
-from keras_bert_impl.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
-from keras_bert_impl.pretrainer import BertPretrainer
-from keras_bert_impl.span_qa import BertSpanQA
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.models.multiple_choice import BertMultipleChoice
+from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
+from keras_bert_impl.models.pretrainer import BertPretrainer
+from keras_bert_impl.models.span_qa import BertSpanQA
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 __version__ = "0.1.0"
 

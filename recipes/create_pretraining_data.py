@@ -2,7 +2,7 @@
 
 Same flags and same output format as google-research/bert's `create_pretraining_data.py`; the corpus is
 read `--shard_size_documents` documents at a time instead of all at once (see
-keras_bert_impl/pretraining_data.py for the algorithm and the few documented differences).
+keras_bert_impl/data/pretraining_data.py for the algorithm and the few documented differences).
 
     python recipes/create_pretraining_data.py \
         --input_file=corpus/*.txt --output_file=out/train-0.tfrecord,out/train-1.tfrecord \
@@ -22,7 +22,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_bert_impl.flags import FlagParser  # noqa: E402
+from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
 
 def build_parser():
     """The argument parser, with the original's flag names and defaults."""
@@ -86,10 +86,11 @@ def main(argv=None, tokenizer=None):
 
     import tensorflow as tf
 
-    from keras_bert_impl import pretraining_data, tf_pretraining_data
+    from keras_bert_impl.data import pretraining_data
+    from keras_bert_impl.data import tf_pretraining_data
 
     if tokenizer is None:
-        from keras_bert_impl.tokenization import BertTokenizer
+        from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
         tokenizer = BertTokenizer(args.vocab_file, do_lower_case=args.do_lower_case)
 

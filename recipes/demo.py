@@ -13,9 +13,9 @@ import argparse
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.pretrainer import BertPretrainer
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.pretrainer import BertPretrainer
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 SENTENCES = [
     "A man is eating food.",
@@ -76,7 +76,7 @@ def main(argv=None):
 
     if any(name.startswith("cls.predictions.") for name in backbone.head_weights):
         pretrainer = BertPretrainer(backbone)
-        from keras_bert_impl.pretrainer import load_pretraining_head_weights
+        from keras_bert_impl.models.pretrainer import load_pretraining_head_weights
 
         load_pretraining_head_weights(pretrainer, backbone.head_weights)
         print("\nTop predictions for the masked word:")

@@ -12,7 +12,7 @@ import os
 os.environ["KERAS_BACKEND"] = "tensorflow"  # the export is a TensorFlow graph, whatever trained the model
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_bert_impl.flags import FlagParser  # noqa: E402
+from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
 
 
 def build_parser():
@@ -30,7 +30,7 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
 
-    from keras_bert_impl.tf_export import export_from_directory
+    from keras_bert_impl.export.tf_saved_model import export_from_directory
 
     task, export_dir = export_from_directory(
         args.model_dir, args.export_dir, vocab_file=args.vocab_file, max_seq_length=args.max_seq_length,

@@ -4,14 +4,14 @@
         --init_checkpoint=PATH --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
 
 Every line of --input_file is `text_a` or `text_a ||| text_b`; --output_file gets one JSON object per
-line in the original's structure (see keras_bert_impl/feature_extraction.py). --init_checkpoint is a
+line in the original's structure (see keras_bert_impl/tasks/feature_extraction.py). --init_checkpoint is a
 Hugging Face directory, a Google checkpoint (directory or prefix) or a directory written by
 save_pretrained; --vocab_file and --bert_config_file default to the checkpoint's own.
 """
 
-from keras_bert_impl.feature_extraction import extract_features, write_features
-from keras_bert_impl.finetuning import load_backbone, load_tokenizer
-from keras_bert_impl.flags import FlagParser
+from keras_bert_impl.tasks.feature_extraction import extract_features, write_features
+from keras_bert_impl.runners.finetuning import load_backbone, load_tokenizer
+from keras_bert_impl.runners.flags import FlagParser
 
 
 def build_parser():

@@ -8,7 +8,7 @@ Example:
 import argparse
 import sys
 
-from keras_bert_impl.vocab_learning import RESERVED_TOKENS, learn_vocab, write_vocab
+from keras_bert_impl.tokenizers.tf_vocab_learning import RESERVED_TOKENS, learn_vocab, write_vocab
 
 
 def parse_args(argv=None):

@@ -53,8 +53,8 @@ def main(argv=None):
 
     from keras import ops
 
-    from keras_bert_impl.classifier import BertClassifier
-    from keras_bert_impl.tokenization import BertTokenizer
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
     model_dir = os.path.join(args.output_dir, "model")
     tokenizer = BertTokenizer.from_pretrained(model_dir)

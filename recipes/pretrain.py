@@ -29,8 +29,8 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_bert_impl.distribute import add_distribution_flags  # noqa: E402
-from keras_bert_impl.flags import FlagParser  # noqa: E402
+from keras_bert_impl.training.distribute import add_distribution_flags  # noqa: E402
+from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
 
 
 def build_parser():
@@ -73,9 +73,9 @@ def build_parser():
 
 def build_model(args):
     """The BertPretrainer of --init_checkpoint (with --bert_config_file/--config fields) or a fresh one."""
-    from keras_bert_impl.backbone import BertBackbone
+    from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.config import BertConfig
-    from keras_bert_impl.pretrainer import BertPretrainer
+    from keras_bert_impl.models.pretrainer import BertPretrainer
 
     config = None
     if args.bert_config_file:
@@ -103,7 +103,7 @@ def main(argv=None):
 
     import keras
 
-    from keras_bert_impl import distribute
+    from keras_bert_impl.training import distribute
 
     if args.seed is not None:
         keras.utils.set_random_seed(args.seed)
@@ -121,9 +121,10 @@ def train_and_evaluate(args, distribution):
     """The recipe's work, inside the strategy scope of `main`."""
     import keras
 
-    from keras_bert_impl import training
-    from keras_bert_impl.optimization import create_optimizer
-    from keras_bert_impl.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl.training import resumable as training
+    from keras_bert_impl.utils import file_io
+    from keras_bert_impl.training.optimization import create_optimizer
+    from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
 
     model = build_model(args)
     optimizer = create_optimizer(
@@ -173,7 +174,7 @@ def train_and_evaluate(args, distribution):
         for name, value in sorted(results["eval"].items()):
             print(f"  {name} = {value:.4f}")
     results["elapsed_seconds"] = round(time.time() - start, 1)
-    training.write_json_atomic(os.path.join(args.output_dir, "metrics.json"), results)
+    file_io.write_json(os.path.join(args.output_dir, "metrics.json"), results)
     return results
 
 

@@ -15,7 +15,7 @@ test_mismatched.tsv). Writes to `--output_dir`:
     CoLA.tsv, SST-2.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv    test predictions for the GLUE server
 
 Batches are padded to their own longest example and bucketed by length (`--dynamic_padding`, on by
-default), see keras_bert_impl/batching.py.
+default), see keras_bert_impl/data/batching.py.
 """
 
 import math
@@ -26,9 +26,10 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_impl import batching, glue_data
-from keras_bert_impl.classifier import BertClassifier, load_dense_head
-from keras_bert_impl.finetuning import (
+from keras_bert_impl.data import batching
+from keras_bert_impl.data import glue_data
+from keras_bert_impl.models.classifier import BertClassifier, load_dense_head
+from keras_bert_impl.runners.finetuning import (
     BestCheckpoint,
     create_finetuning_optimizer,
     finetuning_flag_parser,

@@ -7,7 +7,7 @@
 
 Data: `--data_dir` holds the train / dev / test files in the CoNLL-2003 format (train.txt or eng.train;
 dev.txt, valid.txt or eng.testa; test.txt or eng.testb), or name them with --train_file, --dev_file,
---test_file. See keras_bert_impl/conll_data.py for the format, the tagging schemes (IOB1 files are
+--test_file. See keras_bert_impl/data/conll_data.py for the format, the tagging schemes (IOB1 files are
 trained in BIO, scored and written in IOB1) and how words become windows.
 
 Options:
@@ -36,9 +36,10 @@ import sys
 
 import keras
 
-from keras_bert_impl import batching, conll_data
-from keras_bert_impl.feature_based_tagger import BertFeatureBasedTagger
-from keras_bert_impl.finetuning import (
+from keras_bert_impl.data import batching
+from keras_bert_impl.data import conll_data
+from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
+from keras_bert_impl.runners.finetuning import (
     BestCheckpoint,
     create_finetuning_optimizer,
     finetuning_flag_parser,
@@ -49,7 +50,7 @@ from keras_bert_impl.finetuning import (
     training_batches,
     write_json,
 )
-from keras_bert_impl.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
+from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
 
 SPLIT_FILE_NAMES = {
     "train": ("train.txt", "eng.train"),

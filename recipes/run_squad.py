@@ -9,7 +9,7 @@ run_squad.py, for Keras 3 on any backend).
 
 Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_negative`, `--doc_stride`,
 `--max_query_length`, `--n_best_size`, `--max_answer_length`, `--null_score_diff_threshold`,
-`--verbose_logging`, and the common ones of keras_bert_impl/finetuning.py). Writes to `--output_dir`:
+`--verbose_logging`, and the common ones of keras_bert_impl/runners/finetuning.py). Writes to `--output_dir`:
 
     predictions.json, nbest_predictions.json, null_odds.json (v2.0)   for `--predict_file`
     eval_results.json     the official evaluation of predictions.json when `--predict_file` has answers
@@ -21,7 +21,7 @@ Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_ne
 The v2.0 evaluation uses null_odds.json as the no-answer probabilities with `--null_score_diff_threshold`
 as the threshold, so its exact/f1 are those of predictions.json, and best_f1 / best_f1_thresh give the
 threshold to use next time. Batches are padded to their own longest feature and bucketed by length
-(`--dynamic_padding`, on by default), see keras_bert_impl/batching.py.
+(`--dynamic_padding`, on by default), see keras_bert_impl/data/batching.py.
 """
 
 import json
@@ -32,8 +32,8 @@ import sys
 
 import keras
 
-from keras_bert_impl import squad_data
-from keras_bert_impl.finetuning import (
+from keras_bert_impl.data import squad_data
+from keras_bert_impl.runners.finetuning import (
     BestCheckpoint,
     create_finetuning_optimizer,
     finetuning_flag_parser,
@@ -46,9 +46,9 @@ from keras_bert_impl.finetuning import (
 )
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.span_qa import BertSpanQA, load_span_head_weights
-from keras_bert_impl.squad_postprocessing import compute_predictions, predict_raw_results, write_predictions
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.span_qa import BertSpanQA, load_span_head_weights
+from keras_bert_impl.tasks.squad_postprocessing import compute_predictions, predict_raw_results, write_predictions
 
 
 def build_parser():

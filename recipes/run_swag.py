@@ -19,9 +19,10 @@ import sys
 import keras
 import numpy as np
 
-from keras_bert_impl import batching, swag_data
-from keras_bert_impl.classifier import load_dense_head
-from keras_bert_impl.finetuning import (
+from keras_bert_impl.data import batching
+from keras_bert_impl.data import swag_data
+from keras_bert_impl.models.classifier import load_dense_head
+from keras_bert_impl.runners.finetuning import (
     BestCheckpoint,
     create_finetuning_optimizer,
     finetuning_flag_parser,
@@ -33,7 +34,7 @@ from keras_bert_impl.finetuning import (
     write_json,
 )
 from keras_bert_impl.metrics.glue_metrics import accuracy
-from keras_bert_impl.multiple_choice import BertMultipleChoice
+from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 
 SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 

@@ -19,10 +19,10 @@ if BACKEND == "tensorflow":
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from keras_bert_impl import distribute  # noqa: E402
-from keras_bert_impl.backbone import BertBackbone  # noqa: E402
+from keras_bert_impl.training import distribute  # noqa: E402
+from keras_bert_impl.models.backbone import BertBackbone  # noqa: E402
 from keras_bert_impl.config import BertConfig  # noqa: E402
-from keras_bert_impl.pretrainer import BertPretrainer  # noqa: E402
+from keras_bert_impl.models.pretrainer import BertPretrainer  # noqa: E402
 
 CONFIG = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
@@ -88,7 +88,7 @@ def clipping_check(distribution):
     """Replicas holding different gradient shares end up with the clipped GLOBAL gradient."""
     import tensorflow as tf
 
-    from keras_bert_impl.optimization import AdamWeightDecay
+    from keras_bert_impl.training.optimization import AdamWeightDecay
 
     with distribution.scope():
         optimizer = AdamWeightDecay(1e-3, global_clipnorm=1.0)

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from tests.backend_utils import to_numpy, trainable_gradients
 

@@ -1,13 +1,14 @@
-"""keras_bert_impl.batching: dynamic padding, length bucketing, every example once, padding-invariant outputs."""
+"""keras_bert_impl.data.batching: dynamic padding, length bucketing, every example once, padding-invariant outputs."""
 
 import numpy as np
 import pytest
 
-from keras_bert_impl import batching, tf_batching
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.classifier import BertClassifier
+from keras_bert_impl.data import batching
+from keras_bert_impl.data import tf_batching
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.multiple_choice import BertMultipleChoice
+from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 
 TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
                   max_position_embeddings=64)

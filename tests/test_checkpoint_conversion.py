@@ -7,8 +7,9 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_bert_impl import checkpoint_conversion, tf1_checkpoint
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.checkpoints import conversion as checkpoint_conversion
+from keras_bert_impl.checkpoints import tf1_checkpoint
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from tests.backend_utils import to_numpy
 

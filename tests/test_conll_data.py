@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl import conll_data
-from keras_bert_impl.conll_data import (
+from keras_bert_impl.data import conll_data
+from keras_bert_impl.data.conll_data import (
     ConllSentence,
     bio_to_iob1,
     build_label_list,
@@ -24,7 +24,7 @@ from keras_bert_impl.conll_data import (
     write_predictions,
 )
 from keras_bert_impl.metrics.ner_metrics import get_entities
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "smith", "##ville", "lives", "in", "new", "york", ".",

@@ -10,7 +10,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import distribute
+from keras_bert_impl.backends import tf_replicas
+from keras_bert_impl.training import distribute
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,9 +104,9 @@ def test_cpu_strategy_and_replica_helpers_outside_a_strategy():
     distribution = distribute.get_distribution("cpu")
     assert distribution.num_replicas == 1
     with distribution.scope():
-        assert distribute.num_replicas_in_sync() == 1
+        assert tf_replicas.num_replicas_in_sync() == 1
     value = keras.ops.convert_to_tensor(3.0)
-    assert float(keras.ops.convert_to_numpy(distribute.replica_sum(value))) == 3.0
+    assert float(keras.ops.convert_to_numpy(tf_replicas.replica_sum(value))) == 3.0
 
 
 def test_mixed_precision_names_map_to_keras_policies():

@@ -5,9 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.feature_based_tagger import BertFeatureBasedTagger
+from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from tests.backend_utils import to_numpy
 
 TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=4, num_attention_heads=2, intermediate_size=32,

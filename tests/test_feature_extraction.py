@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.feature_extraction import convert_example, extract_features, read_examples
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.tasks.feature_extraction import convert_example, extract_features, read_examples
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tests.backend_utils import to_numpy
 
 _RECIPE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes", "extract_features.py")

@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import finetuning
-from keras_bert_impl.optimization import AdamWeightDecay
+from keras_bert_impl.runners import finetuning
+from keras_bert_impl.training.optimization import AdamWeightDecay
 
 
 def _parse(*argv):

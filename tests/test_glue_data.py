@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl import glue_data
-from keras_bert_impl.glue_data import GlueDataError
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.data import glue_data
+from keras_bert_impl.data.glue_data import GlueDataError
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 
 def _write(directory, name, lines):

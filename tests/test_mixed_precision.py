@@ -13,12 +13,12 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import distribute
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.classifier import BertClassifier
+from keras_bert_impl.training import distribute
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.optimization import create_optimizer
-from keras_bert_impl.pretrainer import BertPretrainer
+from keras_bert_impl.training.optimization import create_optimizer
+from keras_bert_impl.models.pretrainer import BertPretrainer
 from tests.backend_utils import to_numpy
 
 CONFIG = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

@@ -8,9 +8,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.multiple_choice import BertMultipleChoice
+from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from tests.backend_utils import to_numpy
 
 torch = pytest.importorskip("torch")
@@ -72,7 +72,7 @@ def test_logits_equal_transformers_bert_for_multiple_choice(hf_multiple_choice, 
 
 
 def test_a_sequence_classification_head_does_not_load_as_a_choice_scorer(tmp_path):
-    from keras_bert_impl.classifier import BertClassifier
+    from keras_bert_impl.models.classifier import BertClassifier
 
     BertClassifier(BertBackbone(TINY), num_classes=3).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match=r"weight \(3, 16\).*expects weight \(1, 16\)"):

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
+from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
 from tests.backend_utils import to_numpy
 
 NUM_STEPS = 5
@@ -207,7 +207,7 @@ def test_torch_fused_update_is_taken_and_equals_the_generic_update(monkeypatch, 
     """On torch, AdamWeightDecay runs torch's fused AdamW kernel; it gives the per-variable update's weights."""
     if keras.backend.backend() != "torch":
         pytest.skip("the fused kernel is the torch backend's path")
-    from keras_bert_impl import torch_optimization
+    from keras_bert_impl.backends import torch_adamw as torch_optimization
 
     grads = _random_grads(_small_model(), seed=3)
     results, calls = [], []
@@ -401,7 +401,7 @@ def test_compiled_model_saves_and_loads_with_the_optimizer(tmp_path):
 
 def test_default_exclusions_on_the_bert_backbone_match_the_original():
     """Decayed: embeddings and kernels; not decayed: every LayerNorm gamma/beta and every bias."""
-    from keras_bert_impl.backbone import BertBackbone
+    from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.config import BertConfig
 
     config = BertConfig(

@@ -17,8 +17,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import training
-from keras_bert_impl.pretrainer import BertPretrainer
+from keras_bert_impl.training import resumable as training
+from keras_bert_impl.models.pretrainer import BertPretrainer
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, tiny_dataset, write_tiny_data
 
 RECIPE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes", "pretrain.py")

@@ -1,4 +1,4 @@
-"""Tests of keras_bert_impl/pretraining_data.py: the original BERT pretraining-data algorithm, streamed.
+"""Tests of keras_bert_impl/data/pretraining_data.py: the original BERT pretraining-data algorithm, streamed.
 
 Pure Python: no tokenizer file, no TensorFlow. The tokenizer is a whitespace splitter whose vocabulary is
 built from the corpus; WordPiece continuations are written in the text directly ("phil ##ham ##mon").
@@ -12,7 +12,7 @@ import weakref
 
 import pytest
 
-from keras_bert_impl import pretraining_data as pdata
+from keras_bert_impl.data import pretraining_data as pdata
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

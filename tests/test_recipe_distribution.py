@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import distribute
+from keras_bert_impl.training import distribute
 from tests.test_run_glue import _mnli_dir, _tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,7 +73,7 @@ def _batches(data):
 
 def test_glue_recipe_on_the_tpu_path_trains_on_static_whole_batches_in_bfloat16(tmp_path, monkeypatch,
                                                                                  minilm_vocab_file, restore_float32):
-    from keras_bert_impl.classifier import BertClassifier
+    from keras_bert_impl.models.classifier import BertClassifier
 
     calls, fitted = [], []
     monkeypatch.setattr(distribute, "get_distribution", _fake_tpu(calls))
@@ -100,7 +100,7 @@ def test_glue_recipe_on_the_tpu_path_trains_on_static_whole_batches_in_bfloat16(
 
 
 def test_pretrain_recipe_use_tpu_selects_the_tpu_strategy_and_evaluates_whole_batches(tmp_path, monkeypatch):
-    from keras_bert_impl import tf_pretraining_data
+    from keras_bert_impl.data import tf_pretraining_data
     from tests.test_pretrain_recipe import recipe_args
     from tests.test_training import write_tiny_data
 

@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.conll_data import read_conll_file
-from keras_bert_impl.token_classifier import BertTokenClassifier
+from keras_bert_impl.data.conll_data import read_conll_file
+from keras_bert_impl.models.token_classifier import BertTokenClassifier
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(REPO, "data", "ner")

@@ -7,10 +7,11 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import checkpoint_conversion, tf1_checkpoint
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.checkpoints import conversion as checkpoint_conversion
+from keras_bert_impl.checkpoints import tf1_checkpoint
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.span_qa import BertSpanQA
+from keras_bert_impl.models.span_qa import BertSpanQA
 from tests.backend_utils import to_numpy
 
 torch = pytest.importorskip("torch")

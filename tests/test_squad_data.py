@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl import squad_data
-from keras_bert_impl.squad_data import (
+from keras_bert_impl.data import squad_data
+from keras_bert_impl.data.squad_data import (
     SquadFormatError,
     _check_is_max_context,
     convert_examples_to_features,
@@ -18,7 +18,7 @@ from keras_bert_impl.squad_data import (
     features_to_lists,
     squad_examples_from_json,
 )
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBERS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "

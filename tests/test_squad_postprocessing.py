@@ -8,15 +8,15 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl.squad_data import convert_examples_to_features, squad_examples_from_json
-from keras_bert_impl.squad_postprocessing import (
+from keras_bert_impl.data.squad_data import convert_examples_to_features, squad_examples_from_json
+from keras_bert_impl.tasks.squad_postprocessing import (
     RawResult,
     compute_predictions,
     get_final_text,
     raw_results,
     write_predictions,
 )
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 CONTEXT = "The leader was John Smith (1895-1943). Steve Smith's dog ran."
 NUMBERS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "

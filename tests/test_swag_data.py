@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl import swag_data
-from keras_bert_impl.swag_data import SwagDataError
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.data import swag_data
+from keras_bert_impl.data.swag_data import SwagDataError
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 ROW = ('anetv_jkn6uvmqwh4,3416,"Members of the procession walk down the street, holding instruments.",'

@@ -11,12 +11,12 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
-from keras_bert_impl.classifier import BertClassifier
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.span_qa import BertSpanQA
-from keras_bert_impl.token_classifier import BertTokenClassifier
-from keras_bert_impl.tokenization import BertTokenizer
+from keras_bert_impl.models.span_qa import BertSpanQA
+from keras_bert_impl.models.token_classifier import BertTokenClassifier
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tests.backend_utils import to_numpy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,7 +73,7 @@ def exported(minilm_path, tmp_path_factory):
     # the package function it calls for the others (one process, to keep the suite fast).
     _run([os.path.join(REPO, "recipes", "export_savedmodel.py"), f"--model_dir={root / 'classifier'}",
           f"--export_dir={root / 'saved' / 'classifier'}", "--max_seq_length=32", "--text_pair"])
-    _run(["-c", "import sys; from keras_bert_impl.tf_export import export_from_directory as export\n"
+    _run(["-c", "import sys; from keras_bert_impl.export.tf_saved_model import export_from_directory as export\n"
                 "for name, threshold in (('backbone', None), ('token_classifier', None), ('span_qa', 0.5)):\n"
                 "    export(f'{sys.argv[1]}/{name}', f'{sys.argv[1]}/saved/{name}', max_seq_length=32,\n"
                 "           null_score_diff_threshold=threshold)", str(root)])

@@ -1,4 +1,4 @@
-"""Tests of keras_bert_impl/tf_pretraining_data.py (TFRecords, tf.data readers, dynamic masking) and of
+"""Tests of keras_bert_impl/data/tf_pretraining_data.py (TFRecords, tf.data readers, dynamic masking) and of
 recipes/create_pretraining_data.py. tf.data runs under every Keras backend; so do these tests."""
 
 import collections
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl import pretraining_data as pdata
-from keras_bert_impl import tf_pretraining_data as tfpd
+from keras_bert_impl.data import pretraining_data as pdata
+from keras_bert_impl.data import tf_pretraining_data as tfpd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -509,7 +509,7 @@ def test_recipe_flags_in_process(tmp_path):
 
 
 def test_recipe_subprocess_with_the_real_tokenizer(tmp_path, minilm_vocab_file):
-    pytest.importorskip("keras_bert_impl.tokenization")
+    pytest.importorskip("keras_bert_impl.tokenizers.bert_tokenizer")
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(
         "The quick brown fox jumps over the lazy dog.\nIt was unbelievably philharmonic.\n"
@@ -530,7 +530,7 @@ def test_recipe_subprocess_with_the_real_tokenizer(tmp_path, minilm_vocab_file):
     parsed = read_parsed(outs[0], 24, 4) + read_parsed(outs[1], 24, 4)
     assert len(parsed) == total > 5
 
-    from keras_bert_impl.tokenization import BertTokenizer
+    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(minilm_vocab_file, do_lower_case=True)
     id_to_token = {i: t for t, i in tokenizer.vocab.items()}

@@ -10,9 +10,9 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py
 
-from keras_bert_impl.tf_text_packer import BertTextPacker  # noqa: E402
-from keras_bert_impl.tf_tokenization import TFBertTokenizer  # noqa: E402
-from keras_bert_impl.tokenization import BertTokenizer  # noqa: E402
+from keras_bert_impl.tokenizers.tf_text_packer import BertTextPacker  # noqa: E402
+from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer  # noqa: E402
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer  # noqa: E402
 from tokenization_reference import mixed_corpus  # noqa: E402
 
 

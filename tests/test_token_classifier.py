@@ -5,10 +5,10 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.layers.crf import crf_log_likelihood, crf_viterbi_decode
-from keras_bert_impl.token_classifier import (
+from keras_bert_impl.models.token_classifier import (
     BertTokenClassifier,
     gather_word_positions,
     viterbi_numpy,

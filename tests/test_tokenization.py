@@ -9,8 +9,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py
 
-from keras_bert_impl import tokenization
-from keras_bert_impl.tokenization import BertTokenizer, basic_tokenize, truncated_pair_lengths
+from keras_bert_impl.tokenizers import bert_tokenizer as tokenization
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, basic_tokenize, truncated_pair_lengths
 from tokenization_reference import (  # noqa: E402
     OriginalBasicTokenizer,
     OriginalFullTokenizer,

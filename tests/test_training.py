@@ -1,4 +1,4 @@
-"""keras_bert_impl.training: atomic checkpoints, exact resume of weights + optimizer + step, logs.
+"""keras_bert_impl.training.resumable: atomic checkpoints, exact resume of weights + optimizer + step, logs.
 
 Runs on every backend (KERAS_BACKEND=tensorflow|jax|torch) with a tiny model and tiny TFRecords
 generated here (the helpers are shared with tests/test_pretrain_recipe.py).
@@ -12,11 +12,12 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl import training
-from keras_bert_impl.backbone import BertBackbone
+from keras_bert_impl.training import resumable as training
+from keras_bert_impl.utils import file_io
+from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.optimization import create_optimizer
-from keras_bert_impl.pretrainer import BertPretrainer
+from keras_bert_impl.training.optimization import create_optimizer
+from keras_bert_impl.models.pretrainer import BertPretrainer
 
 SEQ_LEN = 24
 MAX_PREDICTIONS = 4
@@ -43,7 +44,8 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
     """
     import tensorflow as tf  # noqa: F401  (the TFRecord writer)
 
-    from keras_bert_impl import pretraining_data, tf_pretraining_data
+    from keras_bert_impl.data import pretraining_data
+    from keras_bert_impl.data import tf_pretraining_data
 
     class Tokenizer:
         def __init__(self, vocab):
@@ -80,7 +82,7 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
 
 
 def tiny_dataset(path, batch_size=4, is_training=True):
-    from keras_bert_impl.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
 
     return pretraining_dataset(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
 
@@ -251,7 +253,7 @@ def test_steps_must_be_multiples_of_steps_per_execution(data, tmp_path):
 
 def test_write_json_atomic(tmp_path):
     path = str(tmp_path / "metrics.json")
-    training.write_json_atomic(path, {"a": 1.5})
-    training.write_json_atomic(path, {"a": 2.5})
+    file_io.write_json(path, {"a": 1.5})
+    file_io.write_json(path, {"a": 2.5})
     assert json.load(open(path)) == {"a": 2.5}
     assert os.listdir(tmp_path) == ["metrics.json"]

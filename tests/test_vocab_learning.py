@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from keras_bert_impl.tokenization import BertTokenizer
-from keras_bert_impl.vocab_learning import RESERVED_TOKENS, count_words, learn_vocab
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.tf_vocab_learning import RESERVED_TOKENS, count_words, learn_vocab
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

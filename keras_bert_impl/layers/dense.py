@@ -36,9 +36,9 @@ def _float32_epilogue(compute_dtype, training):
 def _einsum_float32_result(equation, x, kernel):
     """einsum of bfloat16 operands with a float32 result: accumulated in float32 on JAX, cast on TensorFlow."""
     if keras.backend.backend() == "jax":
-        import jax.numpy as jnp  # keras.ops.einsum does not take preferred_element_type
+        from keras_bert_impl.backends import jax_dense  # keras.ops.einsum has no preferred_element_type
 
-        return jnp.einsum(equation, x, kernel, preferred_element_type=jnp.float32)
+        return jax_dense.einsum_float32_result(equation, x, kernel)
     return ops.cast(ops.einsum(equation, x, kernel), "float32")
 
 

@@ -1,0 +1,14 @@
+"""Backend-specific fast paths, one small module per backend. Everything else in the package is keras and
+keras.ops only.
+
+The rule: backend-neutral code imports a module of this folder only inside a branch on
+`keras.backend.backend()` naming that module's backend, and only where the keras.ops path computes the
+same result more slowly (or, for `tf_replicas`, is a no-op outside a tf.distribute replica context). The
+tests check each fast path against the keras.ops path.
+
+| module | backend | used by |
+| --- | --- | --- |
+| `jax_dense` | JAX | `layers/dense.py`: bfloat16 matmul with a float32 result |
+| `torch_adamw` | PyTorch | `training/optimization.py`: torch's fused AdamW kernel, multi-tensor clipping |
+| `tf_replicas` | TensorFlow | `models/pretrainer.py`, `training/optimization.py`: sums over tf.distribute replicas |
+"""

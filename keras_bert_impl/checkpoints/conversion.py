@@ -1,0 +1,269 @@
+"""Checkpoint conversion: Hugging Face and Google TF1 BERT checkpoints to and from Keras variables.
+
+Every checkpoint is first read into one canonical form: a dict of numpy arrays under Hugging Face's
+names without the `bert.` prefix, in Hugging Face's layouts (a Linear weight is [out, in]):
+
+    embeddings.word_embeddings.weight               [vocab, H]
+    encoder.layer.{i}.attention.self.query.weight   [H, H]
+    ...
+    pooler.dense.weight                             [H, H]
+    cls.predictions.transform.dense.weight          (heads keep their own names)
+
+Google's TF1 names are translated to this form by `keras_bert_impl.checkpoints.tf1_checkpoint`. One table,
+`backbone_weight_table`, then ties each canonical name to a Keras variable, with the layout change in both
+directions, so loading and saving cannot drift apart.
+"""
+
+import json
+import os
+import re
+import warnings
+
+import numpy as np
+
+from keras_bert_impl.config import BertConfig, find_config_file
+from keras_bert_impl.utils import file_io
+
+# Names of head weights a checkpoint may carry, in Hugging Face's naming. They are not part of the
+# backbone; from_pretrained keeps them in `backbone.head_weights` for the task and pretraining models.
+HEAD_PREFIXES = ("cls.", "classifier.", "qa_outputs.")
+
+# Entries that are not weights (buffers, optimizer state, counters): skipped without a word.
+_IGNORED = re.compile(r"(^|\.)(position_ids|token_type_ids)$")
+
+
+# ---------------------------------------------------------------------------------------------- layouts
+def _linear(keras_kernel_shape):
+    """HF Linear [out, in] <-> Keras Dense kernel [in, out]."""
+    to_keras = lambda w: np.asarray(w).T.reshape(keras_kernel_shape)  # noqa: E731
+    from_keras = lambda k: np.asarray(k).reshape(keras_kernel_shape[0], -1).T  # noqa: E731
+    return to_keras, from_keras
+
+
+def _attention_output_kernel(keras_kernel_shape):
+    """HF Linear [H_out, heads*head_size] <-> EinsumDense kernel [heads, head_size, H_out]."""
+    heads, head_size, hidden = keras_kernel_shape
+    to_keras = lambda w: np.asarray(w).T.reshape(heads, head_size, hidden)  # noqa: E731
+    from_keras = lambda k: np.asarray(k).reshape(heads * head_size, hidden).T  # noqa: E731
+    return to_keras, from_keras
+
+
+def _reshaped(keras_shape):
+    """Same values, another shape (a bias [H] <-> [heads, head_size])."""
+    to_keras = lambda w: np.asarray(w).reshape(keras_shape)  # noqa: E731
+    from_keras = lambda k: np.asarray(k).reshape(-1)  # noqa: E731
+    return to_keras, from_keras
+
+
+_IDENTITY = (np.asarray, np.asarray)
+
+
+def backbone_weight_table(backbone):
+    """[(hf_name, keras_variable, to_keras, from_keras)] for every weight of a `BertBackbone`."""
+    table = []
+
+    def add(name, variable, layout=_IDENTITY):
+        table.append((name, variable, layout[0], layout[1]))
+
+    def add_dense(prefix, dense):
+        add(prefix + ".weight", dense.kernel, _linear(tuple(dense.kernel.shape)))
+        add(prefix + ".bias", dense.bias, _reshaped(tuple(dense.bias.shape)))
+
+    def add_layer_norm(prefix, layer_norm):
+        add(prefix + ".weight", layer_norm.gamma)
+        add(prefix + ".bias", layer_norm.beta)
+
+    emb = backbone.embeddings
+    add("embeddings.word_embeddings.weight", emb.word_embeddings.embeddings)
+    add("embeddings.position_embeddings.weight", emb.position_embeddings.embeddings)
+    add("embeddings.token_type_embeddings.weight", emb.token_type_embeddings.embeddings)
+    add_layer_norm("embeddings.LayerNorm", emb.layer_norm)
+    for i, block in enumerate(backbone.encoder_blocks):
+        p = f"encoder.layer.{i}"
+        attention = block.attention
+        add_dense(f"{p}.attention.self.query", attention.query)
+        add_dense(f"{p}.attention.self.key", attention.key)
+        add_dense(f"{p}.attention.self.value", attention.value)
+        out = attention.output_dense
+        add(f"{p}.attention.output.dense.weight", out.kernel, _attention_output_kernel(tuple(out.kernel.shape)))
+        add(f"{p}.attention.output.dense.bias", out.bias)
+        add_layer_norm(f"{p}.attention.output.LayerNorm", block.attention_layer_norm)
+        add_dense(f"{p}.intermediate.dense", block.intermediate_dense)
+        add_dense(f"{p}.output.dense", block.output_dense)
+        add_layer_norm(f"{p}.output.LayerNorm", block.output_layer_norm)
+    add_dense("pooler.dense", backbone.pooler)
+    return table
+
+
+# ------------------------------------------------------------------------------------- reading files
+def canonical_name(name):
+    """Hugging Face key -> canonical name: no `bert.` prefix, old LayerNorm gamma/beta renamed."""
+    if name.startswith("bert."):
+        name = name[len("bert.") :]
+    name = re.sub(r"LayerNorm\.gamma$", "LayerNorm.weight", name)
+    name = re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name)
+    return name
+
+
+def _read_safetensors(path):
+    from safetensors.numpy import load_file
+
+    return load_file(path)
+
+
+def _read_torch_bin(path):
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"{path} is a PyTorch pickle; reading it needs torch (`pip install torch`).") from None
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return {k: v.float().numpy() if v.is_floating_point() else v.numpy() for k, v in state.items()}
+
+
+def read_hf_weights(directory):
+    """Reads the weights of a Hugging Face BERT directory into the canonical dict."""
+    single = os.path.join(directory, "model.safetensors")
+    index = os.path.join(directory, "model.safetensors.index.json")
+    torch_bin = os.path.join(directory, "pytorch_model.bin")
+    if os.path.isfile(single):
+        raw = _read_safetensors(single)
+    elif os.path.isfile(index):
+        with open(index, encoding="utf-8") as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        raw = {}
+        for shard in shards:
+            raw.update(_read_safetensors(os.path.join(directory, shard)))
+    elif os.path.isfile(torch_bin):
+        raw = _read_torch_bin(torch_bin)
+    else:
+        raise FileNotFoundError(
+            f"{directory}: no weights found; expected model.safetensors, model.safetensors.index.json "
+            "or pytorch_model.bin (Hugging Face), or bert_model.ckpt.index (Google)."
+        )
+    foreign = sorted({k.split(".")[0] for k in raw if k.split(".")[0] in ("roberta", "albert", "distilbert", "electra")})
+    if foreign:
+        raise ValueError(f"{directory}: unsupported architecture: the weights are those of {foreign[0]}, not BERT.")
+    return {canonical_name(k): np.asarray(v) for k, v in raw.items() if not _IGNORED.search(k)}
+
+
+def find_tf1_checkpoint(path):
+    """The checkpoint prefix of a Google TF1 checkpoint at `path` (a directory or a prefix), or None."""
+    path = os.fspath(path)
+    if os.path.isfile(path + ".index"):
+        return path
+    if os.path.isdir(path):
+        default = os.path.join(path, "bert_model.ckpt")
+        if os.path.isfile(default + ".index"):
+            return default
+        indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
+        if len(indexes) == 1:
+            return os.path.join(path, indexes[0][: -len(".index")])
+    return None
+
+
+def load_weights_dict(path, **config_overrides):
+    """Reads any supported checkpoint: returns (BertConfig, canonical weight dict).
+
+    Args:
+        path: a Hugging Face directory, a Google TF1 checkpoint directory or prefix, or a directory
+            written by `BertBackbone.save_pretrained`.
+        **config_overrides: fields replacing those of the stored config.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
+        raise FileNotFoundError(f"No checkpoint at {path}")
+    tf1_prefix = find_tf1_checkpoint(path)
+    if tf1_prefix is not None:
+        from keras_bert_impl.checkpoints import tf1_checkpoint  # TensorFlow by nature; imported only for TF1 files.
+
+        config_dir = path if os.path.isdir(path) else os.path.dirname(tf1_prefix)
+        config = BertConfig.from_pretrained(config_dir, **config_overrides)
+        return config, tf1_checkpoint.read_tf1_checkpoint(tf1_prefix)
+    config = BertConfig.from_pretrained(path, **config_overrides)
+    directory = path if os.path.isdir(path) else os.path.dirname(find_config_file(path))
+    return config, read_hf_weights(directory)
+
+
+# ------------------------------------------------------------------------------------ loading weights
+def _checkpoint_layer_count(weights):
+    layers = {int(m.group(1)) for k in weights for m in [re.match(r"encoder\.layer\.(\d+)\.", k)] if m}
+    return max(layers) + 1 if layers else 0
+
+
+def split_head_weights(weights):
+    """Splits the canonical dict into (backbone weights, head weights)."""
+    heads = {k: v for k, v in weights.items() if k.startswith(HEAD_PREFIXES)}
+    return {k: v for k, v in weights.items() if k not in heads}, heads
+
+
+def assign_backbone_weights(backbone, weights, source="checkpoint", require_pooler=True):
+    """Assigns canonical backbone weights to a built `BertBackbone`, checking names and shapes.
+
+    Raises `ValueError` naming the variable and both shapes on a mismatch, listing missing weights, and
+    when the checkpoint's layer count contradicts the config. Unexpected extra weights give a warning.
+    With `require_pooler=False`, a checkpoint without `pooler.dense.*` (transformers' BertFor
+    QuestionAnswering and BertForTokenClassification have none) leaves the pooler as initialized.
+    """
+    layers_in_checkpoint = _checkpoint_layer_count(weights)
+    if layers_in_checkpoint != backbone.config.num_hidden_layers:
+        raise ValueError(
+            f"{source}: the config says num_hidden_layers={backbone.config.num_hidden_layers} but the "
+            f"checkpoint has {layers_in_checkpoint} encoder layers."
+        )
+    table = backbone_weight_table(backbone)
+    if not require_pooler:
+        table = [entry for entry in table if entry[0] in weights or not entry[0].startswith("pooler.")]
+    missing = [name for name, *_ in table if name not in weights]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ValueError(f"{source}: missing weights {shown}.")
+    for name, variable, to_keras, from_keras in table:
+        value = weights[name]
+        expected = from_keras(np.zeros(tuple(variable.shape), "float32")).shape
+        if tuple(value.shape) != tuple(expected):
+            raise ValueError(
+                f"{source}: shape mismatch for {name}: the checkpoint has {tuple(value.shape)}, the model "
+                f"built from its config expects {tuple(expected)}. Does the config match the weights?"
+            )
+        variable.assign(to_keras(value).astype("float32"))
+    unused = sorted(set(weights) - {name for name, *_ in table})
+    if unused:
+        warnings.warn(f"{source}: weights not used by the backbone: {', '.join(unused[:10])}", stacklevel=3)
+
+
+
+# ------------------------------------------------------------------------------------------- saving
+def backbone_weights_dict(backbone):
+    """The canonical (Hugging Face layout) weight dict of a `BertBackbone`."""
+    import keras
+
+    return {
+        name: np.ascontiguousarray(from_keras(keras.ops.convert_to_numpy(variable.value)).astype("float32"))
+        for name, variable, _, from_keras in backbone_weight_table(backbone)
+    }
+
+
+def hf_label_config(num_labels, label_names=None):
+    """`id2label` / `label2id` entries of a Hugging Face task config (`LABEL_i` when names are not given)."""
+    names = list(label_names) if label_names is not None else [f"LABEL_{i}" for i in range(num_labels)]
+    if len(names) != num_labels:
+        raise ValueError(f"{len(names)} label names given for {num_labels} outputs.")
+    return {"id2label": {str(i): name for i, name in enumerate(names)}, "label2id": {name: i for i, name in enumerate(names)}}
+
+
+def save_backbone(backbone, directory, head_weights=None, architecture="BertModel", extra_config=None):
+    """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
+
+    `architecture` goes to config.json's `architectures` (e.g. "BertForSequenceClassification"), and
+    `extra_config` entries (e.g. `id2label`) are added to config.json.
+    """
+    from safetensors.numpy import save_file
+
+    os.makedirs(directory, exist_ok=True)
+    weights = backbone_weights_dict(backbone)
+    for name, value in (head_weights or {}).items():
+        weights[name] = np.ascontiguousarray(np.asarray(value, dtype="float32"))
+    config = dict(backbone.config.to_dict(), model_type="bert", architectures=[architecture], **(extra_config or {}))
+    with file_io.atomic_path(os.path.join(directory, "model.safetensors")) as tmp:
+        save_file(weights, tmp, metadata={"format": "pt"})
+    file_io.write_json(os.path.join(directory, "config.json"), config)

@@ -1,0 +1,69 @@
+"""The bucketed, dynamically padded batches of `keras_bert_impl.data.batching` as a `tf.data.Dataset`.
+
+TensorFlow by nature (tf.data); the Keras trainers of all three backends read a `tf.data.Dataset`, so the
+fine-tuning recipes use it on TensorFlow, JAX and PyTorch alike.
+
+On a TPU (`static_shapes=True`), every batch has the same, fully known shape: the dataset is padded to
+`max_length` and only whole batches are kept, which is what XLA on a TPU needs.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_impl.data.batching import _is_nested, _is_ragged_labels, bucketed_batches, num_batches
+
+
+def _label_signature(labels, batch, length):
+    if isinstance(labels, dict):
+        return {k: _label_signature(v, batch, length) for k, v in labels.items()}
+    if _is_ragged_labels(labels):
+        dtype = tf.float32 if np.asarray(labels[0]).dtype.kind == "f" else tf.int32
+        return tf.TensorSpec([batch] + [length] * np.ndim(labels[0]), dtype)
+    array = np.asarray(labels)
+    return tf.TensorSpec([batch, *array.shape[1:]], tf.float32 if array.dtype.kind == "f" else tf.int32)
+
+
+def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0, static_shapes=False, **kwargs):
+    """`batching.bucketed_batches` as a `tf.data.Dataset` for `model.fit` / `evaluate` (any Keras backend).
+
+    Every pass over the dataset (every epoch) draws a new shuffling seed (`seed`, `seed + 1`, ...).
+    The dataset knows its number of batches, so Keras shows the progress bar's total.
+
+    Args:
+        features, labels, batch_size, shuffle, seed: as in `bucketed_batches`.
+        static_shapes: TPU mode: every batch padded to `max_length` (no dynamic padding) and only whole
+            batches (`drop_remainder`), with those shapes in the dataset's signature.
+        **kwargs: the other arguments of `bucketed_batches` (dynamic_padding, max_length, ...).
+
+    Examples:
+
+    >>> dataset = bucketed_dataset(features, labels, batch_size=32, shuffle=True)  # doctest: +SKIP
+    >>> model.fit(dataset, epochs=3)  # doctest: +SKIP
+    """
+    if static_shapes:
+        if kwargs.get("max_length") is None:
+            raise ValueError("static_shapes=True needs max_length, the fixed length of every batch.")
+        kwargs.update(dynamic_padding=False, drop_remainder=True)
+    batch, length = (batch_size, kwargs["max_length"]) if static_shapes else (None, None)
+    keys = list(features)
+    nested = {k: _is_nested(features[k][0]) if len(features[k]) else False for k in keys}
+
+    def feature_spec(key):
+        if nested[key]:
+            return tf.TensorSpec([batch, len(features[key][0]), length], tf.int32)
+        return tf.TensorSpec([batch, length], tf.int32)
+
+    x_signature = {k: feature_spec(k) for k in keys}
+    signature = x_signature if labels is None else (x_signature, _label_signature(labels, batch, length))
+    epoch = [0]
+
+    def generator():
+        epoch_seed = seed + epoch[0]
+        epoch[0] += 1
+        yield from bucketed_batches(features, labels, batch_size=batch_size, shuffle=shuffle, seed=epoch_seed,
+                                    **kwargs)
+
+    dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
+    count = num_batches(len(features[keys[0]]), batch_size, drop_remainder=kwargs.get("drop_remainder", False))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(count))
+    return dataset.prefetch(2)

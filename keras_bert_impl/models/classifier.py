@@ -1,0 +1,162 @@
+"""BertClassifier: sequence classification (and, with one output, regression) on the [CLS] summary.
+
+The head of the original run_classifier.py and of Hugging Face's BertForSequenceClassification:
+
+    logits = Dense(num_classes)(dropout(pooled_output))        # [batch, num_classes], float32
+
+`num_classes=1` is the regression variant (STS-B): the single logit is the predicted score, trained
+with mean squared error. There is no separate BertRegressor class.
+"""
+
+
+import keras
+import numpy as np
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.checkpoints.conversion import hf_label_config
+
+# Hugging Face BertForSequenceClassification / BertForMultipleChoice names of the head.
+CLASSIFIER_WEIGHT = "classifier.weight"  # [num_outputs, H] (torch Linear layout [out, in])
+CLASSIFIER_BIAS = "classifier.bias"  # [num_outputs]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertClassifier(BertTask):
+    """A `BertBackbone` with a dropout + dense head on `pooled_output`: logits for each class.
+
+    Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq]
+    (one packed `[CLS] A [SEP] (B [SEP])` sequence per example, any padding).
+    Output: logits, float32 [batch, num_classes] (before softmax). With `num_classes=1` the output
+    [batch, 1] is a regression score (STS-B).
+
+    Train with `SparseCategoricalCrossentropy(from_logits=True)` (or `MeanSquaredError` for
+    regression); `keras_bert_impl.runners.finetuning.create_finetuning_optimizer` gives BERT's optimizer.
+
+    Args:
+        backbone: a `BertBackbone`.
+        num_classes: number of classes (1 for regression).
+        dropout: dropout rate before the dense layer (the original's 0.1).
+
+    Examples:
+
+    >>> from keras_bert_impl.config import BertConfig
+    >>> model = BertClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_classes=3)
+    >>> logits = model({
+    ...     "token_ids": keras.ops.ones((2, 8), "int32"),
+    ...     "segment_ids": keras.ops.zeros((2, 8), "int32"),
+    ...     "padding_mask": keras.ops.ones((2, 8), "int32"),
+    ... })
+    >>> tuple(logits.shape)
+    (2, 3)
+
+    Fine-tune from a checkpoint with `BertClassifier.from_pretrained(path, num_classes=2)`; write a
+    Hugging Face BertForSequenceClassification directory with `save_pretrained(directory)`.
+    """
+
+    def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
+        if int(num_classes) < 1:
+            raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+        config = backbone.config
+        # === Layers ===
+        output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")
+        output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="classifier",
+        )
+
+        # === Functional graph ===
+        inputs = dict(backbone.input)
+        # The backbone's layers wired directly (not the nested model): the last layer runs at [CLS] only.
+        pooled = backbone.pooled_output(inputs)  # [B, H]
+        logits = output_dense(output_dropout(pooled))  # [B, num_classes]
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.backbone = backbone
+        self.num_classes = int(num_classes)
+        self.dropout = float(dropout)
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
+
+    def task_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    @classmethod
+    def from_pretrained(cls, path, num_classes, dropout=0.1, dtype=None, **config_overrides):
+        """A classifier on a checkpoint's backbone, with its classification head when it has one.
+
+        Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
+        `classifier.bias` [C]) and Google run_classifier.py checkpoints (`output_weights`,
+        `output_bias`). A checkpoint without those weights (a plain BertModel) gets a randomly
+        initialized head.
+
+        Args:
+            path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
+            num_classes: number of classes (1 for regression); must match a stored head.
+            dropout: dropout rate of the head.
+            dtype: dtype policy for every layer.
+            **config_overrides: backbone config fields to replace (e.g. `hidden_dropout_prob`).
+
+        Raises:
+            ValueError: the stored head's shape does not match `num_classes` and the hidden size.
+        """
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        model = cls(backbone, num_classes=num_classes, dropout=dropout)
+        load_dense_head(model.output_dense, backbone.head_weights, source=str(path))
+        return model
+
+    def head_weights(self):
+        """The head's weights under Hugging Face names, torch layout."""
+        return dense_head_weights(self.output_dense)
+
+    def save_pretrained(self, directory, label_names=None):
+        """Writes a Hugging Face BertForSequenceClassification directory (config.json + model.safetensors).
+
+        Args:
+            directory: output directory.
+            label_names: optional class names for the config's `id2label` / `label2id`.
+        """
+        problem_type = "regression" if self.num_classes == 1 else "single_label_classification"
+        self.backbone.save_pretrained(
+            directory,
+            head_weights=self.head_weights(),
+            architecture="BertForSequenceClassification",
+            extra_config=dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type),
+        )
+
+
+def dense_head_weights(dense):
+    """`classifier.weight` [out, in] and `classifier.bias` [out] of a Keras Dense layer."""
+    to_np = keras.ops.convert_to_numpy
+    return {CLASSIFIER_WEIGHT: np.asarray(to_np(dense.kernel)).T, CLASSIFIER_BIAS: np.asarray(to_np(dense.bias))}
+
+
+def load_dense_head(dense, head_weights, source="checkpoint"):
+    """Assigns `classifier.weight`/`classifier.bias` from `head_weights` to `dense`; returns whether it did.
+
+    Raises:
+        ValueError: only one of the two is present, or a shape differs from the layer's, with both shapes.
+    """
+    present = [name for name in (CLASSIFIER_WEIGHT, CLASSIFIER_BIAS) if name in head_weights]
+    if not present:
+        return False
+    if len(present) == 1:
+        raise ValueError(f"{source}: has {present[0]} but not its companion; the classifier head is incomplete.")
+    weight = np.asarray(head_weights[CLASSIFIER_WEIGHT], "float32")  # [out, H]
+    bias = np.asarray(head_weights[CLASSIFIER_BIAS], "float32")  # [out]
+    units, hidden = int(dense.kernel.shape[1]), int(dense.kernel.shape[0])
+    if weight.shape != (units, hidden) or bias.shape != (units,):
+        raise ValueError(
+            f"{source}: the checkpoint's classifier head has weight {weight.shape} and bias {bias.shape}, "
+            f"but the model expects weight ({units}, {hidden}) and bias ({units},): the checkpoint was "
+            f"fine-tuned for {weight.shape[0] if weight.ndim == 2 else '?'} outputs, this model has {units}."
+        )
+    dense.kernel.assign(weight.T)
+    dense.bias.assign(bias)
+    return True
+
+

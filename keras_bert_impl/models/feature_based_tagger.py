@@ -1,0 +1,169 @@
+"""The feature-based approach of the paper (Section 5.3, Table 7): a BiLSTM tagger on frozen BERT features.
+
+The paper's best feature-based CoNLL-2003 system concatenates the token representations of the top
+four hidden layers of the pretrained model (no fine-tuning) and feeds them to a randomly initialized
+two-layer 768-dimensional BiLSTM before the classification layer.
+
+Labels, masking and decoding follow `keras_bert_impl.models.token_classifier`: the label of a word is on its
+first sub-token, -100 elsewhere; `decode` takes the argmax at the word positions.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID
+
+
+class FrozenBertFeatures(keras.layers.Layer):
+    """The concatenated hidden states of a backbone that always runs in inference mode.
+
+    A functional model passes its own `training` flag to every layer whose `call` accepts one, so the
+    backbone is called from here, explicitly with `training=False`: its dropout never applies.
+
+    Args:
+        backbone: a `BertBackbone` with `output_hidden_states=True`.
+        feature_layers: indices into its hidden states (0 = embeddings, -1 = last layer).
+    """
+
+    def __init__(self, backbone, feature_layers, **kwargs):
+        super().__init__(**kwargs)
+        self.backbone = backbone
+        self.feature_layers = tuple(feature_layers)
+
+    def call(self, inputs):
+        hidden_states = self.backbone(inputs, training=False)["hidden_states"]  # L+1 x [B, T, H]
+        selected = [ops.cast(hidden_states[i], "float32") for i in self.feature_layers]
+        return ops.concatenate(selected, axis=-1)  # [B, T, len(feature_layers) * H]
+
+    def compute_output_shape(self, input_shape):
+        shape = tuple(input_shape["token_ids"])
+        return shape + (len(self.feature_layers) * self.backbone.config.hidden_size,)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertFeatureBasedTagger(BertTask):
+    """Frozen BERT -> concatenation of hidden layers -> stacked BiLSTM -> Dense(num_labels).
+
+    The backbone must return its hidden states (`output_hidden_states=True`); it is frozen
+    (`trainable=False`) and always runs in inference mode (no dropout), so its features are those of
+    the pretrained model, as in the paper. The BiLSTMs skip padding positions (`padding_mask`).
+
+    Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`} ([batch, seq] int32).
+    Output: `logits` [batch, seq, num_labels] (float32).
+    Train with `model.fit(x, labels)`, labels [batch, seq] with -100 at the positions to ignore; the
+    loss is the mean cross-entropy over the labelled positions; fit also reports `token_accuracy`.
+
+    Args:
+        backbone: a `BertBackbone` built with `output_hidden_states=True`.
+        num_labels: number of tags K.
+        feature_layers: indices into the backbone's hidden states (embeddings are index 0, so -1 is
+            the last encoder layer); the paper's best: the top four, (-1, -2, -3, -4).
+        lstm_units: units of each LSTM direction (the paper: 768).
+        num_lstm_layers: number of stacked BiLSTM layers (the paper: 2).
+        dropout: dropout on the features and between the layers.
+
+    Examples:
+
+    >>> from keras_bert_impl.config import BertConfig
+    >>> backbone = BertBackbone(BertConfig.preset("bert_tiny"), output_hidden_states=True)
+    >>> tagger = BertFeatureBasedTagger(backbone, num_labels=5, lstm_units=8)
+    >>> x = {"token_ids": keras.ops.ones((2, 6), "int32"), "segment_ids": keras.ops.zeros((2, 6), "int32"),
+    ...      "padding_mask": keras.ops.ones((2, 6), "int32")}
+    >>> tuple(tagger(x).shape)
+    (2, 6, 5)
+    """
+
+    def __init__(
+        self,
+        backbone,
+        num_labels,
+        feature_layers=(-1, -2, -3, -4),
+        lstm_units=768,
+        num_lstm_layers=2,
+        dropout=0.1,
+        **kwargs,
+    ):
+        if not backbone.output_hidden_states:
+            raise ValueError("BertFeatureBasedTagger needs a backbone built with output_hidden_states=True.")
+        backbone.trainable = False
+        feature_layers = tuple(int(i) for i in feature_layers)
+        num_states = backbone.config.num_hidden_layers + 1
+        for index in feature_layers:
+            if not -num_states <= index < num_states:
+                raise ValueError(f"feature layer {index} out of range for {num_states} hidden states.")
+
+        # === Layers ===
+        feature_dropout = keras.layers.Dropout(dropout, name="feature_dropout")
+        bilstms = [
+            keras.layers.Bidirectional(
+                keras.layers.LSTM(lstm_units, return_sequences=True, dropout=0.0),
+                merge_mode="concat",
+                name=f"bilstm_{i}",
+            )
+            for i in range(num_lstm_layers)
+        ]
+        classifier = keras.layers.Dense(num_labels, name="classifier")
+
+        # === Functional graph ===
+        inputs = {k: v for k, v in backbone.input.items() if k in ("token_ids", "segment_ids", "padding_mask")}
+        features = FrozenBertFeatures(backbone, feature_layers, name="features")(inputs)  # [B, T, n * H]
+        lstm_mask = ops.cast(inputs["padding_mask"], "bool")  # [B, T]
+        x = feature_dropout(features)
+        for i, bilstm in enumerate(bilstms):
+            x = bilstm(x, mask=lstm_mask)  # [B, T, 2 * lstm_units]
+            if i + 1 < len(bilstms):
+                x = keras.layers.Dropout(dropout, name=f"bilstm_dropout_{i}")(x)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(classifier(x))  # [B, T, K]
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.backbone = backbone
+        self.num_labels = int(num_labels)
+        self.feature_layers = feature_layers
+        self.lstm_units = int(lstm_units)
+        self.num_lstm_layers = int(num_lstm_layers)
+        self.dropout = float(dropout)
+        self.use_crf = False
+        self.classifier = classifier
+        self.token_accuracy = keras.metrics.Mean(name="token_accuracy")
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        labels = ops.cast(y, "int32")  # [B, T]
+        logits = ops.cast(y_pred, "float32")  # [B, T, K]
+        weights = ops.cast(ops.not_equal(labels, IGNORE_LABEL_ID), "float32")
+        safe_labels = ops.where(weights > 0, labels, 0)
+        nll = keras.losses.sparse_categorical_crossentropy(safe_labels, logits, from_logits=True)  # [B, T]
+        loss = ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
+        correct = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels), "float32")
+        self.token_accuracy.update_state(correct, sample_weight=weights)
+        return loss
+
+    def decode(self, logits, label_mask):
+        """Argmax label ids [B, T] (numpy int32) at the positions of `label_mask`; -100 elsewhere."""
+        label_mask = np.asarray(ops.convert_to_numpy(label_mask)).astype("int32")
+        tags = np.argmax(np.asarray(ops.convert_to_numpy(logits)), axis=-1)
+        return np.where(label_mask > 0, tags, IGNORE_LABEL_ID).astype("int32")
+
+    def task_config(self):
+        return {
+            "num_labels": self.num_labels,
+            "feature_layers": list(self.feature_layers),
+            "lstm_units": self.lstm_units,
+            "num_lstm_layers": self.num_lstm_layers,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_pretrained(cls, path, num_labels, **kwargs):
+        """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`).
+
+        Args:
+            path: checkpoint directory or prefix.
+            num_labels: number of tags.
+            **kwargs: the other constructor arguments.
+        """
+        backbone = BertBackbone.from_pretrained(path, output_hidden_states=True)
+        return cls(backbone, num_labels=num_labels, **kwargs)

@@ -1,0 +1,122 @@
+"""BertMultipleChoice: one score per choice (SWAG), as Hugging Face's BertForMultipleChoice.
+
+Each choice is packed as its own sequence `[CLS] context [SEP] ending [SEP]`; all choices of all
+examples go through the backbone as one batch [batch * num_choices, seq], and a Dense(1) on each
+choice's pooled output gives a score:
+
+    scores = Dense(1)(dropout(pooled_output))     # [batch * num_choices, 1]
+    logits = reshape(scores, [batch, num_choices])  # softmax across choices is in the loss
+"""
+
+import keras
+from keras import ops
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.classifier import dense_head_weights, load_dense_head
+
+_INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+class MergeChoices(keras.layers.Layer):
+    """[batch, num_choices, seq] -> [batch * num_choices, seq] (the sequence length known only at call time)."""
+
+    def call(self, x):
+        return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+    def compute_output_shape(self, input_shape):
+        batch, choices, seq = input_shape
+        return (None if batch is None else batch * choices, seq)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertMultipleChoice(BertTask):
+    """A `BertBackbone` scoring each of `num_choices` packed sequences; logits [batch, num_choices].
+
+    Inputs: a dict {`token_ids`, `segment_ids`, `padding_mask`}, each int32 [batch, num_choices, seq],
+    choice `c` of example `b` packed as `[CLS] context [SEP] ending_c [SEP]`.
+    Output: logits, float32 [batch, num_choices]; train with
+    `SparseCategoricalCrossentropy(from_logits=True)` on the index of the right choice.
+
+    Args:
+        backbone: a `BertBackbone`.
+        num_choices: choices per example (4 for SWAG).
+        dropout: dropout rate before the scoring layer.
+
+    Examples:
+
+    >>> from keras_bert_impl.config import BertConfig
+    >>> model = BertMultipleChoice(BertBackbone(BertConfig.preset("bert_tiny")), num_choices=4)
+    >>> logits = model({
+    ...     "token_ids": keras.ops.ones((2, 4, 8), "int32"),
+    ...     "segment_ids": keras.ops.zeros((2, 4, 8), "int32"),
+    ...     "padding_mask": keras.ops.ones((2, 4, 8), "int32"),
+    ... })
+    >>> tuple(logits.shape)
+    (2, 4)
+    """
+
+    def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
+        if int(num_choices) < 1:
+            raise ValueError(f"num_choices must be >= 1, got {num_choices}.")
+        num_choices = int(num_choices)
+        config = backbone.config
+        # === Layers ===
+        output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")
+        output_dense = keras.layers.Dense(
+            1,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="classifier",
+        )
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name) for name in _INPUT_NAMES}
+        merge = MergeChoices(name="merge_choices")
+        flat = {name: merge(inputs[name]) for name in _INPUT_NAMES}  # [B*C, T]
+        # The backbone's layers wired directly (not the nested model): the last layer runs at [CLS] only.
+        pooled = backbone.pooled_output(flat)  # [B*C, H]
+        scores = output_dense(output_dropout(pooled))  # [B*C, 1]
+        logits = ops.reshape(scores, (-1, num_choices))  # [B, C]
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.backbone = backbone
+        self.num_choices = num_choices
+        self.dropout = float(dropout)
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
+
+    def task_config(self):
+        return {"num_choices": self.num_choices, "dropout": self.dropout}
+
+    @classmethod
+    def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, **config_overrides):
+        """A multiple-choice model on a checkpoint's backbone, with its scoring head when it has one.
+
+        Reads Hugging Face BertForMultipleChoice directories (`classifier.weight` [1, H],
+        `classifier.bias` [1]); a checkpoint without them gets a randomly initialized head.
+
+        Args:
+            path: a checkpoint directory or Google checkpoint prefix.
+            num_choices: choices per example.
+            dropout: dropout rate of the head.
+            dtype: dtype policy for every layer.
+            **config_overrides: backbone config fields to replace.
+
+        Raises:
+            ValueError: the stored head is not a [1, H] / [1] scoring layer.
+        """
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        model = cls(backbone, num_choices=num_choices, dropout=dropout)
+        load_dense_head(model.output_dense, backbone.head_weights, source=str(path))
+        return model
+
+    def head_weights(self):
+        """The head's weights under Hugging Face names (`classifier.weight` [1, H], `classifier.bias` [1])."""
+        return dense_head_weights(self.output_dense)
+
+    def save_pretrained(self, directory):
+        """Writes a Hugging Face BertForMultipleChoice directory (config.json + model.safetensors)."""
+        self.backbone.save_pretrained(directory, head_weights=self.head_weights(), architecture="BertForMultipleChoice")

@@ -1,0 +1,204 @@
+"""BertPretrainer: the masked-LM + next-sentence-prediction model of BERT's pretraining."""
+
+import warnings
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
+from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+
+# Denominator guard of the original `get_masked_lm_output`: sum(w * nll) / (sum(w) + 1e-5).
+_MLM_LOSS_EPSILON = 1e-5
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertPretrainer(BertTask):
+    """BERT's pretraining model: a `BertBackbone`, a masked-LM head and a next-sentence head.
+
+    Inputs, a dict: the backbone's `token_ids`, `segment_ids`, `padding_mask` ([batch, seq]) and
+    `masked_lm_positions` [batch, max_predictions_per_seq].
+    Outputs, a dict: `masked_lm_logits` [batch, max_predictions_per_seq, vocab] (float32, computed only at
+    the masked positions) and `next_sentence_logits` [batch, 2] (label 0 = B follows A, 1 = random B).
+
+    Trained with `model.fit` on the batches of `keras_bert_impl.data.tf_pretraining_data`, whose targets are
+    the dict {`masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`}. The loss is the original's:
+
+        masked_lm_loss = sum(w * nll) / (sum(w) + 1e-5)   over the masked positions
+        next_sentence_loss = mean cross-entropy
+        loss = masked_lm_loss + next_sentence_loss
+
+    and fit/evaluate report `masked_lm_accuracy`, `masked_lm_loss`, `next_sentence_accuracy`,
+    `next_sentence_loss`. Compile it with an optimizer only (`model.compile(optimizer=...)`).
+
+    Args:
+        backbone: a `BertBackbone`.
+
+    Examples:
+
+    >>> from keras_bert_impl.config import BertConfig
+    >>> model = BertPretrainer(BertBackbone(BertConfig.preset("bert_tiny")))
+    >>> outputs = model({
+    ...     "token_ids": keras.ops.ones((2, 8), "int32"),
+    ...     "segment_ids": keras.ops.zeros((2, 8), "int32"),
+    ...     "padding_mask": keras.ops.ones((2, 8), "int32"),
+    ...     "masked_lm_positions": keras.ops.array([[1, 2], [3, 0]], "int32"),
+    ... })
+    >>> tuple(outputs["masked_lm_logits"].shape), tuple(outputs["next_sentence_logits"].shape)
+    ((2, 2, 30522), (2, 2))
+
+    Continue pretraining from a checkpoint with `BertPretrainer.from_pretrained(path)`.
+    """
+
+    def __init__(self, backbone, **kwargs):
+        config = backbone.config
+        # === Layers ===
+        masked_lm_head = MaskedLMHead(
+            backbone.token_embedding,
+            hidden_act=config.hidden_act,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            dtype=backbone.dtype_policy,
+            name="masked_lm_head",
+        )
+        next_sentence_head = keras.layers.Dense(
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="next_sentence_head",
+        )
+
+        # === Functional graph ===
+        inputs = dict(backbone.input)
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        backbone_outputs = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+        masked_lm_logits = masked_lm_head(backbone_outputs["sequence_output"], inputs["masked_lm_positions"])
+        next_sentence_logits = keras.layers.Activation("linear", dtype="float32", name="next_sentence_logits")(
+            next_sentence_head(backbone_outputs["pooled_output"])
+        )
+        super().__init__(
+            inputs=inputs,
+            outputs={"masked_lm_logits": masked_lm_logits, "next_sentence_logits": next_sentence_logits},
+            **kwargs,
+        )
+
+        # === Config ===
+        self.backbone = backbone
+        self.masked_lm_head = masked_lm_head
+        self.next_sentence_head = next_sentence_head
+        self.masked_lm_accuracy = keras.metrics.Mean(name="masked_lm_accuracy")
+        self.masked_lm_loss = keras.metrics.Mean(name="masked_lm_loss")
+        self.next_sentence_accuracy = keras.metrics.Mean(name="next_sentence_accuracy")
+        self.next_sentence_loss = keras.metrics.Mean(name="next_sentence_loss")
+
+    # ------------------------------------------------------------------------------------- loss
+    def pretraining_losses(self, y, y_pred):
+        """(total loss, masked_lm_loss, next_sentence_loss): the original's formulas, float32 scalars.
+
+        Under a tf.distribute strategy each replica returns its share: the weight sum and the batch size
+        in the denominators are summed over the replicas, so the shares add up to exactly the loss of the
+        whole global batch on one device.
+        """
+        logits = ops.cast(y_pred["masked_lm_logits"], "float32")  # [B, P, V]
+        ids = ops.cast(y["masked_lm_ids"], "int32")  # [B, P]
+        weights = ops.cast(y["masked_lm_weights"], "float32")  # [B, P]
+        mlm_nll = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)  # [B, P]
+        mlm_loss = ops.sum(weights * mlm_nll) / (replica_sum(ops.sum(weights)) + _MLM_LOSS_EPSILON)
+
+        nsp_logits = ops.cast(y_pred["next_sentence_logits"], "float32")  # [B, 2]
+        nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))  # [B]
+        nsp_nll = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)  # [B]
+        global_batch = replica_sum(ops.cast(ops.shape(nsp_nll)[0], "float32"))
+        nsp_loss = ops.sum(nsp_nll) / ops.maximum(global_batch, 1.0)  # an empty batch gives 0, not NaN
+        return mlm_loss + nsp_loss, mlm_loss, nsp_loss
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        total, mlm_loss, nsp_loss = self.pretraining_losses(y, y_pred)
+        weights = ops.cast(y["masked_lm_weights"], "float32")
+        mlm_correct = ops.cast(
+            ops.equal(ops.argmax(y_pred["masked_lm_logits"], axis=-1), ops.cast(y["masked_lm_ids"], "int32")),
+            "float32",
+        )
+        nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))
+        nsp_correct = ops.cast(ops.equal(ops.argmax(y_pred["next_sentence_logits"], axis=-1), nsp_labels), "float32")
+        # Mean metrics average over replicas: a share times the replica count averages to the global loss.
+        # Weighted by batch size, as Keras weights its own loss tracker: an empty final batch (TensorFlow's
+        # evaluate can produce one) then adds nothing.
+        replicas = num_replicas_in_sync()
+        batch_size = ops.cast(ops.shape(nsp_labels)[0], "float32")
+        self.masked_lm_accuracy.update_state(mlm_correct, sample_weight=weights)
+        self.masked_lm_loss.update_state(mlm_loss * replicas, sample_weight=batch_size)
+        self.next_sentence_accuracy.update_state(nsp_correct)
+        self.next_sentence_loss.update_state(nsp_loss * replicas, sample_weight=batch_size)
+        # Keras adds up the replicas' gradients and reports loss * replicas averaged: both exact for shares.
+        return total
+
+    # ------------------------------------------------------------------------------ serialization
+    @classmethod
+    def from_pretrained(cls, path, dtype=None, **config_overrides):
+        """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.
+
+        Reads Hugging Face BertForPreTraining / BertForMaskedLM directories (`cls.predictions.*`,
+        `cls.seq_relationship.*`) and Google checkpoints (`cls/predictions/*`, `cls/seq_relationship/*`).
+        Heads absent from the checkpoint keep their random initialization, with a warning.
+        """
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        model = cls(backbone)
+        missing = load_pretraining_head_weights(model, backbone.head_weights)
+        if missing:
+            warnings.warn(f"{path}: no {' or '.join(missing)} weights; initialized randomly.", stacklevel=2)
+        return model
+
+    def pretraining_head_weights(self):
+        """The heads' weights under Hugging Face BertForPreTraining names (for `save_pretrained`)."""
+        to_np = keras.ops.convert_to_numpy
+        head, nsp = self.masked_lm_head, self.next_sentence_head
+        return {
+            "cls.predictions.transform.dense.weight": to_np(head.transform_dense.kernel).T,
+            "cls.predictions.transform.dense.bias": to_np(head.transform_dense.bias),
+            "cls.predictions.transform.LayerNorm.weight": to_np(head.transform_layer_norm.gamma),
+            "cls.predictions.transform.LayerNorm.bias": to_np(head.transform_layer_norm.beta),
+            "cls.predictions.bias": to_np(head.output_bias),
+            "cls.seq_relationship.weight": to_np(nsp.kernel).T,
+            "cls.seq_relationship.bias": to_np(nsp.bias),
+        }
+
+    def save_pretrained(self, directory):
+        """Writes backbone and heads as a Hugging Face BertForPreTraining directory."""
+        self.backbone.save_pretrained(directory, head_weights=self.pretraining_head_weights())
+
+
+def load_pretraining_head_weights(model, head_weights):
+    """Assigns `cls.predictions.*` / `cls.seq_relationship.*` weights; returns the names of absent heads."""
+    head, nsp = model.masked_lm_head, model.next_sentence_head
+    assignments = {
+        "masked-LM": [
+            ("cls.predictions.transform.dense.weight", head.transform_dense.kernel, True),
+            ("cls.predictions.transform.dense.bias", head.transform_dense.bias, False),
+            ("cls.predictions.transform.LayerNorm.weight", head.transform_layer_norm.gamma, False),
+            ("cls.predictions.transform.LayerNorm.bias", head.transform_layer_norm.beta, False),
+            ("cls.predictions.bias", head.output_bias, False),
+        ],
+        "next-sentence": [
+            ("cls.seq_relationship.weight", nsp.kernel, True),
+            ("cls.seq_relationship.bias", nsp.bias, False),
+        ],
+    }
+    missing = []
+    for head_name, entries in assignments.items():
+        if not all(name in head_weights for name, _, _ in entries):
+            missing.append(head_name)
+            continue
+        for name, variable, transpose in entries:
+            value = np.asarray(head_weights[name], "float32")
+            value = value.T if transpose else value
+            if tuple(value.shape) != tuple(variable.shape):
+                raise ValueError(
+                    f"shape mismatch for {name}: the checkpoint has {value.shape}, the model expects "
+                    f"{tuple(variable.shape)}."
+                )
+            variable.assign(value)
+    return missing

@@ -1,0 +1,163 @@
+"""BertSpanQA: BERT for extractive question answering (SQuAD v1.1 / v2.0), as in the original run_squad.py."""
+
+import warnings
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask
+
+# Hugging Face names of the span head (Google's cls/squad/output_weights and output_bias are translated to
+# these by the checkpoint reader).
+QA_WEIGHT = "qa_outputs.weight"  # [2, H], torch layout [out, in]
+QA_BIAS = "qa_outputs.bias"  # [2]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertSpanQA(BertTask):
+    """A `BertBackbone` with the span head of the original run_squad.py: Dense(2) on every token.
+
+    Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq], laid out
+    `[CLS] question [SEP] document [SEP] [PAD]...` (see `keras_bert_impl.data.squad_data`).
+    Outputs, a dict of float32 tensors:
+        start_logits: [batch, seq], the score of each token as the first token of the answer.
+        end_logits: [batch, seq], the score of each token as the last token of the answer.
+
+    Padding positions are NOT masked: like the original (`create_model` in run_squad.py) and transformers'
+    `BertForQuestionAnswering`, the logits of [PAD] tokens are whatever the head computes. The
+    post-processing never picks them (a span must lie in the document part of the feature), and the
+    logits stay identical to transformers', which the tests check. Position 0 ([CLS]) is the "no answer in
+    this feature" target.
+
+    Loss (the original's): `(start_loss + end_loss) / 2`, each the mean cross-entropy over the batch of the
+    softmax over all positions against the gold position. Targets for `fit` are the dict
+    {`start_positions`, `end_positions`} of int [batch] (or [batch, 1]). `fit`/`evaluate` also report
+    `start_loss`, `end_loss`, `start_accuracy` and `end_accuracy`. Compile with an optimizer only
+    (`model.compile(optimizer=...)`).
+
+    Args:
+        backbone: a `BertBackbone`.
+
+    Examples:
+
+    >>> from keras_bert_impl.config import BertConfig
+    >>> model = BertSpanQA(BertBackbone(BertConfig.preset("bert_tiny")))
+    >>> outputs = model({
+    ...     "token_ids": keras.ops.ones((2, 8), "int32"),
+    ...     "segment_ids": keras.ops.zeros((2, 8), "int32"),
+    ...     "padding_mask": keras.ops.ones((2, 8), "int32"),
+    ... })
+    >>> tuple(outputs["start_logits"].shape), tuple(outputs["end_logits"].shape)
+    ((2, 8), (2, 8))
+
+    Fine-tune a checkpoint with `BertSpanQA.from_pretrained(path)` (a SQuAD-fine-tuned Hugging Face
+    `BertForQuestionAnswering` or Google checkpoint brings its head along).
+    """
+
+    def __init__(self, backbone, **kwargs):
+        config = backbone.config
+        # === Layers ===
+        qa_outputs = keras.layers.Dense(
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="qa_outputs",
+        )
+
+        # === Functional graph ===
+        inputs = dict(backbone.input)
+        sequence_output = backbone(inputs)["sequence_output"]  # [B, T, H]
+        logits = qa_outputs(sequence_output)  # [B, T, 2]
+        start_logits = keras.layers.Activation("linear", dtype="float32", name="start_logits")(logits[:, :, 0])
+        end_logits = keras.layers.Activation("linear", dtype="float32", name="end_logits")(logits[:, :, 1])
+        super().__init__(inputs=inputs, outputs={"start_logits": start_logits, "end_logits": end_logits}, **kwargs)
+
+        # === Config ===
+        self.backbone = backbone
+        self.qa_outputs = qa_outputs
+        self.start_loss = keras.metrics.Mean(name="start_loss")
+        self.end_loss = keras.metrics.Mean(name="end_loss")
+        self.start_accuracy = keras.metrics.Mean(name="start_accuracy")
+        self.end_accuracy = keras.metrics.Mean(name="end_accuracy")
+
+    # ------------------------------------------------------------------------------------- loss
+    def span_losses(self, y, y_pred):
+        """(total, start_loss, end_loss) as float32 scalars: the original's `(start + end) / 2`."""
+        start_logits = ops.cast(y_pred["start_logits"], "float32")  # [B, T]
+        end_logits = ops.cast(y_pred["end_logits"], "float32")  # [B, T]
+        start_positions = ops.reshape(ops.cast(y["start_positions"], "int32"), (-1,))  # [B]
+        end_positions = ops.reshape(ops.cast(y["end_positions"], "int32"), (-1,))  # [B]
+        start_loss = ops.mean(
+            keras.losses.sparse_categorical_crossentropy(start_positions, start_logits, from_logits=True)
+        )
+        end_loss = ops.mean(keras.losses.sparse_categorical_crossentropy(end_positions, end_logits, from_logits=True))
+        return (start_loss + end_loss) / 2.0, start_loss, end_loss
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        total, start_loss, end_loss = self.span_losses(y, y_pred)
+        start_positions = ops.reshape(ops.cast(y["start_positions"], "int32"), (-1,))
+        end_positions = ops.reshape(ops.cast(y["end_positions"], "int32"), (-1,))
+        start_hit = ops.cast(ops.equal(ops.argmax(y_pred["start_logits"], axis=-1), start_positions), "float32")
+        end_hit = ops.cast(ops.equal(ops.argmax(y_pred["end_logits"], axis=-1), end_positions), "float32")
+        self.start_loss.update_state(start_loss)
+        self.end_loss.update_state(end_loss)
+        self.start_accuracy.update_state(start_hit)
+        self.end_accuracy.update_state(end_hit)
+        return total
+
+    # ------------------------------------------------------------------------------ serialization
+    @classmethod
+    def from_pretrained(cls, path, dtype=None, **config_overrides):
+        """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
+
+        Reads Hugging Face `BertForQuestionAnswering` directories (`qa_outputs.weight` [2, H],
+        `qa_outputs.bias` [2]), Google SQuAD checkpoints (`cls/squad/output_weights`, `output_bias`) and
+        directories written by `save_pretrained`. Without a head in the checkpoint (a plain pretrained
+        model) the head keeps its random initialization, with a warning.
+
+        transformers saves `BertForQuestionAnswering` without a pooler (`add_pooling_layer=False`); the
+        pooler is unused by span QA, so when the checkpoint lacks it, it keeps its initialization (see
+        `require_pooler=False`).
+
+        Args:
+            path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
+            dtype: dtype policy for every layer.
+            **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
+        """
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
+        model = cls(backbone)
+        if not load_span_head_weights(model, backbone.head_weights):
+            warnings.warn(f"{path}: no qa_outputs weights; the span head is initialized randomly.", stacklevel=2)
+        return model
+
+    def span_head_weights(self):
+        """The head's weights under Hugging Face `BertForQuestionAnswering` names (torch layout)."""
+        to_np = keras.ops.convert_to_numpy
+        return {
+            QA_WEIGHT: np.asarray(to_np(self.qa_outputs.kernel), "float32").T,  # [2, H]
+            QA_BIAS: np.asarray(to_np(self.qa_outputs.bias), "float32"),  # [2]
+        }
+
+    def save_pretrained(self, directory):
+        """Writes backbone and head as a Hugging Face `BertForQuestionAnswering`-style directory."""
+        self.backbone.save_pretrained(
+            directory, head_weights=self.span_head_weights(), architecture="BertForQuestionAnswering"
+        )
+
+
+def load_span_head_weights(model, head_weights):
+    """Assigns `qa_outputs.*` from a head-weight dict; returns False when the checkpoint has no span head."""
+    if QA_WEIGHT not in head_weights or QA_BIAS not in head_weights:
+        return False
+    kernel = np.asarray(head_weights[QA_WEIGHT], "float32").T  # [H, 2]
+    bias = np.asarray(head_weights[QA_BIAS], "float32")  # [2]
+    for name, value, variable in ((QA_WEIGHT, kernel, model.qa_outputs.kernel), (QA_BIAS, bias, model.qa_outputs.bias)):
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"shape mismatch for {name}: the checkpoint has {value.shape} (after transposing the weight "
+                f"to Keras' [in, out]), the model expects {tuple(variable.shape)}."
+            )
+        variable.assign(value)
+    return True

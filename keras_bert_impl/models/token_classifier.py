@@ -1,0 +1,280 @@
+"""BertTokenClassifier: BERT for token classification (named-entity recognition), optionally with a CRF.
+
+Labelling convention (that of the paper's CoNLL-2003 setup and of Hugging Face's
+BertForTokenClassification): a word's label sits on its FIRST WordPiece sub-token. Every other
+position -- continuation sub-tokens (`##...`), `[CLS]`, `[SEP]`, padding and, with document context,
+the context tokens around the sentence being predicted -- carries the label id `-100` and is left out
+of the loss and the metrics. `label_mask = (labels != -100)` marks the predicted positions.
+
+With `use_crf=True` a linear-chain CRF models the tag sequence of the WORDS: its potentials are the
+logits at the first sub-token positions, gathered into a contiguous, left-aligned sequence
+(`gather_word_positions`), so that the CRF's transitions link consecutive words, not a word and its
+own continuation pieces or the padding. Training minimises the CRF negative log-likelihood (mean
+over sequences); prediction is the Viterbi path, scattered back to the first sub-token positions.
+"""
+
+import warnings
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.checkpoints.conversion import hf_label_config
+from keras_bert_impl.layers.crf import CRF
+
+# Label id of positions that are not predicted (as in Hugging Face / PyTorch's CrossEntropyLoss).
+IGNORE_LABEL_ID = -100
+# Name under which save_pretrained stores the CRF transitions. The "classifier." prefix keeps it among
+# the head weights of `BertBackbone.from_pretrained`; transformers ignores it (an unexpected key).
+CRF_TRANSITIONS_NAME = "classifier.crf_transitions"
+
+
+def gather_word_positions(values, label_mask):
+    """Moves the positions where `label_mask` is 1 to the front of the sequence, in order.
+
+    Args:
+        values: tensor [B, T, ...] (logits or labels).
+        label_mask: [B, T] 0/1 mask of the word (first sub-token) positions.
+
+    Returns:
+        `(gathered, word_mask, order)`: `gathered` [B, T, ...] with the masked positions first (left
+        aligned, the rest behind them), `word_mask` [B, T] float32 prefix mask of the real words,
+        `order` [B, T] int32 the source position of every gathered entry.
+
+    Examples:
+
+    >>> values = keras.ops.convert_to_tensor([[10, 11, 12, 13]])
+    >>> gathered, word_mask, order = gather_word_positions(values, [[0, 1, 0, 1]])
+    >>> keras.ops.convert_to_numpy(gathered).tolist(), keras.ops.convert_to_numpy(word_mask).tolist()
+    ([[11, 13, 10, 12]], [[1.0, 1.0, 0.0, 0.0]])
+    """
+    label_mask = ops.cast(ops.convert_to_tensor(label_mask), "int32")  # [B, T]
+    seq_len = ops.shape(label_mask)[1]
+    positions = ops.expand_dims(ops.arange(seq_len, dtype="int32"), 0)  # [1, T]
+    # Sort key: a word position keeps its index, any other position goes behind all of them.
+    keys = positions + (1 - label_mask) * seq_len  # [B, T], distinct values
+    order = ops.cast(ops.argsort(keys, axis=1), "int32")  # [B, T]
+    word_mask = ops.cast(ops.take_along_axis(label_mask, order, axis=1), "float32")  # [B, T]
+    values = ops.convert_to_tensor(values)
+    index = order
+    for _ in range(len(values.shape) - 2):
+        index = ops.expand_dims(index, -1)
+    gathered = ops.take_along_axis(values, index, axis=1)
+    return gathered, word_mask, order
+
+
+def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitions=None):
+    """Best tag sequence of ONE sequence of word potentials [L, K] (L >= 1) under `transitions` [K, K].
+
+    Returns:
+        int32 array [L].
+    """
+    score = potentials[0] + (0.0 if start_transitions is None else start_transitions)  # [K]
+    backpointers = []
+    for t in range(1, len(potentials)):
+        candidates = score[:, None] + transitions  # [K previous, K current]
+        backpointers.append(np.argmax(candidates, axis=0))
+        score = candidates.max(axis=0) + potentials[t]
+    if end_transitions is not None:
+        score = score + end_transitions
+    path = [int(np.argmax(score))]
+    for pointer in reversed(backpointers):
+        path.append(int(pointer[path[-1]]))
+    return np.array(path[::-1], "int32")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertTokenClassifier(BertTask):
+    """BERT with a token-level classification layer: dropout + Dense(num_labels) on `sequence_output`.
+
+    Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`} ([batch, seq] int32).
+    Output: `logits` [batch, seq, num_labels] (float32).
+
+    Train with `model.fit(x, labels)` where `labels` [batch, seq] int holds the label id at the first
+    sub-token of every word and `-100` everywhere else (see the module docstring). The loss is
+
+    * without CRF: the mean cross-entropy over the labelled positions;
+    * with CRF: the mean over sequences of the CRF negative log-likelihood of the word tag sequence.
+
+    fit/evaluate also report `token_accuracy` (argmax accuracy over labelled positions, without CRF)
+    or `crf_nll`. Compile with an optimizer only: `model.compile(optimizer=...)`.
+    Predict tags with `model.decode(model.predict(x), label_mask)` (argmax, or Viterbi with the CRF).
+
+    Args:
+        backbone: a `BertBackbone`.
+        num_labels: number of tags K.
+        dropout: dropout rate on `sequence_output` before the classification layer.
+        use_crf: add a linear-chain CRF over the word sequence.
+
+    Examples:
+
+    >>> from keras_bert_impl.config import BertConfig
+    >>> model = BertTokenClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_labels=5)
+    >>> x = {"token_ids": keras.ops.ones((2, 8), "int32"), "segment_ids": keras.ops.zeros((2, 8), "int32"),
+    ...      "padding_mask": keras.ops.ones((2, 8), "int32")}
+    >>> tuple(model(x).shape)
+    (2, 8, 5)
+
+    Load a fine-tuned Hugging Face BertForTokenClassification with `from_pretrained(path)`.
+    """
+
+    def __init__(self, backbone, num_labels, dropout=0.1, use_crf=False, **kwargs):
+        config = backbone.config
+        # === Layers ===
+        dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")
+        classifier = keras.layers.Dense(
+            num_labels,
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype=backbone.dtype_policy,
+            name="classifier",
+        )
+        crf = CRF(num_labels, dtype="float32", name="crf") if use_crf else None
+
+        # === Functional graph ===
+        inputs = {k: v for k, v in backbone.input.items() if k in ("token_ids", "segment_ids", "padding_mask")}
+        sequence_output = backbone(inputs)["sequence_output"]  # [B, T, H]
+        logits = classifier(dropout_layer(sequence_output))  # [B, T, K]
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
+        if crf is not None:
+            logits = crf(logits)  # identity: the CRF only contributes its transition variables
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        # === Config ===
+        self.backbone = backbone
+        self.num_labels = int(num_labels)
+        self.dropout = float(dropout)
+        self.use_crf = bool(use_crf)
+        self.classifier = classifier
+        self.crf = crf
+        if use_crf:
+            self.crf_nll = keras.metrics.Mean(name="crf_nll")
+        else:
+            self.token_accuracy = keras.metrics.Mean(name="token_accuracy")
+
+    # ------------------------------------------------------------------------------------- loss
+    def token_classification_loss(self, labels, logits):
+        """The training loss (float32 scalar) of `labels` [B, T] (-100 = ignored) given `logits` [B, T, K]."""
+        labels = ops.cast(labels, "int32")  # [B, T]
+        logits = ops.cast(logits, "float32")  # [B, T, K]
+        label_mask = ops.cast(ops.not_equal(labels, IGNORE_LABEL_ID), "int32")  # [B, T]
+        safe_labels = labels * label_mask  # -100 -> 0, masked out below
+        if self.use_crf:
+            word_logits, word_mask, _ = gather_word_positions(logits, label_mask)  # [B, T, K], [B, T]
+            word_labels, _, _ = gather_word_positions(safe_labels, label_mask)  # [B, T]
+            log_likelihood = self.crf.log_likelihood(word_logits, word_labels, word_mask)  # [B]
+            return -ops.mean(log_likelihood)
+        nll = keras.losses.sparse_categorical_crossentropy(safe_labels, logits, from_logits=True)  # [B, T]
+        weights = ops.cast(label_mask, "float32")
+        return ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        loss = self.token_classification_loss(y, y_pred)
+        if self.use_crf:
+            self.crf_nll.update_state(loss)
+        else:
+            labels = ops.cast(y, "int32")
+            weights = ops.cast(ops.not_equal(labels, IGNORE_LABEL_ID), "float32")
+            correct = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), labels), "float32")
+            self.token_accuracy.update_state(correct, sample_weight=weights)
+        return loss
+
+    # ------------------------------------------------------------------------------- prediction
+    def decode(self, logits, label_mask):
+        """Predicted label ids [B, T] (numpy int32) at the word positions; -100 elsewhere.
+
+        Args:
+            logits: [B, T, K] (the model's output, e.g. from `model.predict`).
+            label_mask: [B, T] 0/1, the first sub-token positions to predict.
+
+        Returns:
+            numpy int32 [B, T]: argmax (or, with the CRF, the Viterbi path over the words) at the
+            positions of `label_mask`, -100 at the others.
+        """
+        label_mask = np.asarray(ops.convert_to_numpy(label_mask)).astype("int32")  # [B, T]
+        logits = np.asarray(ops.convert_to_numpy(logits), "float32")  # [B, T, K]
+        if not self.use_crf:
+            tags = np.argmax(logits, axis=-1)
+            return np.where(label_mask > 0, tags, IGNORE_LABEL_ID).astype("int32")
+        # Viterbi on the host (numpy): the logits are there already, and an eager `keras.ops.scan` would
+        # be re-traced for every batch on JAX. Same recurrence as `crf_viterbi_decode` (tested equal).
+        transitions = np.asarray(ops.convert_to_numpy(self.crf.transitions), "float32")  # [K, K]
+        start = end = None
+        if self.crf.use_start_end_transitions:
+            start = np.asarray(ops.convert_to_numpy(self.crf.start_transitions), "float32")
+            end = np.asarray(ops.convert_to_numpy(self.crf.end_transitions), "float32")
+        tags = np.full(label_mask.shape, IGNORE_LABEL_ID, "int32")
+        for b in range(len(logits)):
+            positions = np.flatnonzero(label_mask[b])  # the words, in order
+            if len(positions):
+                tags[b, positions] = viterbi_numpy(logits[b, positions], transitions, start, end)
+        return tags
+
+    # ------------------------------------------------------------------------------ serialization
+    def task_config(self):
+        return {"num_labels": self.num_labels, "dropout": self.dropout, "use_crf": self.use_crf}
+
+    @classmethod
+    def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=False, dtype=None, **config_overrides):
+        """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
+
+        Reads Hugging Face BertForTokenClassification directories (and plain BertModel / Google
+        checkpoints, whose classification layer then starts random, with a warning).
+
+        Args:
+            path: checkpoint directory (see `BertBackbone.from_pretrained`).
+            num_labels: number of tags; default: the checkpoint classifier's.
+            dropout: dropout before the classification layer.
+            use_crf: add a CRF; its transitions are loaded from `classifier.crf_transitions` if present.
+            dtype: dtype policy.
+            **config_overrides: backbone config fields to override.
+        """
+        backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
+        heads = backbone.head_weights
+        if num_labels is None:
+            if "classifier.weight" not in heads:
+                raise ValueError(f"{path}: no classifier weights in the checkpoint; pass num_labels.")
+            num_labels = int(np.asarray(heads["classifier.weight"]).shape[0])
+        model = cls(backbone, num_labels=num_labels, dropout=dropout, use_crf=use_crf)
+        if "classifier.weight" in heads and "classifier.bias" in heads:
+            kernel = np.asarray(heads["classifier.weight"], "float32").T  # HF [K, H] -> Keras [H, K]
+            if kernel.shape != tuple(model.classifier.kernel.shape):
+                raise ValueError(
+                    f"{path}: classifier.weight has {kernel.shape[1]} labels (shape {kernel.T.shape}), the model "
+                    f"expects num_labels={num_labels}."
+                )
+            model.classifier.kernel.assign(kernel)
+            model.classifier.bias.assign(np.asarray(heads["classifier.bias"], "float32"))
+        else:
+            warnings.warn(f"{path}: no classifier weights; the classification layer is initialized randomly.", stacklevel=2)
+        if use_crf:
+            if CRF_TRANSITIONS_NAME in heads:
+                model.crf.transitions.assign(np.asarray(heads[CRF_TRANSITIONS_NAME], "float32"))
+            else:
+                warnings.warn(f"{path}: no CRF transitions; initialized randomly.", stacklevel=2)
+        return model
+
+    def token_classification_head_weights(self):
+        """The head's weights under Hugging Face BertForTokenClassification names."""
+        weights = {
+            "classifier.weight": ops.convert_to_numpy(self.classifier.kernel).T,
+            "classifier.bias": ops.convert_to_numpy(self.classifier.bias),
+        }
+        if self.use_crf:
+            weights[CRF_TRANSITIONS_NAME] = ops.convert_to_numpy(self.crf.transitions)
+        return weights
+
+    def save_pretrained(self, directory, id2label=None):
+        """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors).
+
+        Args:
+            directory: output directory.
+            id2label: optional list of the label names, stored in config.json as transformers does.
+        """
+        self.backbone.save_pretrained(
+            directory,
+            head_weights=self.token_classification_head_weights(),
+            architecture="BertForTokenClassification",
+            extra_config=hf_label_config(self.num_labels, id2label),
+        )

@@ -1,0 +1,138 @@
+"""Feature extraction: the logic of google-research/bert's `extract_features.py` (the feature-based approach).
+
+Reads lines of text (`text_a` or `text_a ||| text_b`), runs the pretrained BERT with fixed weights and
+writes, for every input line, one JSON object per line ("JSON Lines"), in exactly the original's
+structure and key order:
+
+    {"linex_index": 0, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [0.1, ...]},
+                                                                  {"index": -2, "values": [...]}, ...]},
+                                    {"token": "hello", "layers": [...]}, ...]}
+
+`values` are the H floats of that token in that layer, rounded to 6 decimals (`round(float(x), 6)`).
+Layer indices count as the original's `model.get_all_encoder_layers()`: over the L ENCODER layers
+(the embedding output is not among them), so -1 is the last layer and 0 the first encoder layer.
+"""
+
+import json
+import re
+
+import numpy as np
+from keras import ops
+
+from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
+
+_PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+def read_examples(lines):
+    """The original's `read_examples`: `(unique_id, text_a, text_b)` per line (text_b None if no `|||`).
+
+    Args:
+        lines: an iterable of strings (e.g. an open file).
+
+    Returns:
+        list of `(unique_id, text_a, text_b)`.
+
+    Examples:
+
+    >>> read_examples(["Who was Jim Henson ? ||| Jim Henson was a puppeteer\\n", "Hello\\n"])
+    [(0, 'Who was Jim Henson ?', 'Jim Henson was a puppeteer'), (1, 'Hello', None)]
+    """
+    examples = []
+    for unique_id, line in enumerate(lines):
+        line = line.strip()
+        match = _PAIR_RE.match(line)
+        if match is None:
+            examples.append((unique_id, line, None))
+        else:
+            examples.append((unique_id, match.group(1), match.group(2)))
+    return examples
+
+
+def convert_example(tokenizer, text_a, text_b, max_seq_length):
+    """The original's `convert_examples_to_features` for one example.
+
+    Returns:
+        `(tokens, token_ids, segment_ids, padding_mask)`: the tokens `[CLS] a [SEP] (b [SEP])` and the
+        int32 [max_seq_length] model inputs.
+    """
+    tokens_a = tokenizer.tokenize(text_a)
+    tokens_b = tokenizer.tokenize(text_b) if text_b else []
+    if tokens_b:
+        len_a, len_b = truncated_pair_lengths(len(tokens_a), len(tokens_b), max_seq_length - 3)
+        tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
+    else:
+        tokens_a = tokens_a[: max_seq_length - 2]
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    segments = [0] * len(tokens)
+    if tokens_b:
+        tokens += tokens_b + ["[SEP]"]
+        segments += [1] * (len(tokens_b) + 1)
+    token_ids = np.full(max_seq_length, tokenizer.pad_token_id, "int32")
+    token_ids[: len(tokens)] = tokenizer.convert_tokens_to_ids(tokens)
+    segment_ids = np.zeros(max_seq_length, "int32")
+    segment_ids[: len(segments)] = segments
+    padding_mask = np.zeros(max_seq_length, "int32")
+    padding_mask[: len(tokens)] = 1
+    return tokens, token_ids, segment_ids, padding_mask
+
+
+def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4), max_seq_length=128, batch_size=32):
+    """Yields one JSON-ready dict per input line, in the original's structure (module docstring).
+
+    Args:
+        backbone: a `BertBackbone` built with `output_hidden_states=True`.
+        tokenizer: a `BertTokenizer`.
+        lines: iterable of input lines (`text_a` or `text_a ||| text_b`).
+        layer_indexes: encoder-layer indices, as the original's `--layers`.
+        max_seq_length: window length (longer inputs are truncated as the original does).
+        batch_size: lines per forward pass.
+
+    Yields:
+        `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": j, "values": [...]}]}]}`.
+
+    Examples:
+
+    >>> backbone = BertBackbone.from_pretrained(path, output_hidden_states=True)  # doctest: +SKIP
+    >>> record = next(extract_features(backbone, tokenizer, ["Hello world"], layer_indexes=[-1]))  # doctest: +SKIP
+    >>> [f["token"] for f in record["features"]]  # doctest: +SKIP
+    ['[CLS]', 'hello', 'world', '[SEP]']
+    """
+    if not backbone.output_hidden_states:
+        raise ValueError("extract_features needs a backbone built with output_hidden_states=True.")
+    num_layers = backbone.config.num_hidden_layers
+    layer_indexes = [int(i) for i in layer_indexes]
+    for index in layer_indexes:
+        if not -num_layers <= index < num_layers:
+            raise ValueError(f"layer index {index} out of range for a model with {num_layers} encoder layers.")
+    examples = read_examples(lines)
+    for start in range(0, len(examples), batch_size):
+        batch = [convert_example(tokenizer, a, b, max_seq_length) + (uid,)
+                 for uid, a, b in examples[start : start + batch_size]]
+        inputs = {
+            "token_ids": np.stack([b[1] for b in batch]),
+            "segment_ids": np.stack([b[2] for b in batch]),
+            "padding_mask": np.stack([b[3] for b in batch]),
+        }
+        hidden_states = backbone(inputs, training=False)["hidden_states"]  # L+1 x [B, T, H]
+        encoder_layers = hidden_states[1:]  # the original's get_all_encoder_layers(): L x [B, T, H]
+        selected = [np.asarray(ops.convert_to_numpy(encoder_layers[i]), "float32") for i in layer_indexes]
+        for row, (tokens, _, _, _, unique_id) in enumerate(batch):
+            features = []
+            for position, token in enumerate(tokens):
+                layers = [
+                    {"index": index, "values": [round(float(x), 6) for x in values[row, position].flat]}
+                    for index, values in zip(layer_indexes, selected)
+                ]
+                features.append({"token": token, "layers": layers})
+            yield {"linex_index": unique_id, "features": features}
+
+
+def write_features(output_file, records):
+    """Writes the records as the original does: `json.dumps(record) + "\\n"` per line. Returns the count."""
+    count = 0
+    with open(output_file, "w", encoding="utf-8") as writer:
+        for record in records:
+            writer.write(json.dumps(record) + "\n")
+            count += 1
+    return count

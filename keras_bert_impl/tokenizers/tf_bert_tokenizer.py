@@ -1,0 +1,337 @@
+"""TFBertTokenizer: the in-graph (TensorFlow + tensorflow-text) twin of `tokenization.BertTokenizer`.
+
+It takes raw `tf.string` text and gives the same ids and the same character offsets as the Python
+`BertTokenizer`, inside `tf.function`, `tf.data` and SavedModels. Model code never imports this module.
+
+tensorflow-text's own `BertTokenizer(lower_case=True)` is not used for normalization: its lower-casing
+is ICU NFKC case folding, which differs from the original's `str.lower()` + NFD + drop-Mn on about a
+third of mixed-script lines (full-width punctuation becomes ASCII, ...), and its cleaning misses the
+original's rules for U+0000, U+FFFD, Zs and U+2028/9. Instead every character is normalized through a
+table computed once from Python's own `unicodedata` with the very predicates of `tokenization.py`:
+
+    code point -> its normalized text, with spaces around punctuation and CJK ideographs,
+                  "" for removed characters, " " for whitespace
+
+(only the ~15k code points that change are stored; CJK ideographs not in the table are spaced by a
+range test). A character-by-character normalization equals the word-by-word one of the original
+except for context: a capital sigma that ends a word lowers to "ς", which is computed in-graph with
+Python's own cased / case-ignorable classes (also tabulated). Words are then split on spaces, and
+`tensorflow_text.FastWordpieceTokenizer` (greedy longest-match-first, like the original) gives the
+pieces; words longer than 200 characters become `[UNK]`.
+
+Offsets are exact by construction: each normalized byte knows which original character produced it
+(cumulative sum of the per-character normalized lengths), so token byte offsets in the normalized text
+map back to character (code point) offsets in the original string.
+
+Residual differences from the Python tokenizer (none occur in ordinary text):
+    * Canonical reordering of combining marks across two characters (NFD of a whole word vs. of each
+      character) can only matter for spacing marks with a nonzero combining class (Mc, e.g. some
+      musical symbols); the Python path uses the whole-word NFD.
+    * Invalid UTF-8 bytes decode to U+FFFD (removed); the Python API takes `str` only.
+    * `split_special_tokens=False` is not supported in-graph ("[CLS]" in text is always plain text).
+"""
+
+import functools
+import unicodedata
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_impl.tokenizers import bert_tokenizer as tokenization
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+
+_MISSING = "\x00"  # Lookup default: a piece no character maps to (U+0000 maps to "").
+_CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, "\u03c2"
+_IGNORABLE, _CASED = 1, 2  # Classes of the final-sigma rule; 0 is any other character.
+
+
+def _piece(char, do_lower_case):
+    """What the original makes of one character: "" if removed, " " if whitespace, else its normalized
+    text with every punctuation character (and a CJK ideograph itself) set apart by spaces."""
+    if tokenization._is_removed(char):
+        return ""
+    if tokenization._is_separator(char):
+        return " "
+    norm = tokenization.normalize_word(char, do_lower_case)
+    inner = "".join(
+        " " if c.isspace() else (f" {c} " if tokenization._is_punctuation(c) else c) for c in norm
+    )
+    return f" {inner} " if tokenization._is_chinese_char(ord(char)) else inner
+
+
+def _sigma_class(char):
+    """Python's own Final_Sigma classes of `char`, read off `str.lower()`: case-ignorable, or cased."""
+    if (char + "\u03a3").lower()[-1] == _FINAL_SIGMA:
+        return _CASED  # Cased and not case-ignorable.
+    if ("A" + char + "\u03a3").lower()[-1] == _FINAL_SIGMA:
+        return _IGNORABLE
+    return 0
+
+
+@functools.lru_cache(maxsize=2)
+def character_tables(do_lower_case):
+    """(keys, values, sigma_classes): code points whose piece differs from the character itself (CJK:
+    from the character between spaces), their pieces, and a dense uint8 table of final-sigma classes.
+
+    Computed once per process from Python's `unicodedata` (about a second)."""
+    keys, values = [], []
+    classes = np.zeros(0x110000, dtype=np.uint8)
+    for cp in range(0x110000):
+        char = chr(cp)
+        if unicodedata.category(char) in ("Cn", "Cs", "Co"):
+            continue  # Unassigned, surrogate, private use: kept as they are (spaced when CJK).
+        piece = _piece(char, do_lower_case)
+        default = f" {char} " if tokenization._is_chinese_char(cp) else char
+        if piece != default:
+            keys.append(cp)
+            values.append(piece)
+        if do_lower_case:
+            classes[cp] = _IGNORABLE if tokenization._is_removed(char) else _sigma_class(char)
+    return np.array(keys, dtype=np.int32), np.array(values, dtype=object), classes
+
+
+class TFBertTokenizer(tf.Module):
+    """In-graph BERT tokenizer and packer: same ids and offsets as `BertTokenizer`, on `tf.string`.
+
+    Works eagerly, in `tf.function`, in `tf.data.Dataset.map` and in a SavedModel (it is a
+    `tf.Module`; its lookup tables are tracked resources), under any Keras backend.
+
+    Args:
+        vocab_file: Path of a vocab.txt, or a `BertTokenizer` whose vocabulary and casing to use.
+        do_lower_case: Whether to lower-case and strip accents; ignored when `vocab_file` is a
+            `BertTokenizer`.
+        name: Module name.
+
+    Examples:
+
+    >>> tokenizer = TFBertTokenizer("vocab.txt")  # doctest: +SKIP
+    >>> ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(["Héllo world!"]))  # doctest: +SKIP
+    >>> batch = tokenizer(tf.constant(["a text"]), tf.constant(["its pair"]), max_length=16)  # doctest: +SKIP
+    """
+
+    def __init__(self, vocab_file, do_lower_case=True, name=None):
+        super().__init__(name=name)
+        python = vocab_file if isinstance(vocab_file, BertTokenizer) else BertTokenizer(vocab_file, do_lower_case)
+        tokens = python._id_to_token
+        if len(set(tokens)) != len(tokens):
+            raise ValueError(
+                f"Vocabulary file {python.vocab_file!r} has duplicated tokens; the in-graph tokenizer needs "
+                "each token once."
+            )
+        self.vocab_file = python.vocab_file
+        self.do_lower_case = python.do_lower_case
+        self.vocab_size = python.vocab_size
+        self.cls_token_id = python.cls_token_id
+        self.sep_token_id = python.sep_token_id
+        self.pad_token_id = python.pad_token_id
+        self.unk_token_id = python.unk_token_id
+        keys, values, classes = character_tables(self.do_lower_case)
+        self._char_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.constant([v.encode("utf-8") for v in values])),
+            default_value=_MISSING,
+        )
+        self._sigma_classes = tf.constant(classes) if self.do_lower_case else None
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=tokens,
+            suffix_indicator="##",
+            # Words longer than 200 characters are handled here; 200 characters are at most 800 bytes.
+            max_bytes_per_word=4 * tokenization.MAX_INPUT_CHARS_PER_WORD + 4,
+            token_out_type=tf.int64,
+            unknown_token="[UNK]",
+            no_pretokenization=True,
+            support_detokenization=False,
+        )
+
+    # --- Tokenization ---------------------------------------------------------------------------------
+
+    def _final_sigmas(self, cps, row_splits):
+        """Boolean per character (flat): a capital sigma that ends a word, by Python's rule: preceded by
+        a cased character and not followed by one, case-ignorable (and removed) characters skipped."""
+        n = tf.size(cps, out_type=tf.int64)
+        cls = tf.cast(tf.gather(self._sigma_classes, cps), tf.int32)
+        cls_padded = tf.concat([cls, [0]], axis=0)  # Index n: "no character".
+        non_ign = tf.not_equal(cls, _IGNORABLE)
+        positions = tf.concat([[-1], tf.where(non_ign)[:, 0], [n]], axis=0)
+        before = tf.cumsum(tf.cast(non_ign, tf.int64), exclusive=True)
+        prev_idx = tf.gather(positions, before)
+        next_idx = tf.gather(positions, before + tf.cast(non_ign, tf.int64) + 1)
+        rows = tf.RaggedTensor.from_row_splits(cps, row_splits, validate=False).value_rowids()
+        row_start, row_end = tf.gather(row_splits, rows), tf.gather(row_splits, rows + 1)
+        prev_cased = (prev_idx >= row_start) & tf.equal(tf.gather(cls_padded, tf.where(prev_idx < 0, n, prev_idx)), _CASED)
+        next_cased = (next_idx < row_end) & tf.equal(tf.gather(cls_padded, next_idx), _CASED)
+        return tf.equal(cps, _CAPITAL_SIGMA) & prev_cased & ~next_cased
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, texts):
+        """Tokenizes a batch of texts.
+
+        Args:
+            texts: A 1-D `tf.string` tensor (or list of str) of UTF-8 texts.
+
+        Returns:
+            `(ids, starts, ends)`: int32 `RaggedTensor`s `[batch, (tokens)]`; `starts`/`ends` are
+            character (code point) offsets into each original text.
+        """
+        texts = tf.convert_to_tensor(texts, dtype=tf.string)
+        cps_rt = tf.strings.unicode_decode(texts, "UTF-8", errors="replace")
+        row_splits = cps_rt.row_splits
+        cps = cps_rt.flat_values
+
+        # Per character: its normalized piece.
+        chars = tf.strings.unicode_encode(tf.expand_dims(cps, 1), "UTF-8")
+        looked_up = self._char_table.lookup(cps)
+        is_cjk = tf.zeros_like(cps, dtype=tf.bool)
+        for lo, hi in tokenization.CJK_RANGES:
+            is_cjk |= (cps >= lo) & (cps <= hi)
+        default = tf.where(is_cjk, tf.strings.join([" ", chars, " "]), chars)
+        pieces = tf.where(tf.equal(looked_up, _MISSING), default, looked_up)
+        if self.do_lower_case:
+            pieces = tf.where(self._final_sigmas(cps, row_splits), _FINAL_SIGMA, pieces)
+        piece_ends = tf.cumsum(tf.cast(tf.strings.length(pieces), tf.int64))  # In the flat byte stream.
+        normalized = tf.strings.reduce_join(tf.RaggedTensor.from_row_splits(pieces, row_splits, validate=False), axis=1)
+
+        # Words, then WordPiece.
+        words, word_starts, _ = tf_text.regex_split_with_offsets(normalized, " ", "")
+        flat_words = words.flat_values
+        wp_ids, wp_starts, wp_ends = self._wordpiece.tokenize_with_offsets(flat_words)
+        pieces_per_word = wp_ids.row_lengths()
+        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > tokenization.MAX_INPUT_CHARS_PER_WORD
+        long_rep = tf.repeat(too_long, pieces_per_word)
+        keep = ~long_rep | tf.equal(tf.ragged.range(pieces_per_word).flat_values, 0)
+        word_bytes = tf.repeat(tf.cast(tf.strings.length(flat_words), tf.int64), pieces_per_word)
+        ids = tf.boolean_mask(tf.where(long_rep, tf.cast(self.unk_token_id, tf.int64), wp_ids.flat_values), keep)
+        starts = tf.boolean_mask(tf.where(long_rep, tf.zeros_like(word_bytes), wp_starts.flat_values), keep)
+        ends = tf.boolean_mask(tf.where(long_rep, word_bytes, wp_ends.flat_values), keep)
+        pieces_per_word = tf.where(too_long, tf.ones_like(pieces_per_word), pieces_per_word)
+
+        # Byte offsets in the flat normalized stream -> character offsets in each original text.
+        tokens_per_row = tf.reduce_sum(tf.RaggedTensor.from_row_splits(pieces_per_word, words.row_splits, validate=False), axis=1)
+        token_rows = tf.repeat(tf.range(tf.size(tokens_per_row, out_type=tf.int64)), tokens_per_row)
+        row_bytes = tf.cast(tf.strings.length(normalized), tf.int64)
+        row_byte_base = tf.cumsum(row_bytes, exclusive=True)
+        base = tf.gather(row_byte_base, token_rows) + tf.repeat(word_starts.flat_values, pieces_per_word)
+        char_row_base = tf.gather(row_splits, token_rows)
+
+        def char_at(byte):
+            return tf.searchsorted(piece_ends, byte, side="right", out_type=tf.int64) - char_row_base
+
+        char_starts = char_at(base + starts)
+        char_ends = char_at(base + ends - 1) + 1
+
+        def to_ragged(values):
+            return tf.RaggedTensor.from_row_lengths(tf.cast(values, tf.int32), tokens_per_row, validate=False)
+
+        return to_ragged(ids), to_ragged(char_starts), to_ragged(char_ends)
+
+    def tokenize(self, texts):
+        """Token ids of a batch of texts: an int32 `RaggedTensor` `[batch, (tokens)]`."""
+        return self.tokenize_with_offsets(texts)[0]
+
+    # --- Packing --------------------------------------------------------------------------------------
+
+    @tf.autograph.experimental.do_not_convert
+    def __call__(self, texts, pair_texts=None, max_length=128, padding="longest", return_offsets=False):
+        """Tokenizes, truncates and packs like `BertTokenizer.__call__` (truncation always on).
+
+        Args:
+            texts: `tf.string` tensor of rank 0 (one text) or 1 (a batch), or `[batch, 1]`.
+            pair_texts: Optional second segments, same shape as `texts`.
+            max_length: Length of the packed sequence, special tokens included.
+            padding: `"longest"` or `"max_length"`.
+            return_offsets: Also return `offsets` `[batch, seq, 2]`.
+
+        Returns:
+            A dict of int32 tensors `token_ids`, `segment_ids`, `padding_mask` `[batch, seq]` (no batch
+            dimension for a rank-0 input) and optionally `offsets`.
+        """
+        if padding not in ("longest", "max_length"):
+            raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}.")
+        minimum = 3 if pair_texts is None else 4
+        if max_length < minimum:
+            raise ValueError(f"max_length must be at least {minimum}, got {max_length}.")
+        texts, scalar = _as_batch(texts, "texts")
+        segments = [self.tokenize_with_offsets(texts)]
+        if pair_texts is not None:
+            segments.append(self.tokenize_with_offsets(_as_batch(pair_texts, "pair_texts")[0]))
+        out = pack(
+            segments, max_length, padding, self.cls_token_id, self.sep_token_id, self.pad_token_id, return_offsets
+        )
+        if scalar:
+            out = {k: v[0] for k, v in out.items()}
+        return out
+
+
+def _as_batch(texts, name):
+    texts = tf.convert_to_tensor(texts)
+    if texts.dtype != tf.string:
+        raise TypeError(f"{name} must be a tf.string tensor, got dtype {texts.dtype.name}.")
+    rank = texts.shape.rank
+    if rank == 0:
+        return tf.expand_dims(texts, 0), True
+    if rank == 2 and texts.shape[-1] == 1:
+        return tf.squeeze(texts, -1), False
+    if rank != 1:
+        raise ValueError(f"{name} must have rank 0, 1 or shape [batch, 1], got shape {texts.shape}.")
+    return texts, False
+
+
+def truncated_pair_lengths(len_a, len_b, budget):
+    """In-graph `tokenization.truncated_pair_lengths` (the original `_truncate_seq_pair`)."""
+    short = tf.minimum(len_a, len_b)
+    fits = len_a + len_b <= budget
+    only_longer = 2 * short <= budget
+    a_longer = len_a > len_b
+    keep_a = tf.where(fits, len_a, tf.where(only_longer, tf.where(a_longer, budget - short, short), (budget + 1) // 2))
+    keep_b = tf.where(fits, len_b, tf.where(only_longer, tf.where(a_longer, short, budget - short), budget // 2))
+    return keep_a, keep_b
+
+
+@tf.autograph.experimental.do_not_convert
+def pack(segments, max_length, padding, cls_id, sep_id, pad_id, return_offsets=False):
+    """Truncates and packs one or two tokenized segments as `[CLS] A [SEP] (B [SEP])`.
+
+    Args:
+        segments: One or two `(ids, starts, ends)` tuples of int32 `RaggedTensor`s `[batch, (tokens)]`.
+        max_length: Packed length, special tokens included.
+        padding: `"longest"` or `"max_length"`.
+        cls_id, sep_id, pad_id: Special token ids.
+        return_offsets: Also return `offsets`.
+
+    Returns:
+        The dict of dense int32 tensors of `TFBertTokenizer.__call__`.
+    """
+    lengths = [seg[0].row_lengths() for seg in segments]
+    if len(segments) == 1:
+        keeps = [tf.minimum(lengths[0], max_length - 2)]
+    else:
+        keeps = list(truncated_pair_lengths(lengths[0], lengths[1], tf.constant(max_length - 3, tf.int64)))
+    batch = tf.shape(lengths[0], out_type=tf.int64)[0]
+
+    def column(value):
+        return tf.RaggedTensor.from_row_lengths(
+            tf.fill([batch], tf.constant(value, tf.int32)), tf.ones([batch], tf.int64), validate=False
+        )
+
+    ids, seg_ids, starts, ends = [column(cls_id)], [column(0)], [column(0)], [column(0)]
+    for index, ((seg_token_ids, seg_starts, seg_ends), length, keep) in enumerate(zip(segments, lengths, keeps)):
+        mask = tf.ragged.range(length) < tf.expand_dims(keep, 1)
+        seg_token_ids = tf.ragged.boolean_mask(seg_token_ids, mask)
+        ids += [seg_token_ids, column(sep_id)]
+        seg_ids += [tf.ones_like(seg_token_ids) * index, column(index)]
+        starts += [tf.ragged.boolean_mask(seg_starts, mask), column(0)]
+        ends += [tf.ragged.boolean_mask(seg_ends, mask), column(0)]
+    shape = [None, max_length] if padding == "max_length" else None
+
+    def dense(parts, default=0):
+        return tf.concat(parts, axis=1).to_tensor(default_value=default, shape=shape)
+
+    token_ids = dense(ids, pad_id)
+    out = {
+        "token_ids": token_ids,
+        "segment_ids": dense(seg_ids),
+        "padding_mask": dense([tf.ones_like(x) for x in ids]),
+    }
+    if return_offsets:
+        out["offsets"] = tf.stack([dense(starts), dense(ends)], axis=-1)
+    return out

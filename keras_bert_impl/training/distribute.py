@@ -1,0 +1,165 @@
+"""Distribution: tf.distribute strategies by name (TPU, Mirrored, MultiWorker) on the TensorFlow backend,
+keras.distribution.DataParallel on JAX, and mixed precision. TensorFlow and JAX by nature; the models never
+import this module (the sums over replicas that losses need are in `backends/tf_replicas.py`).
+
+A recipe does:
+
+    distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
+    with distribution.scope():
+        model = ...
+        model.compile(optimizer=..., steps_per_execution=args.steps_per_execution)
+    per_replica_batch = distribution.per_replica_batch_size(args.train_batch_size)
+
+`--train_batch_size` keeps the original's meaning: the GLOBAL batch (TPUEstimator's train_batch_size),
+split evenly over the replicas: global batch = per-replica batch x replicas.
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+
+import keras
+
+STRATEGY_NAMES = ("auto", "tpu", "mirrored", "multiworker", "gpu", "cpu", "data_parallel")
+MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+@dataclasses.dataclass
+class Distribution:
+    """What a recipe needs from a strategy: a scope, the replica count, and the backend object.
+
+    Attributes:
+        name: the resolved strategy name ("tpu", "mirrored", "multiworker", "gpu", "cpu",
+            "data_parallel" or "default").
+        num_replicas: number of model replicas a global batch is split over.
+        tf_strategy: the `tf.distribute.Strategy` on the TensorFlow backend, else None.
+        keras_distribution: the `keras.distribution.Distribution` set globally on JAX, else None.
+    """
+
+    name: str
+    num_replicas: int = 1
+    tf_strategy: object = None
+    keras_distribution: object = None
+
+    def scope(self):
+        """Context to build the model and optimizer in (`strategy.scope()` on TensorFlow)."""
+        if self.tf_strategy is not None:
+            return self.tf_strategy.scope()
+        return contextlib.nullcontext()
+
+    @property
+    def is_tpu(self):
+        return self.name == "tpu"
+
+    def per_replica_batch_size(self, global_batch_size):
+        if global_batch_size % self.num_replicas:
+            raise ValueError(
+                f"The global batch size {global_batch_size} must be a multiple of the {self.num_replicas} "
+                f"replicas of the {self.name!r} strategy."
+            )
+        return global_batch_size // self.num_replicas
+
+
+def get_distribution(name="auto", tpu=None):
+    """Resolves a strategy name for the current Keras backend.
+
+    Args:
+        name: one of `STRATEGY_NAMES`. "auto" picks a TPU when one is reachable, else all local GPUs
+            (Mirrored on TensorFlow, DataParallel on JAX), else the default single-device strategy.
+        tpu: TPU address for "tpu" ("" or None = the Colab / local TPU).
+
+    Returns:
+        A `Distribution`.
+    """
+    if name not in STRATEGY_NAMES:
+        raise ValueError(f"Unknown --strategy {name!r}; allowed: {', '.join(STRATEGY_NAMES)}.")
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return _tf_distribution(name, tpu)
+    if backend == "jax":
+        return _jax_distribution(name)
+    if name in ("auto", "cpu", "gpu"):
+        return Distribution(name="default")
+    raise ValueError(
+        f"--strategy {name!r} needs the TensorFlow or JAX backend; the {backend} backend trains on one device here."
+    )
+
+
+def _tf_distribution(name, tpu):
+    import tensorflow as tf
+
+    if name == "tpu" or (name == "auto" and _tpu_reachable(tpu)):
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        strategy = tf.distribute.TPUStrategy(resolver)
+        return Distribution("tpu", strategy.num_replicas_in_sync, tf_strategy=strategy)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "mirrored" or (name == "auto" and len(gpus) > 1):
+        strategy = tf.distribute.MirroredStrategy()
+        return Distribution("mirrored", strategy.num_replicas_in_sync, tf_strategy=strategy)
+    if name == "multiworker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError("--strategy multiworker needs the TF_CONFIG environment variable (cluster and task).")
+        try:
+            json.loads(os.environ["TF_CONFIG"])
+        except json.JSONDecodeError as e:
+            raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        return Distribution("multiworker", strategy.num_replicas_in_sync, tf_strategy=strategy)
+    if name == "gpu":
+        if not gpus:
+            raise ValueError("--strategy gpu: TensorFlow sees no GPU on this machine.")
+        return Distribution("gpu", 1, tf_strategy=tf.distribute.OneDeviceStrategy("/gpu:0"))
+    if name == "cpu":
+        return Distribution("cpu", 1, tf_strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
+    if name == "data_parallel":
+        raise ValueError("--strategy data_parallel is for the JAX backend; use mirrored on TensorFlow.")
+    return Distribution("default", 1, tf_strategy=tf.distribute.get_strategy())
+
+
+def _tpu_reachable(tpu):
+    """True when a TPU can be resolved (Colab sets COLAB_TPU_ADDR / TPU_NAME; Cloud TPU VMs have a local one)."""
+    import tensorflow as tf
+
+    if not (tpu or os.environ.get("COLAB_TPU_ADDR") or os.environ.get("TPU_NAME")):
+        return False
+    try:
+        tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        return True
+    except (ValueError, RuntimeError):
+        return False
+
+
+def _jax_distribution(name):
+    if name in ("multiworker",):
+        raise ValueError("--strategy multiworker is TensorFlow's; on JAX use data_parallel with jax.distributed.")
+    devices = keras.distribution.list_devices()
+    if name in ("cpu", "gpu") or (name == "auto" and len(devices) == 1):
+        return Distribution("default")
+    distribution = keras.distribution.DataParallel(devices=devices)
+    keras.distribution.set_distribution(distribution)
+    return Distribution("data_parallel", len(devices), keras_distribution=distribution)
+
+
+def set_mixed_precision(name):
+    """Sets Keras' global dtype policy from `--mixed_precision {float32,bfloat16,float16}`.
+
+    bfloat16 (TPU, CPUs with AVX-512 BF16, Ampere+ GPUs) needs no loss scaling; float16 (older GPUs) gets
+    a `keras.optimizers.LossScaleOptimizer` from `model.compile` automatically. Variables stay float32;
+    LayerNorm, softmax and the losses compute in float32.
+    """
+    if name not in MIXED_PRECISION:
+        raise ValueError(f"Unknown --mixed_precision {name!r}; allowed: {', '.join(MIXED_PRECISION)}.")
+    keras.config.set_dtype_policy(MIXED_PRECISION[name])
+    return MIXED_PRECISION[name]
+
+
+def add_distribution_flags(parser):
+    """Adds --strategy, --tpu and --mixed_precision to a recipe's `FlagParser`."""
+    parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="Distribution strategy.")
+    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (Colab: leave empty).")
+    parser.add_argument(
+        "--mixed_precision", default="float32", choices=tuple(MIXED_PRECISION), help="Compute dtype policy."
+    )

@@ -1,0 +1,441 @@
+"""Resumable pretraining under `model.fit`: periodic atomic checkpoints, automatic resume, logs.
+
+The TF1 Estimator of google-research/bert's `run_pretraining.py` saved a checkpoint every
+`save_checkpoints_steps` steps into `output_dir`, kept the last 5, and, when the same command ran again
+after an interruption, restored the latest one and trained on to the same `num_train_steps`. This
+module does the same on every Keras backend:
+
+* `CheckpointCallback` writes `ckpt-<step>.weights.h5` (model weights + optimizer state, including
+  `optimizer.iterations`, which is the step) every `save_every_steps` optimizer steps. The file is
+  written under a temporary name and renamed with `os.replace`, so a process killed mid-write (even
+  with SIGKILL) leaves at most a `.tmp-*` file that is never taken for a checkpoint.
+* `restore_latest_checkpoint` loads the newest complete checkpoint (falling back to older ones if
+  it cannot be read) and returns its step.
+* `run_training` ties these to `model.fit`: it restores, then fits the remaining steps, so the
+  total number of optimizer steps equals `num_train_steps` however often the run was interrupted.
+  As in the Estimator, the input pipeline is NOT fast-forwarded on resume: it is simply rebuilt
+  (pass a `dataset_fn(initial_step)` to vary its shuffle seed with the step, as `recipes/pretrain.py`
+  does, so a resumed run does not replay the same batch order).
+* `MetricsLogger` appends each loop's averaged metrics with the global step to a JSON-lines file and
+  to TensorBoard scalars (tf.summary, readable by `tensorboard --logdir output_dir/logs`).
+
+Why not `keras.callbacks.BackupAndRestore(save_freq=N)`: it was evaluated on the TensorFlow, JAX and
+PyTorch backends (Keras 3.15) and restores model and optimizer state correctly, but (1) it restores
+only the epoch number, not the step inside the epoch: training interrupted at step 7 of a 10-step
+epoch with `save_freq=3` resumed at step 6 and then ran the whole epoch again, ending at 16 optimizer
+steps instead of 10; (2) it writes `latest.weights.h5` in place and its metadata JSON afterwards, so a
+kill during or between the two writes leaves a truncated file or weights that disagree with the
+recorded epoch; (3) it keeps one (or two) backups and deletes them when `fit` ends. Hence this small
+callback.
+
+Why not `keras.callbacks.TensorBoard` for the curves: it needs the `tensorboard` package (not a
+dependency, and not installed with TensorFlow 2.21: `tf.summary.scalar` raises TBNotInstalledError
+without it), and its batch-level step counter restarts from 0 at every `fit` call, so the curves of a
+resumed run would overwrite the first run's. The scalars here are written with the low-level
+`tf.summary.write` (plus the scalar plugin's metadata) at the global optimizer step; `tensorboard
+--logdir output_dir/logs` shows them as usual.
+"""
+
+import json
+import math
+import os
+import re
+import time
+import warnings
+
+import keras
+
+from keras_bert_impl.utils import file_io
+
+CHECKPOINT_SUBDIR = "checkpoints"
+_CHECKPOINT_RE = re.compile(r"^ckpt-(\d+)\.weights\.h5$")
+_TEMP_PREFIX = ".tmp-"
+
+
+def checkpoint_path(directory, step):
+    """The file name of the checkpoint of optimizer step `step` in `directory`.
+
+    Args:
+        directory: Checkpoint directory.
+        step: Optimizer step (`optimizer.iterations`) the checkpoint holds.
+
+    Examples:
+
+    >>> checkpoint_path("out/checkpoints", 1000)
+    'out/checkpoints/ckpt-00001000.weights.h5'
+    """
+    return os.path.join(directory, f"ckpt-{int(step):08d}.weights.h5")
+
+
+def list_checkpoints(directory):
+    """Complete checkpoints in `directory` as `[(step, path), ...]`, oldest first.
+
+    Only final names (`ckpt-<step>.weights.h5`) count; temporary files of an interrupted write are ignored.
+
+    Args:
+        directory: Checkpoint directory (may not exist).
+
+    Returns:
+        A list of `(step, path)` sorted by step.
+
+    Examples:
+
+    >>> list_checkpoints("/nonexistent")
+    []
+    """
+    if not os.path.isdir(directory):
+        return []
+    found = []
+    for name in os.listdir(directory):
+        match = _CHECKPOINT_RE.match(name)
+        if match and os.path.isfile(os.path.join(directory, name)):
+            found.append((int(match.group(1)), os.path.join(directory, name)))
+    return sorted(found)
+
+
+def save_checkpoint(model, directory, keep_checkpoint_max=5):
+    """Atomically writes the model's weights and optimizer state; returns `(step, path)`.
+
+    The step is `model.optimizer.iterations`. The file is written as `.tmp-ckpt-*.weights.h5`, flushed
+    to disk, then renamed to `ckpt-<step>.weights.h5`; older checkpoints beyond `keep_checkpoint_max`
+    are deleted afterwards.
+
+    Args:
+        model: A compiled Keras model whose optimizer is built.
+        directory: Checkpoint directory (created if needed).
+        keep_checkpoint_max: Number of newest checkpoints kept; `None` or 0 keeps all.
+
+    Returns:
+        `(step, path)` of the new checkpoint.
+
+    Examples:
+
+    >>> step, path = save_checkpoint(model, "out/checkpoints")  # doctest: +SKIP
+    """
+    os.makedirs(directory, exist_ok=True)
+    step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+    final = checkpoint_path(directory, step)
+    with file_io.atomic_path(final) as tmp:
+        model.save_weights(tmp + ".weights.h5")  # Keras insists on the suffix
+        os.replace(tmp + ".weights.h5", tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+    if keep_checkpoint_max:
+        for _, old in list_checkpoints(directory)[:-keep_checkpoint_max]:
+            os.remove(old)
+    return step, final
+
+
+def restore_latest_checkpoint(model, directory):
+    """Loads the newest readable checkpoint of `directory` into `model` (weights + optimizer state).
+
+    Leftover temporary files of an interrupted write are deleted. If the newest checkpoint cannot be
+    read, older ones are tried (with a warning).
+
+    Args:
+        model: The compiled model the checkpoints were written from (same architecture and optimizer).
+        directory: Checkpoint directory.
+
+    Returns:
+        The restored step (`model.optimizer.iterations`), 0 when there is no checkpoint.
+
+    Examples:
+
+    >>> model.compile(optimizer=create_optimizer(1e-4, 1000, 100))  # doctest: +SKIP
+    >>> restore_latest_checkpoint(model, "out/checkpoints")  # doctest: +SKIP
+    500
+    """
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if name.startswith(_TEMP_PREFIX):
+                os.remove(os.path.join(directory, name))
+    checkpoints = list_checkpoints(directory)
+    if not checkpoints:
+        return 0
+    if not model.optimizer.built:
+        # The optimizer's variables must exist before their saved values can be loaded.
+        model.optimizer.build(model.trainable_variables)
+    errors = []
+    for step, path in reversed(checkpoints):
+        try:
+            model.load_weights(path)
+        except Exception as error:  # a truncated or corrupt file: fall back to the previous one
+            errors.append(f"{path}: {error}")
+            warnings.warn(f"Could not read checkpoint {path} ({error}); trying an older one.", stacklevel=2)
+            continue
+        restored = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+        if restored != step:
+            raise ValueError(f"{path} holds optimizer.iterations={restored}, not the step {step} of its name.")
+        return step
+    raise OSError("No checkpoint could be read:\n" + "\n".join(errors))
+
+
+# -------------------------------------------------------------------------------------- callbacks
+class _StepCounter(keras.callbacks.Callback):
+    """Counts optimizer steps from the batch indices `fit` reports, without touching model state.
+
+    (Reading `self.model` on JAX forces a device-to-model state sync, so it is done only when needed.)
+    """
+
+    def __init__(self, initial_step):
+        super().__init__()
+        self.step = int(initial_step)
+        self._epoch_start_step = self.step
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start_step = self.step
+
+    def on_train_batch_end(self, batch, logs=None):
+        # `batch` is the index of the last step run in this epoch (also with steps_per_execution > 1).
+        self.step = self._epoch_start_step + int(batch) + 1
+
+
+class CheckpointCallback(_StepCounter):
+    """Saves an atomic checkpoint every `save_every_steps` optimizer steps and at the end of training.
+
+    Args:
+        directory: Checkpoint directory.
+        save_every_steps: Optimizer steps between two checkpoints.
+        initial_step: Step the model starts from (the restored step).
+        keep_checkpoint_max: Number of newest checkpoints kept (5, as the Estimator).
+
+    Examples:
+
+    >>> callback = CheckpointCallback("out/checkpoints", save_every_steps=1000, initial_step=0)
+    >>> model.fit(dataset, steps_per_epoch=100, epochs=30, callbacks=[callback])  # doctest: +SKIP
+    """
+
+    def __init__(self, directory, save_every_steps, initial_step=0, keep_checkpoint_max=5):
+        super().__init__(initial_step)
+        if save_every_steps <= 0:
+            raise ValueError(f"save_every_steps must be positive; got {save_every_steps}.")
+        self.directory = directory
+        self.save_every_steps = int(save_every_steps)
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.last_saved_step = int(initial_step)
+        self.saved = []
+
+    def _save(self):
+        step, path = save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
+        self.last_saved_step = step
+        self.saved.append(step)
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        if self.step - self.last_saved_step >= self.save_every_steps:
+            self._save()
+
+    def on_train_end(self, logs=None):
+        if self.step > self.last_saved_step:
+            self._save()
+
+
+class StopAtStep(_StepCounter):
+    """Stops `fit` once the optimizer has made `num_train_steps` steps in total.
+
+    Args:
+        num_train_steps: Total number of optimizer steps.
+        initial_step: Step the model starts from.
+
+    Examples:
+
+    >>> stop = StopAtStep(num_train_steps=1000, initial_step=500)
+    """
+
+    def __init__(self, num_train_steps, initial_step=0):
+        super().__init__(initial_step)
+        self.num_train_steps = int(num_train_steps)
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        if self.step >= self.num_train_steps:
+            self.model.stop_training = True
+
+
+class MetricsLogger(_StepCounter):
+    """Appends each epoch's (training loop's) averaged metrics, with the global step, to a JSON-lines
+    file and writes them as TensorBoard scalars (`tf.summary`) at that step.
+
+    Each line: `{"step": int, "epoch": int, "time": unix seconds, "<metric>": float, ...}`. The file is
+    appended to, so a resumed run continues the same curve.
+
+    Args:
+        path: The JSON-lines file.
+        initial_step: Step the model starts from.
+        tensorboard_dir: Directory for TensorBoard event files; `None` for none.
+
+    Examples:
+
+    >>> logger = MetricsLogger("out/train_log.jsonl", initial_step=0, tensorboard_dir="out/logs/train")
+    """
+
+    def __init__(self, path, initial_step=0, tensorboard_dir=None):
+        super().__init__(initial_step)
+        self.path = path
+        self.tensorboard_dir = tensorboard_dir
+        self._writer = None
+
+    def on_train_begin(self, logs=None):
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        if self.tensorboard_dir:
+            import tensorflow as tf
+
+            self._writer = tf.summary.create_file_writer(self.tensorboard_dir)
+
+    def on_epoch_end(self, epoch, logs=None):
+        record = {"step": self.step, "epoch": int(epoch) + 1, "time": round(time.time(), 3)}
+        record.update({name: float(value) for name, value in (logs or {}).items()})
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        if self._writer is not None:
+            import tensorflow as tf
+
+            with self._writer.as_default():
+                for name, value in record.items():
+                    if name not in ("step", "epoch", "time"):
+                        tf.summary.write(name, tf.constant(value, tf.float32), step=self.step, metadata=_scalar_metadata())
+            self._writer.flush()
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _scalar_metadata():
+    """TensorBoard's scalar-plugin metadata: what `tf.summary.scalar` writes, without needing the
+    `tensorboard` package (which `tf.summary.scalar` imports and TensorFlow does not install)."""
+    from tensorflow.core.framework import summary_pb2
+
+    return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def read_metrics_log(path):
+    """The records of a `MetricsLogger` file (a list of dicts; empty if the file does not exist).
+
+    Args:
+        path: The JSON-lines file.
+
+    Examples:
+
+    >>> read_metrics_log("/nonexistent.jsonl")
+    []
+    """
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+# ------------------------------------------------------------------------------------------ driver
+def run_training(
+    model,
+    dataset,
+    num_train_steps,
+    output_dir,
+    save_checkpoints_steps=1000,
+    iterations_per_loop=None,
+    keep_checkpoint_max=5,
+    steps_per_execution=1,
+    verbose="auto",
+    callbacks=None,
+):
+    """Trains `model` to `num_train_steps` optimizer steps in total, resuming from `output_dir`.
+
+    Restores the latest checkpoint of `output_dir/checkpoints` (if any), then runs `model.fit` for the
+    remaining steps with `steps_per_epoch=iterations_per_loop` (one "epoch" = one loop: the progress
+    bar's unit and the averaging window of the logged metrics), `initial_epoch` set from the restored
+    step, a `CheckpointCallback` every `save_checkpoints_steps` steps, a `StopAtStep` at
+    `num_train_steps`, and a `MetricsLogger` writing `output_dir/train_log.jsonl` and TensorBoard
+    scalars under `output_dir/logs/train`. Running it again after the run finished trains nothing.
+
+    Args:
+        model: A compiled model (`model.compile(optimizer=...)`); its `steps_per_execution` should be
+            `steps_per_execution`.
+        dataset: An endlessly repeating `tf.data.Dataset` (or any `fit` input) of `(x, y)`, or a
+            callable `dataset_fn(initial_step)` returning one, called after the restore.
+        num_train_steps: Total optimizer steps of the run.
+        output_dir: Run directory.
+        save_checkpoints_steps: Optimizer steps between checkpoints.
+        iterations_per_loop: Steps per `fit` epoch; default `min(save_checkpoints_steps, num_train_steps)`.
+        keep_checkpoint_max: Newest checkpoints kept.
+        steps_per_execution: The model's `steps_per_execution`; `num_train_steps`,
+            `save_checkpoints_steps` and `iterations_per_loop` must be multiples of it, so that the
+            run stops and saves at exact steps.
+        verbose: `fit`'s verbosity (1 = progress bar, 2 = one line per loop).
+        callbacks: Extra Keras callbacks.
+
+    Returns:
+        A dict: `initial_step` (restored step), `global_step` (final step), `train_metrics` (the last
+        logged loop's metrics, also from an earlier run if nothing was left to train), `history`
+        (this call's per-loop metrics).
+
+    Examples:
+
+    >>> model.compile(optimizer=create_optimizer(1e-4, 1000, 100))  # doctest: +SKIP
+    >>> result = run_training(model, dataset, 1000, "out", save_checkpoints_steps=200)  # doctest: +SKIP
+    >>> result["global_step"]  # doctest: +SKIP
+    1000
+    """
+    iterations_per_loop = int(iterations_per_loop or min(save_checkpoints_steps, num_train_steps))
+    for name, value in (
+        ("num_train_steps", num_train_steps),
+        ("save_checkpoints_steps", save_checkpoints_steps),
+        ("iterations_per_loop", iterations_per_loop),
+    ):
+        if value <= 0 or value % steps_per_execution:
+            raise ValueError(f"{name}={value} must be a positive multiple of steps_per_execution={steps_per_execution}.")
+
+    checkpoint_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR)
+    log_path = os.path.join(output_dir, "train_log.jsonl")
+    initial_step = restore_latest_checkpoint(model, checkpoint_dir)
+    history = {}
+    if initial_step < num_train_steps:
+        if callable(dataset):
+            dataset = dataset(initial_step)
+        # If initial_step is not a multiple of the loop (e.g. the flags changed), the loops are just
+        # shifted; StopAtStep still ends the run at exactly num_train_steps.
+        initial_epoch = initial_step // iterations_per_loop
+        epochs = math.ceil(num_train_steps / iterations_per_loop)
+        own_callbacks = [
+            StopAtStep(num_train_steps, initial_step),
+            CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),
+            MetricsLogger(log_path, initial_step, os.path.join(output_dir, "logs", "train")),
+        ]
+        fit_history = model.fit(
+            dataset,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=iterations_per_loop,
+            callbacks=own_callbacks + list(callbacks or []),
+            verbose=verbose,
+        )
+        history = fit_history.history
+    global_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if model.optimizer.built else 0
+    records = read_metrics_log(log_path)
+    train_metrics = {}
+    if records:
+        train_metrics = {k: v for k, v in records[-1].items() if k not in ("epoch", "time")}
+    return {"initial_step": initial_step, "global_step": global_step, "train_metrics": train_metrics, "history": history}
+
+
+def evaluate(model, dataset, max_eval_steps=None):
+    """Evaluates `model` on `dataset` (at most `max_eval_steps` batches); returns a dict of floats.
+
+    Args:
+        model: A compiled model.
+        dataset: A finite `tf.data.Dataset` of `(x, y)`.
+        max_eval_steps: Batches to evaluate at most (100 in the original); `None` for all.
+
+    Examples:
+
+    >>> evaluate(model, eval_dataset, max_eval_steps=100)  # doctest: +SKIP
+    {'loss': 2.1, 'masked_lm_accuracy': 0.6, ...}
+    """
+    if max_eval_steps:
+        dataset = dataset.take(max_eval_steps)
+    # The number of batches is passed explicitly: with `steps=None` the TensorFlow backend runs one
+    # extra step on the exhausted iterator, an empty batch that adds a 0 to BertPretrainer's
+    # (unweighted) masked_lm_loss / next_sentence_loss means (Keras 3.15; the "loss" is unaffected).
+    num_batches = sum(1 for _ in dataset)
+    results = model.evaluate(dataset, steps=num_batches, return_dict=True, verbose=0)
+    return {name: float(value) for name, value in results.items()}
