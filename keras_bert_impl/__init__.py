@@ -1,18 +1,37 @@
 """keras_bert_impl: BERT (Devlin et al., 2018) for Keras 3 on the TensorFlow, JAX and PyTorch backends.
 
-The public classes below are backend-neutral (keras and keras.ops only). What is TensorFlow by nature
-(in-graph tokenization, tf.data pipelines, TFRecords, TF1 checkpoints, tf.distribute, SavedModel export)
-lives in the `tf_*` modules, `tf1_checkpoint` and `distribute`, imported on demand.
+The subpackages form tiers; a module imports only from lower tiers (and, within a tier, only from its own
+folder), which `tests/test_architecture.py` checks:
+
+    utils, backends < config, metrics < layers, tokenizers < checkpoints < models, data < training
+    < tasks < export < runners
+
+`backends/` holds the backend-specific fast paths, one module per backend, imported only under that
+backend; everything else is keras and keras.ops only. What is TensorFlow by nature (in-graph tokenization,
+tf.data pipelines, TFRecords, TF1 checkpoints, tf.distribute, SavedModel export) is in the modules named
+`tf_*` and in `export/`, `training/distribute.py` and `checkpoints/tf1_checkpoint.py`, imported on demand.
+The public classes below are backend-neutral.
 """
 
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.layers import (
+    CRF,
+    BertDense,
+    BertEinsumDense,
+    BertEmbeddings,
+    BertEncoderBlock,
+    BertSelfAttention,
+    MaskedLMHead,
+)
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.config import BertConfig
+from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_qa import BertSpanQA
+from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
 
 __version__ = "0.1.0"
 
@@ -21,10 +40,19 @@ __all__ = [
     "BertBackbone",
     "BertClassifier",
     "BertConfig",
+    "BertDense",
+    "BertEinsumDense",
+    "BertEmbeddings",
+    "BertEncoderBlock",
+    "BertFeatureBasedTagger",
     "BertMultipleChoice",
     "BertPretrainer",
+    "BertSelfAttention",
     "BertSpanQA",
+    "BertTokenClassifier",
     "BertTokenizer",
+    "CRF",
+    "MaskedLMHead",
     "Lamb",
     "WarmupLinearDecay",
     "create_optimizer",

@@ -11,8 +11,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 # JAX: one compilation cache for the whole run, shared by the pytest workers and the recipe subprocesses
 # (they inherit the environment), so that a step function compiled again (a resumed or rerun training, the
-# same tiny model in another test) is loaded instead of recompiled. It starts empty on every run. Measured
-# on the 2-core CPU: the JAX suite 9:19 instead of 9:57 (session 5).
+# same tiny model in another test) is loaded instead of recompiled. It starts empty on every run.
 if os.environ.get("KERAS_BACKEND") == "jax" and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="keras_bert_impl_tests_jax_cache_")
     atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)

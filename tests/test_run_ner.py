@@ -12,6 +12,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data.conll_data import read_conll_file
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(REPO, "data", "ner")
@@ -91,6 +92,10 @@ def test_recipe_variants_train_and_write_their_outputs(variant, tiny_checkpoint,
     rows = _read_predictions(os.path.join(output_dir, "test_predictions.txt"))
     assert len(rows) == sum(len(s.words) for s in read_conll_file(os.path.join(DATA_DIR, "test.txt")))
     model_dir = os.path.join(output_dir, "model")
+    # A complete model directory: the tokenizer (uncased: the checkpoint's default) and max_seq_length.
+    assert BertTokenizer.from_pretrained(model_dir).do_lower_case is True
+    assert json.load(open(os.path.join(model_dir, "config.json"), encoding="utf-8"))["max_seq_length"] == 32
+    assert json.load(open(os.path.join(model_dir, "label_list.json"), encoding="utf-8"))["tagging_scheme"] == "iob1"
     if variant == "feature_based":
         assert os.path.isfile(os.path.join(model_dir, "feature_based_tagger.weights.h5"))
     else:

@@ -110,3 +110,9 @@ def test_recipe_subprocess_writes_every_output_file(minilm_vocab_file, tmp_path)
         stats = json.load(f)
     assert stats["num_examples"] == 8 and stats["num_features"] > 8  # several windows per question
     assert os.path.isfile(output_dir / "model" / "model.safetensors")
+    with open(output_dir / "model" / "tokenizer_config.json") as f:
+        assert json.load(f)["do_lower_case"] is True  # --do_lower_case
+    with open(output_dir / "model" / "config.json") as f:
+        assert json.load(f)["max_seq_length"] == 48
+    with open(output_dir / "model" / "vocab.txt") as f, open(minilm_vocab_file) as reference:
+        assert f.read().splitlines() == reference.read().splitlines()

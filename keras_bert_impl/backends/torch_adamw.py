@@ -5,7 +5,7 @@ PyTorch by nature: `optimization.py` imports this module only when KERAS_BACKEND
 Why: Keras runs a subclass of `keras.optimizers.Optimizer` on torch as a Python loop over the variables,
 each update a dozen separate elementwise ops, i.e. a dozen passes over every parameter (Keras itself swaps
 its own Adam/AdamW for `torch._foreach_*` versions, keras/src/backend/torch/optimizers, but a subclass does
-not get them). On a 2-core CPU that was 0.43 s of a 1.37 s bert_small fine-tuning step.
+not get them). On a 2-core CPU that is 0.43 s of a 1.37 s bert_small fine-tuning step (docs/performance.md).
 `torch._fused_adamw_` does the whole update in one pass over the memory (14 ms for bert_small), and
 `torch._foreach_norm` computes the global norm in one pass.
 

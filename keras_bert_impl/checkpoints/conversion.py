@@ -11,7 +11,8 @@ names without the `bert.` prefix, in Hugging Face's layouts (a Linear weight is 
 
 Google's TF1 names are translated to this form by `keras_bert_impl.checkpoints.tf1_checkpoint`. One table,
 `backbone_weight_table`, then ties each canonical name to a Keras variable, with the layout change in both
-directions, so loading and saving cannot drift apart.
+directions, so loading and saving cannot drift apart; `keras_bert_impl.checkpoints.head_weights` builds the
+same tables for the task and pretraining heads.
 """
 
 import json
@@ -58,20 +59,36 @@ def _reshaped(keras_shape):
 _IDENTITY = (np.asarray, np.asarray)
 
 
+def table_entry(name, variable, layout=_IDENTITY):
+    """One row of a weight table: (hf_name, keras_variable, to_keras, from_keras)."""
+    return (name, variable, layout[0], layout[1])
+
+
+def dense_entries(prefix, dense):
+    """The rows of a Dense layer stored as a Hugging Face Linear `{prefix}.weight` [out, in], `{prefix}.bias`."""
+    return [
+        table_entry(prefix + ".weight", dense.kernel, _linear(tuple(dense.kernel.shape))),
+        table_entry(prefix + ".bias", dense.bias, _reshaped(tuple(dense.bias.shape))),
+    ]
+
+
+def layer_norm_entries(prefix, layer_norm):
+    """The rows of a LayerNormalization stored as `{prefix}.weight` (gamma) and `{prefix}.bias` (beta)."""
+    return [table_entry(prefix + ".weight", layer_norm.gamma), table_entry(prefix + ".bias", layer_norm.beta)]
+
+
 def backbone_weight_table(backbone):
     """[(hf_name, keras_variable, to_keras, from_keras)] for every weight of a `BertBackbone`."""
     table = []
 
     def add(name, variable, layout=_IDENTITY):
-        table.append((name, variable, layout[0], layout[1]))
+        table.append(table_entry(name, variable, layout))
 
     def add_dense(prefix, dense):
-        add(prefix + ".weight", dense.kernel, _linear(tuple(dense.kernel.shape)))
-        add(prefix + ".bias", dense.bias, _reshaped(tuple(dense.bias.shape)))
+        table.extend(dense_entries(prefix, dense))
 
     def add_layer_norm(prefix, layer_norm):
-        add(prefix + ".weight", layer_norm.gamma)
-        add(prefix + ".bias", layer_norm.beta)
+        table.extend(layer_norm_entries(prefix, layer_norm))
 
     emb = backbone.embeddings
     add("embeddings.word_embeddings.weight", emb.word_embeddings.embeddings)
@@ -217,30 +234,50 @@ def assign_backbone_weights(backbone, weights, source="checkpoint", require_pool
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ValueError(f"{source}: missing weights {shown}.")
-    for name, variable, to_keras, from_keras in table:
-        value = weights[name]
-        expected = from_keras(np.zeros(tuple(variable.shape), "float32")).shape
-        if tuple(value.shape) != tuple(expected):
-            raise ValueError(
-                f"{source}: shape mismatch for {name}: the checkpoint has {tuple(value.shape)}, the model "
-                f"built from its config expects {tuple(expected)}. Does the config match the weights?"
-            )
-        variable.assign(to_keras(value).astype("float32"))
+    assign_table(table, weights, source)
     unused = sorted(set(weights) - {name for name, *_ in table})
     if unused:
         warnings.warn(f"{source}: weights not used by the backbone: {', '.join(unused[:10])}", stacklevel=3)
 
 
 
+# The shape-mismatch error of `assign_table`; `kind` is the last part of the name (weight, bias, ...).
+BACKBONE_MISMATCH = (
+    "{source}: shape mismatch for {name}: the checkpoint has {found}, the model built from its config expects "
+    "{expected}. Does the config match the weights?"
+)
+
+
+def assign_table(table, weights, source="checkpoint", mismatch=BACKBONE_MISMATCH):
+    """Assigns `weights[hf_name]` to every variable of `table`, first checking every shape.
+
+    Raises `ValueError` with `mismatch` (a format string over `source`, `name`, `kind`, `found` and
+    `expected`, the shapes in Hugging Face layout) when a shape differs; nothing is assigned then.
+    """
+    for name, variable, _, from_keras in table:
+        found = tuple(np.shape(weights[name]))
+        expected = tuple(from_keras(np.zeros(tuple(variable.shape), "float32")).shape)
+        if found != expected:
+            kind = name.rsplit(".", 1)[-1]
+            raise ValueError(mismatch.format(source=source, name=name, kind=kind, found=found, expected=expected))
+    for name, variable, to_keras, _ in table:
+        variable.assign(to_keras(weights[name]).astype("float32"))
+
+
 # ------------------------------------------------------------------------------------------- saving
-def backbone_weights_dict(backbone):
-    """The canonical (Hugging Face layout) weight dict of a `BertBackbone`."""
+def table_weights_dict(table):
+    """{hf_name: float32 numpy array in Hugging Face layout} of the variables of `table`."""
     import keras
 
     return {
         name: np.ascontiguousarray(from_keras(keras.ops.convert_to_numpy(variable.value)).astype("float32"))
-        for name, variable, _, from_keras in backbone_weight_table(backbone)
+        for name, variable, _, from_keras in table
     }
+
+
+def backbone_weights_dict(backbone):
+    """The canonical (Hugging Face layout) weight dict of a `BertBackbone`."""
+    return table_weights_dict(backbone_weight_table(backbone))
 
 
 def hf_label_config(num_labels, label_names=None):

@@ -246,8 +246,12 @@ class BucketedBatches(keras.utils.PyDataset):
 
     Examples:
 
-    >>> batches = BucketedBatches(features, labels, batch_size=32, seed=0)  # doctest: +SKIP
-    >>> model.fit(batches, epochs=3, shuffle=False)  # doctest: +SKIP
+    >>> features = {"token_ids": [[101, 5, 102], [101, 102], [101, 7, 8, 9, 102]]}
+    >>> batches = BucketedBatches(features, np.array([0, 1, 0]), batch_size=2, seed=0, pad_to_multiple_of=1)
+    >>> sorted(x["token_ids"].shape for x, y in (batches[i] for i in range(len(batches))))
+    [(1, 5), (2, 3)]
+
+    `model.fit(batches, epochs=3, shuffle=False)` trains on it; every epoch gets a new order.
     """
 
     def __init__(self, features, labels, batch_size, seed=0, **options):

@@ -79,8 +79,12 @@ def read_conll_file(path):
 
     Examples:
 
-    >>> sentences = read_conll_file("data/ner/train.txt")  # doctest: +SKIP
-    >>> sentences[0].words[:3], sentences[0].labels[:3]  # doctest: +SKIP
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("-DOCSTART- -X- O O\\n\\nPeter NNP I-NP I-PER\\nBlackburn NNP I-NP I-PER\\nsaid VBD I-VP O\\n")
+    >>> sentences = read_conll_file(path)
+    >>> sentences[0].words[:3], sentences[0].labels[:3]
     (['Peter', 'Blackburn', 'said'], ['I-PER', 'I-PER', 'O'])
     """
     path = os.fspath(path)
@@ -142,14 +146,7 @@ def iob1_to_bio(tags):
     >>> iob1_to_bio(["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-MISC"])
     ['B-PER', 'I-PER', 'O', 'B-LOC', 'B-LOC', 'B-MISC']
     """
-    out = []
-    previous = "O"
-    for tag in tags:
-        if tag.startswith("I-") and (previous == "O" or _type(previous) != _type(tag)):
-            tag = "B-" + tag[2:]
-        out.append(tag)
-        previous = tag
-    return out
+    return _retag(tags, "I-", "B-")
 
 
 def bio_to_iob1(tags):
@@ -162,11 +159,16 @@ def bio_to_iob1(tags):
     >>> bio_to_iob1(["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "B-MISC"])
     ['I-PER', 'I-PER', 'O', 'I-LOC', 'B-LOC', 'I-MISC']
     """
+    return _retag(tags, "B-", "I-")
+
+
+def _retag(tags, prefix, new_prefix):
+    """`tags` with `prefix` replaced by `new_prefix` on each tag whose type differs from the previous tag's."""
     out = []
     previous = "O"
     for tag in tags:
-        if tag.startswith("B-") and _type(previous) != _type(tag):
-            tag = "I-" + tag[2:]
+        if tag.startswith(prefix) and _type(previous) != _type(tag):
+            tag = new_prefix + tag[2:]
         out.append(tag)
         previous = tag
     return out
@@ -175,11 +177,8 @@ def bio_to_iob1(tags):
 def detect_tagging_scheme(sentences):
     """"iob1" when some `I-X` starts an entity (invalid in BIO), else "bio"."""
     for sentence in sentences:
-        previous = "O"
-        for tag in sentence.labels:
-            if tag.startswith("I-") and (previous == "O" or _type(previous) != _type(tag)):
-                return "iob1"
-            previous = tag
+        if iob1_to_bio(sentence.labels) != list(sentence.labels):
+            return "iob1"
     return "bio"
 
 
@@ -298,9 +297,16 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
 
     Examples:
 
-    >>> features = convert_sentences_to_features(sentences, tokenizer, labels, 64)  # doctest: +SKIP
-    >>> features[0].tokens  # doctest: +SKIP
-    ['[CLS]', 'peter', 'blackburn', '[SEP]']
+    >>> import tempfile
+    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "peter", "black", "##burn"]))
+    >>> sentences = [ConllSentence(["Peter", "Blackburn"], ["I-PER", "I-PER"], 0, [1, 2])]
+    >>> labels = build_label_list(sentences)
+    >>> features = convert_sentences_to_features(sentences, BertTokenizer(vocab_file), labels, 64)
+    >>> features[0].tokens
+    ['[CLS]', 'peter', 'black', '##burn', '[SEP]']
     """
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be >= 3 (room for [CLS], a token and [SEP]); got {max_seq_length}.")

@@ -17,11 +17,24 @@
 
 Examples:
 
->>> examples, stats = read_squad_examples("dev-v2.0.json", is_training=False,
-...                                       version_2_with_negative=True)  # doctest: +SKIP
->>> features = convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
-...                                         max_query_length=64, is_training=False)  # doctest: +SKIP
->>> x, _ = features_to_arrays(features)  # doctest: +SKIP
+>>> import tempfile
+>>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+>>> d = tempfile.mkdtemp()
+>>> with open(os.path.join(d, "vocab.txt"), "w") as f:
+...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "who", "sang", "?", "ann", "did", "."]))
+>>> squad = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "Ann sang.",
+...     "qas": [{"id": "q1", "question": "Who sang?", "answers": [], "is_impossible": False}]}]}]}
+>>> with open(os.path.join(d, "dev.json"), "w") as f:
+...     json.dump(squad, f)
+>>> examples, stats = read_squad_examples(os.path.join(d, "dev.json"), is_training=False,
+...                                       version_2_with_negative=True)
+>>> features = convert_examples_to_features(examples, BertTokenizer(os.path.join(d, "vocab.txt")),
+...                                         max_seq_length=16, doc_stride=8, max_query_length=8, is_training=False)
+>>> features[0].tokens
+['[CLS]', 'who', 'sang', '?', '[SEP]', 'ann', 'sang', '.', '[SEP]']
+>>> x, _ = features_to_arrays(features)
+>>> x["token_ids"].shape
+(1, 16)
 """
 
 import dataclasses
@@ -433,13 +446,17 @@ def features_to_arrays(features):
         "segment_ids": np.asarray([f.segment_ids for f in features], "int32"),  # [N, T]
         "padding_mask": np.asarray([f.input_mask for f in features], "int32"),  # [N, T]
     }
-    y = None
-    if features and all(f.start_position is not None for f in features):
-        y = {
-            "start_positions": np.asarray([f.start_position for f in features], "int32"),  # [N]
-            "end_positions": np.asarray([f.end_position for f in features], "int32"),  # [N]
-        }
-    return x, y
+    return x, _span_targets(features)
+
+
+def _span_targets(features):
+    """{"start_positions", "end_positions"} int32 [N], or None when a feature has no target."""
+    if not features or any(f.start_position is None for f in features):
+        return None
+    return {
+        "start_positions": np.asarray([f.start_position for f in features], "int32"),  # [N]
+        "end_positions": np.asarray([f.end_position for f in features], "int32"),  # [N]
+    }
 
 
 def features_to_lists(features):
@@ -455,10 +472,4 @@ def features_to_lists(features):
         "segment_ids": [f.segment_ids[: len(f.tokens)] for f in features],
         "padding_mask": [f.input_mask[: len(f.tokens)] for f in features],
     }
-    y = None
-    if features and all(f.start_position is not None for f in features):
-        y = {
-            "start_positions": np.asarray([f.start_position for f in features], "int32"),  # [N]
-            "end_positions": np.asarray([f.end_position for f in features], "int32"),  # [N]
-        }
-    return x, y
+    return x, _span_targets(features)

@@ -77,9 +77,14 @@ def instance_to_tf_example(
 
     Examples:
 
-    >>> ex = instance_to_tf_example(instance, tokenizer, 128, 20)  # doctest: +SKIP
-    >>> len(ex.features.feature["input_ids"].int64_list.value)  # doctest: +SKIP
-    128
+    >>> import types
+    >>> from keras_bert_impl.data.pretraining_data import TrainingInstance
+    >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4}
+    >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
+    >>> instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
+    >>> ex = instance_to_tf_example(instance, tokenizer, 8, 2)
+    >>> list(ex.features.feature["input_ids"].int64_list.value)
+    [1, 3, 2, 4, 2, 0, 0, 0]
     """
     arrays = pd_lib.instance_to_features(instance, tokenizer, max_seq_length, max_predictions_per_seq, with_masks)
     feature = {}
@@ -121,7 +126,16 @@ def write_instances_to_example_files(
 
     Examples:
 
-    >>> n = write_instances_to_example_files(instances, tokenizer, "a.tfrecord,b.tfrecord", 128, 20)  # doctest: +SKIP
+    >>> import types
+    >>> from keras_bert_impl.data.pretraining_data import TrainingInstance
+    >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4}
+    >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
+    >>> instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> files = [os.path.join(d, "a.tfrecord"), os.path.join(d, "b.tfrecord")]
+    >>> write_instances_to_example_files([instance] * 3, tokenizer, files, 8, 2)
+    3
     """
     if isinstance(output_files, str):
         output_files = [f for f in output_files.split(",") if f]
@@ -228,8 +242,15 @@ def parsed_to_inputs_and_labels(parsed: dict):
 
     Examples:
 
-    >>> spec = original_feature_spec(128, 20)
-    >>> x, y = parsed_to_inputs_and_labels(tf.io.parse_example(serialized, spec))  # doctest: +SKIP
+    >>> import types
+    >>> from keras_bert_impl.data.pretraining_data import TrainingInstance
+    >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4}
+    >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
+    >>> instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
+    >>> serialized = [instance_to_tf_example(instance, tokenizer, 8, 2).SerializeToString()]
+    >>> x, y = parsed_to_inputs_and_labels(tf.io.parse_example(serialized, original_feature_spec(8, 2)))
+    >>> x["masked_lm_positions"].numpy().tolist(), y["masked_lm_ids"].numpy().tolist()
+    ([[1, 0]], [[4, 0]])
     """
     x = {
         "token_ids": tf.cast(parsed["input_ids"], tf.int32),
@@ -327,8 +348,18 @@ def pretraining_dataset(
 
     Examples:
 
-    >>> ds = pretraining_dataset("out/*.tfrecord", 128, 20, batch_size=32)  # doctest: +SKIP
-    >>> model.fit(ds, steps_per_epoch=1000, epochs=3)  # doctest: +SKIP
+    >>> import types
+    >>> from keras_bert_impl.data.pretraining_data import TrainingInstance
+    >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4}
+    >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
+    >>> instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+    >>> write_instances_to_example_files([instance] * 3, tokenizer, path, 8, 2)
+    3
+    >>> ds = pretraining_dataset(path, 8, 2, batch_size=2, is_training=False)
+    >>> [tuple(x["token_ids"].shape) for x, y in ds]  # training mode repeats: model.fit(ds, steps_per_epoch=...)
+    [(2, 8), (1, 8)]
     """
     if drop_remainder is None:
         drop_remainder = is_training
@@ -536,9 +567,20 @@ def apply_dynamic_masking(
 
     Examples:
 
-    >>> ds = unmasked_dataset_from_text(["corpus.txt"], tokenizer, 128).batch(32)  # doctest: +SKIP
-    >>> ds = apply_dynamic_masking(ds, vocab_size=30522, mask_token_id=103,
-    ...                            special_token_ids=[0, 101, 102], seed=1)  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "vocab.txt"), "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "ran"]))
+    >>> with open(os.path.join(d, "corpus.txt"), "w") as f:
+    ...     _ = f.write("the cat sat\\nthe dog ran\\n\\nthe dog sat\\nthe cat ran\\n")
+    >>> tokenizer = BertTokenizer(os.path.join(d, "vocab.txt"))
+    >>> ds = unmasked_dataset_from_text([os.path.join(d, "corpus.txt")], tokenizer, 16).batch(32)
+    >>> ds = apply_dynamic_masking(ds, vocab_size=len(tokenizer.vocab), mask_token_id=4,
+    ...                            special_token_ids=[0, 2, 3], seed=1)
+    >>> x, y = next(iter(ds))
+    >>> sorted(x), sorted(y)
+    (['masked_lm_positions', 'padding_mask', 'segment_ids', 'token_ids'], ['masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels'])
     """
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
     kwargs = dict(
@@ -620,7 +662,17 @@ def unmasked_dataset_from_text(
 
     Examples:
 
-    >>> ds = unmasked_dataset_from_text(["corpus.txt"], tokenizer, 128)  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "vocab.txt"), "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "dog", "sat", "ran"]))
+    >>> with open(os.path.join(d, "corpus.txt"), "w") as f:
+    ...     _ = f.write("the cat sat\\nthe dog ran\\n\\nthe dog sat\\nthe cat ran\\n")
+    >>> tokenizer = BertTokenizer(os.path.join(d, "vocab.txt"))
+    >>> ds = unmasked_dataset_from_text([os.path.join(d, "corpus.txt")], tokenizer, 16)
+    >>> sorted(next(iter(ds)))
+    ['next_sentence_labels', 'padding_mask', 'segment_ids', 'token_ids', 'word_starts']
     """
     input_files = list(input_files)
 
@@ -655,19 +707,13 @@ def unmasked_pretraining_dataset(
     max_seq_length: int,
     batch_size: int,
     *,
-    vocab_size: int,
-    mask_token_id: int,
-    special_token_ids: Sequence[int],
-    masked_lm_prob: float = 0.15,
-    max_predictions_per_seq: int = 20,
-    whole_word_mask: bool = False,
-    random_token_range: Optional[Sequence[int]] = None,
     is_training: bool = True,
     drop_remainder: Optional[bool] = None,
     shuffle_buffer_size: int = 100,
     cycle_length: Optional[int] = None,
     seed: Optional[int] = None,
     repeat: Optional[bool] = None,
+    **masking,
 ) -> tf.data.Dataset:
     """`(x, y)` batches from unmasked TFRecords, masked on the fly (fresh masks every epoch).
 
@@ -679,27 +725,35 @@ def unmasked_pretraining_dataset(
         file_patterns: Glob pattern(s).
         max_seq_length: Sequence length the files were written with.
         batch_size: Examples per batch.
-        vocab_size: Vocabulary size.
-        mask_token_id: Id of "[MASK]".
-        special_token_ids: Ids never masked.
-        masked_lm_prob: Fraction of tokens to predict.
-        max_predictions_per_seq: Upper bound on predictions per sequence.
-        whole_word_mask: Mask whole words (uses the files' `word_starts`).
-        random_token_range: `(low, high)` ids for random replacements.
         is_training: Shuffle and repeat, or read once in order.
         drop_remainder: Drop the last partial batch; default `is_training`.
         shuffle_buffer_size: Record shuffle buffer for training.
         cycle_length: Files read in parallel for training.
         seed: Seed for shuffles and masks; None for nondeterministic.
         repeat: Repeat forever; default `is_training`.
+        **masking: The masking arguments of `apply_dynamic_masking`: `vocab_size`, `mask_token_id`,
+            `special_token_ids` (required; `masking_token_ids(vocab)` gives the last two),
+            `masked_lm_prob`, `max_predictions_per_seq`, `whole_word_mask` (uses the files'
+            `word_starts`), `random_token_range`.
 
     Returns:
         A batched dataset of `(x, y)`.
 
     Examples:
 
-    >>> ids = masking_token_ids(tokenizer.vocab)  # doctest: +SKIP
-    >>> ds = unmasked_pretraining_dataset("out/*.tfrecord", 128, 32, **ids)  # doctest: +SKIP
+    >>> import os, tempfile, types
+    >>> from keras_bert_impl.data.pretraining_data import TrainingInstance
+    >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4, "b": 5}
+    >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
+    >>> instance = TrainingInstance(["[CLS]", "a", "b", "[SEP]", "a", "[SEP]"], [0, 0, 0, 0, 1, 1], False)
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.tfrecord")
+    >>> write_instances_to_example_files([instance] * 2, tokenizer, path, 8, 2, with_masks=False)
+    2
+    >>> ids = masking_token_ids(tokenizer.vocab)
+    >>> ds = unmasked_pretraining_dataset(path, 8, 2, is_training=False, max_predictions_per_seq=2, seed=1, **ids)
+    >>> x, y = next(iter(ds))
+    >>> tuple(x["masked_lm_positions"].shape), tuple(y["masked_lm_weights"].shape)
+    ((2, 2), (2, 2))
     """
     if drop_remainder is None:
         drop_remainder = is_training
@@ -710,15 +764,5 @@ def unmasked_pretraining_dataset(
     d = _records(files, is_training, shuffle_buffer_size, cycle_length, seed, repeat)
     d = d.batch(batch_size, drop_remainder=drop_remainder)
     d = d.map(lambda s: _unmasked_parsed_to_features(tf.io.parse_example(s, spec)), num_parallel_calls=tf.data.AUTOTUNE)
-    d = apply_dynamic_masking(
-        d,
-        vocab_size=vocab_size,
-        mask_token_id=mask_token_id,
-        special_token_ids=special_token_ids,
-        masked_lm_prob=masked_lm_prob,
-        max_predictions_per_seq=max_predictions_per_seq,
-        whole_word_mask=whole_word_mask,
-        random_token_range=random_token_range,
-        seed=seed,
-    )
+    d = apply_dynamic_masking(d, seed=seed, **masking)
     return d.prefetch(tf.data.AUTOTUNE)

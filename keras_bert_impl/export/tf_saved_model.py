@@ -14,7 +14,34 @@ Signatures by task:
 | "classifier" | `text` (+ `text_pair`) | `probabilities` [B, C], `label_id` [B], `label` [B] (names) |
 | "regressor" | `text` (+ `text_pair`) | `score` [B] |
 | "token_classifier" | `text` | per word: `words`, `tags` (names), `word_start`, `word_end` (character offsets into `text`), padded with "" / -1 to [B, W] |
-| "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`; `has_answer` |
+| "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`, `null_score`; `has_answer` |
+
+Token classifier: a word is a token of `text` that is not a `##` continuation; its tag is decided at its
+first token by `models.token_classifier.decode_tags`, the rule of `BertTokenClassifier.decode`: argmax, or
+with a CRF (`model.use_crf`) the Viterbi path over the words' first-token logits.
+
+Span QA (`serve_qa`) applies the rule of `tasks.squad_postprocessing.compute_predictions` (the original
+run_squad.py) to its one window: the candidate spans are the `n_best_size` best start positions x the
+`n_best_size` best end positions (over all real tokens, as the original), inside the context, start <= end,
+at most `max_answer_length` tokens; the answer is the best candidate by start + end logit; with
+`null_score_diff_threshold` (SQuAD v2.0) it is "" when `null_score - score > threshold`, null_score being
+the [CLS] start + end logits. Where the recipe's predictions.json and the SavedModel can still differ, for a
+question and context that fit in one window (the question within run_squad.py's `--max_query_length`, as
+the SavedModel truncates a too long pair by the tokenizer's rule, not the recipe's windows):
+
+* the answer text: the SavedModel returns the context's characters from the first token's start to the
+  last token's end; the recipe maps the tokens back with `get_final_text`, which joins the words by one
+  space (a run of whitespace inside an answer becomes " "), takes the first occurrence of the predicted text
+  among the span's words (e.g. "Apple" rather than "apple" for the second word of "Apple-apple" when
+  lower-casing), and answers the span's whole words when lower-casing / accent stripping changes their
+  length (e.g. decomposed accents, "İ");
+* no valid candidate (every top start / end in the question or crossed): the recipe answers its nonce
+  "empty" (score 0) when score_null <= threshold, the SavedModel answers "" with `has_answer` false;
+* exact ties between logits or span scores may be broken differently (floating-point sums in float32 in
+  the graph, float64 in the recipe).
+
+`export_config.json`, written in the SavedModel directory, records how it was exported (task, labels,
+max_seq_length, do_lower_case, use_crf, the SQuAD rule's settings).
 
 Every export also has `serving_token_ids`, on `token_ids`, `segment_ids`, `padding_mask` [B, T] int32,
 returning the model's raw outputs.
@@ -33,6 +60,10 @@ from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io
 
 TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa")
+# The file, in the SavedModel directory, that records the export's settings.
+EXPORT_CONFIG_NAME = "export_config.json"
+# Defaults of the SQuAD rule, those of recipes/run_squad.py.
+SQUAD_DEFAULTS = {"max_answer_length": 30, "n_best_size": 20, "null_score_diff_threshold": 0.0}
 
 
 def _first_output(outputs, *names):
@@ -51,23 +82,42 @@ def _span_logits(outputs):
     return outputs[0], outputs[1]
 
 
-def best_span(start_logits, end_logits, allowed, max_answer_length):
+def top_positions(logits, real, k):
+    """bool [B, T]: the `k` positions with the largest logits among the `real` ones, ties to the lower index
+    (the original run_squad.py `_get_best_indexes`, a stable sort); all real positions when fewer than k."""
+    seq = tf.shape(logits)[1]
+    masked = tf.where(real, logits, tf.fill(tf.shape(logits), tf.constant(float("-inf"), logits.dtype)))
+    _, index = tf.math.top_k(masked, k=tf.minimum(k, seq), sorted=True)  # [B, min(k, T)]
+    chosen = tf.reduce_any(tf.one_hot(index, seq, on_value=True, off_value=False, dtype=tf.bool), axis=1)
+    return chosen & real
+
+
+def best_span(start_logits, end_logits, allowed, max_answer_length, n_best_size=None, real=None):
     """The best answer span of each row: argmax of start[i] + end[j] over allowed i <= j < i + max length.
 
     Args:
         start_logits, end_logits: float [B, T].
         allowed: bool [B, T], the positions an answer may cover (context tokens).
         max_answer_length: longest answer in tokens.
+        n_best_size: None, or only the n_best_size best starts and the n_best_size best ends among the
+            `real` positions are candidates (the original run_squad.py rule).
+        real: bool [B, T], the real (non-padding) positions; default: all.
 
     Returns:
-        (start [B], end [B], score [B]) with score = start_logits[start] + end_logits[end].
+        (start [B], end [B], score [B]) with score = start_logits[start] + end_logits[end]; score is -1e9
+        when no span is a candidate.
     """
     seq = tf.shape(start_logits)[1]
+    allowed_start = allowed_end = allowed
+    if n_best_size is not None:
+        real = tf.ones_like(allowed) if real is None else real
+        allowed_start = allowed & top_positions(start_logits, real, n_best_size)
+        allowed_end = allowed & top_positions(end_logits, real, n_best_size)
     scores = start_logits[:, :, None] + end_logits[:, None, :]  # [B, T, T]
     i = tf.range(seq)[:, None]
     j = tf.range(seq)[None, :]
     band = (j >= i) & (j < i + max_answer_length)  # [T, T]
-    valid = band[None] & allowed[:, :, None] & allowed[:, None, :]
+    valid = band[None] & allowed_start[:, :, None] & allowed_end[:, None, :]
     scores = tf.where(valid, scores, tf.fill(tf.shape(scores), tf.constant(-1e9, scores.dtype)))
     flat = tf.reshape(scores, [tf.shape(scores)[0], -1])
     best = tf.argmax(flat, axis=-1, output_type=tf.int32)
@@ -75,7 +125,8 @@ def best_span(start_logits, end_logits, allowed, max_answer_length):
 
 
 def _word_groups(token_ids, offsets, padding_mask, segment_ids, is_continuation):
-    """Words of segment A: (first-token index [B, W], word start/end characters [B, W], valid [B, W])."""
+    """Words of segment A: (first-token index, word start and end characters: ragged [B, (W)]; the first
+    tokens as a 0/1 mask [B, T])."""
     is_piece = tf.gather(is_continuation, token_ids)
     special = (offsets[..., 0] == 0) & (offsets[..., 1] == 0)
     real = tf.cast(padding_mask, tf.bool) & ~special & tf.equal(segment_ids, 0)
@@ -87,12 +138,12 @@ def _word_groups(token_ids, offsets, padding_mask, segment_ids, is_continuation)
     next_starts_or_ends = tf.concat([starts_word[:, 1:] | ~real[:, 1:], tf.ones_like(real[:, :1])], axis=1)
     last_of_word = real & next_starts_or_ends
     word_end = tf.ragged.boolean_mask(offsets[..., 1], last_of_word & (word_index >= 0))
-    return first_token, word_start, word_end
+    return first_token, word_start, word_end, tf.cast(starts_word, tf.int32)
 
 
 class _Exporter:
     def __init__(self, model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                 null_score_diff_threshold):
+                 null_score_diff_threshold, n_best_size):
         if task not in TASKS:
             raise ValueError(f"Unknown task {task!r}; allowed: {', '.join(TASKS)}.")
         if keras.backend.backend() != "tensorflow":
@@ -110,6 +161,7 @@ class _Exporter:
         self.text_pair = text_pair
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = null_score_diff_threshold
+        self.n_best_size = n_best_size
         if task == "token_classifier":
             vocab = self.tokenizer_vocabulary()
             self.is_continuation = tf.constant([token.startswith("##") for token in vocab])
@@ -149,11 +201,17 @@ class _Exporter:
         return self.serve_tags(text, packed, outputs)
 
     def serve_tags(self, text, packed, outputs):
+        from keras_bert_impl.models.token_classifier import decode_tags
+
         logits = tf.cast(_first_output(outputs, "logits"), tf.float32)  # [B, T, K]
-        tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # [B, T]
-        first_token, word_start, word_end = _word_groups(
+        first_token, word_start, word_end, word_mask = _word_groups(
             packed["token_ids"], packed["offsets"], packed["padding_mask"], packed["segment_ids"], self.is_continuation
         )
+        crf = self.model.crf if getattr(self.model, "use_crf", False) else None
+        if crf is None:  # argmax at every first token
+            tag_ids = decode_tags(logits, word_mask)  # [B, T]
+        else:  # the Viterbi path over the words, as BertTokenClassifier.decode
+            tag_ids = decode_tags(logits, word_mask, crf.transitions, crf.start_transitions, crf.end_transitions)
         word_tags = tf.gather(tag_ids, first_token, batch_dims=1)
         texts = tf.reshape(text, [-1])
         words = tf.strings.substr(
@@ -174,7 +232,8 @@ class _Exporter:
         start_logits, end_logits = (tf.cast(x, tf.float32) for x in _span_logits(self.run_model(packed)))
         special = (packed["offsets"][..., 0] == 0) & (packed["offsets"][..., 1] == 0)
         allowed = tf.equal(packed["segment_ids"], 1) & tf.cast(packed["padding_mask"], tf.bool) & ~special
-        start, end, score = best_span(start_logits, end_logits, allowed, self.max_answer_length)
+        real = tf.cast(packed["padding_mask"], tf.bool)
+        start, end, score = best_span(start_logits, end_logits, allowed, self.max_answer_length, self.n_best_size, real)
         null_score = start_logits[:, 0] + end_logits[:, 0]
         if self.null_score_diff_threshold is None:  # SQuAD v1.1: there is always an answer
             has_answer = tf.ones_like(score, dtype=tf.bool)
@@ -211,6 +270,7 @@ def export_saved_model(
     text_pair=False,
     max_answer_length=30,
     null_score_diff_threshold=None,
+    n_best_size=20,
 ):
     """Writes a SavedModel whose `serving_default` takes raw strings (see the module docstring).
 
@@ -225,8 +285,11 @@ def export_saved_model(
         max_answer_length: longest QA answer in tokens.
         null_score_diff_threshold: SQuAD v2.0 rule: answer "" when null_score - best_score exceeds it;
             None for a v1.1 model, which always answers.
+        n_best_size: QA candidates: the n_best_size best starts x the n_best_size best ends (the original
+            run_squad.py's `--n_best_size`); None: every start and end.
 
-    Examples:
+    Examples (skipped by the docstring tests: exporting needs KERAS_BACKEND=tensorflow;
+    tests/test_tf_export.py exports and serves every task):
 
     >>> export_saved_model(classifier, tokenizer, "saved_models/sst2", "classifier",
     ...                    labels=["negative", "positive"])  # doctest: +SKIP
@@ -234,7 +297,7 @@ def export_saved_model(
     >>> served.signatures["serving_default"](text=tf.constant(["A joy to watch."]))  # doctest: +SKIP
     """
     exporter = _Exporter(model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                         null_score_diff_threshold)
+                         null_score_diff_threshold, n_best_size)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(exporter.tokenizer)
@@ -256,8 +319,25 @@ def export_saved_model(
                          tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
                          tf.TensorSpec([None, None], tf.int32, name="padding_mask")],
     )
+    record = {
+        "task": task,
+        "labels": [str(label) for label in (labels or [])],
+        "max_seq_length": int(max_seq_length),
+        "text_pair": bool(text_pair),
+        "do_lower_case": bool(exporter.tokenizer.do_lower_case),
+    }
+    if task == "token_classifier":
+        record["use_crf"] = bool(getattr(model, "use_crf", False))
+    if task == "span_qa":
+        record["squad"] = {
+            "version_2_with_negative": null_score_diff_threshold is not None,
+            "null_score_diff_threshold": null_score_diff_threshold,
+            "max_answer_length": int(max_answer_length),
+            "n_best_size": n_best_size,
+        }
     with file_io.atomic_path(export_dir.rstrip("/")) as tmp:
         archive.write_out(tmp, verbose=False)
+        file_io.write_json(os.path.join(tmp, EXPORT_CONFIG_NAME), record)
     return export_dir
 
 
@@ -272,35 +352,121 @@ ARCHITECTURE_TASKS = {
 }
 
 
-def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length=128, text_pair=False,
-                          null_score_diff_threshold=None):
+def _read_json(path, what):
+    import json
+
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: missing; export needs {what}.")
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error}).") from None
+
+
+def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
+    """What export needs from a `save_pretrained` directory, or a one-line `ValueError` naming the missing
+    file or field (the message starts with its path).
+
+    Needs config.json with `architectures` (one of `ARCHITECTURE_TASKS`) and, for a classifier or token
+    classifier, `id2label`; vocab.txt unless `vocab_file` is given; tokenizer_config.json with
+    `do_lower_case` unless `do_lower_case` is given (a cased model is never served lower-cased by default).
+
+    Returns:
+        dict: task, labels (list or None), vocab_file, do_lower_case, config (config.json's dict).
+    """
+    model_dir = os.fspath(model_dir).rstrip("/")
+    config_path = os.path.join(model_dir, "config.json")
+    config = _read_json(config_path, "the config.json that save_pretrained writes")
+    architectures = config.get("architectures")
+    if not architectures:
+        raise ValueError(f"{config_path}: no 'architectures' field; export reads the task from it "
+                         f"(one of {', '.join(ARCHITECTURE_TASKS)}).")
+    architecture = architectures[0]
+    if architecture not in ARCHITECTURE_TASKS:
+        raise ValueError(
+            f"{config_path}: architecture {architecture!r} cannot be exported; known: {', '.join(ARCHITECTURE_TASKS)}."
+        )
+    task = ARCHITECTURE_TASKS[architecture]
+    labels = None
+    if "id2label" in config:
+        labels = [config["id2label"][str(i)] for i in range(len(config["id2label"]))]
+    elif task in ("classifier", "token_classifier"):
+        raise ValueError(f"{config_path}: no 'id2label' field; export of a {task} needs its label names.")
+
+    if vocab_file is None:
+        vocab_file = os.path.join(model_dir, "vocab.txt")
+        if not os.path.isfile(vocab_file):
+            raise ValueError(f"{vocab_file}: missing; save the tokenizer with tokenizer.save_pretrained(model_dir) "
+                             "or pass --vocab_file.")
+    elif not os.path.isfile(vocab_file):
+        raise ValueError(f"{vocab_file}: no such vocabulary file (--vocab_file).")
+    if do_lower_case is None:
+        tokenizer_config_path = os.path.join(model_dir, "tokenizer_config.json")
+        tokenizer_config = _read_json(
+            tokenizer_config_path,
+            "its do_lower_case (save the tokenizer with tokenizer.save_pretrained(model_dir), or pass --do_lower_case)",
+        )
+        if "do_lower_case" not in tokenizer_config:
+            raise ValueError(f"{tokenizer_config_path}: no 'do_lower_case' field; export needs it "
+                             "(or pass --do_lower_case true/false).")
+        do_lower_case = tokenizer_config["do_lower_case"]
+    return {"task": task, "labels": labels, "vocab_file": vocab_file, "do_lower_case": bool(do_lower_case),
+            "config": config}
+
+
+def squad_settings(config, version_2_with_negative=None, null_score_diff_threshold=None, max_answer_length=None,
+                   n_best_size=None):
+    """The SQuAD answer rule of a span QA export: arguments given (not None) win, then config.json's
+    `"squad"` entry (keys `version_2_with_negative`, `null_score_diff_threshold`, `max_answer_length`,
+    `n_best_size`), then `SQUAD_DEFAULTS` (those of recipes/run_squad.py).
+
+    A threshold makes the model SQuAD v2.0; a v2.0 model without one gets the recipe's default, 0.0.
+
+    Returns:
+        dict with null_score_diff_threshold (None for v1.1), max_answer_length, n_best_size.
+    """
+    stored = config.get("squad") or {}
+    if null_score_diff_threshold is None and version_2_with_negative is not False:
+        null_score_diff_threshold = stored.get("null_score_diff_threshold")
+    if version_2_with_negative is None:
+        version_2_with_negative = stored.get("version_2_with_negative", null_score_diff_threshold is not None)
+    if not version_2_with_negative:
+        null_score_diff_threshold = None
+    elif null_score_diff_threshold is None:
+        null_score_diff_threshold = SQUAD_DEFAULTS["null_score_diff_threshold"]
+    return {
+        "null_score_diff_threshold": None if null_score_diff_threshold is None else float(null_score_diff_threshold),
+        "max_answer_length": int(max_answer_length or stored.get("max_answer_length")
+                                 or SQUAD_DEFAULTS["max_answer_length"]),
+        "n_best_size": int(n_best_size or stored.get("n_best_size") or SQUAD_DEFAULTS["n_best_size"]),
+    }
+
+
+def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length=None, text_pair=False,
+                          null_score_diff_threshold=None, do_lower_case=None, max_answer_length=None,
+                          n_best_size=None, version_2_with_negative=None):
     """Exports a directory written by a model's `save_pretrained` (any backend) as a SavedModel.
 
     The task comes from config.json's `architectures` (see `ARCHITECTURE_TASKS`), label names from its
-    `id2label`, the tokenizer from `vocab_file` or the directory's vocab.txt / tokenizer_config.json.
+    `id2label`, the tokenizer from `vocab_file` or the directory's vocab.txt and `do_lower_case` or the
+    directory's tokenizer_config.json; a directory lacking any of them is refused (`read_export_settings`).
+    `max_seq_length` defaults to config.json's `max_seq_length` (the recipes write it), else 128.
+    A token classifier keeps the checkpoint's CRF; a span QA model answers by the SQuAD rule of
+    `squad_settings` (arguments, else config.json's "squad" entry, else the recipe's defaults).
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it).
 
     Returns:
         (task, export_dir).
     """
-    import json
-
     from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
-    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
-        config = json.load(f)
-    architecture = (config.get("architectures") or ["BertModel"])[0]
-    if architecture not in ARCHITECTURE_TASKS:
-        raise ValueError(
-            f"{model_dir}/config.json: architecture {architecture!r} cannot be exported; known: "
-            f"{', '.join(ARCHITECTURE_TASKS)}."
-        )
-    task = ARCHITECTURE_TASKS[architecture]
-    labels = [config["id2label"][str(i)] for i in range(len(config["id2label"]))] if "id2label" in config else None
-    if vocab_file:
-        tokenizer = BertTokenizer(vocab_file, do_lower_case=config.get("do_lower_case", True))
-    else:
-        tokenizer = BertTokenizer.from_pretrained(model_dir)
+    settings = read_export_settings(model_dir, vocab_file, do_lower_case)
+    task, labels, config = settings["task"], settings["labels"], settings["config"]
+    tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"])
+    max_seq_length = int(max_seq_length or config.get("max_seq_length") or 128)
+    squad = {"null_score_diff_threshold": None, "max_answer_length": SQUAD_DEFAULTS["max_answer_length"],
+             "n_best_size": SQUAD_DEFAULTS["n_best_size"]}
 
     if task == "backbone":
         from keras_bert_impl.models.backbone import BertBackbone
@@ -315,11 +481,13 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     elif task == "token_classifier":
         from keras_bert_impl.models.token_classifier import BertTokenClassifier
 
-        model = BertTokenClassifier.from_pretrained(model_dir, num_labels=len(labels))
+        model = BertTokenClassifier.from_pretrained(model_dir, num_labels=len(labels))  # with its CRF, if any
     else:
         from keras_bert_impl.models.span_qa import BertSpanQA
 
         model = BertSpanQA.from_pretrained(model_dir)
+        squad = squad_settings(config, version_2_with_negative, null_score_diff_threshold, max_answer_length,
+                               n_best_size)
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
-                       text_pair=text_pair, null_score_diff_threshold=null_score_diff_threshold)
+                       text_pair=text_pair, **squad)
     return task, export_dir

@@ -105,20 +105,21 @@ class BertSelfAttention(keras.layers.Layer):
 
     def call(self, hidden_states, attention_bias, training=None, output_range=None):
         queries = hidden_states if output_range is None else hidden_states[:, :output_range]
-        q = self.query(queries)  # [B, T, A, d] (T = output_range when given)
+        # T: sequence length; R: number of query positions, output_range when given, else T.
+        q = self.query(queries)  # [B, R, A, d]
         k = self.key(hidden_states)  # [B, T, A, d]
         v = self.value(hidden_states)  # [B, T, A, d]
         bias = ops.cast(attention_bias, q.dtype)
         if training and self.dropout > 0:
             scale = 1.0 / math.sqrt(self.head_size)
-            logits = ops.einsum("btnh,bsnh->bnts", q, k) * ops.cast(scale, q.dtype) + bias  # [B, A, T, T]
+            logits = ops.einsum("btnh,bsnh->bnts", q, k) * ops.cast(scale, q.dtype) + bias  # [B, A, R, T]
             # Softmax in float32 for stability under mixed precision.
             probs = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
             probs = self.probs_dropout(probs, training=training)
-            context = ops.einsum("bnts,bsnh->btnh", probs, v)  # [B, T, A, d]
+            context = ops.einsum("bnts,bsnh->btnh", probs, v)  # [B, R, A, d]
         else:
-            context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, T, A, d]
-        return self.output_dense(context)
+            context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
+        return self.output_dense(context)  # [B, R, H]
 
     def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None):
         shape = list(hidden_states.shape)

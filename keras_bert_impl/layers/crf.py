@@ -174,14 +174,7 @@ def crf_log_likelihood(potentials, tags, transitions, mask=None, start_transitio
 
 
 def crf_viterbi_decode(potentials, transitions, mask=None, start_transitions=None, end_transitions=None):
-    """Highest-scoring tag sequence (Viterbi) and its score.
-
-    Args:
-        potentials: float tensor [B, T, K].
-        transitions: float tensor [K, K].
-        mask: [B, T] prefix mask; `None` means all positions are real.
-        start_transitions: optional float tensor [K].
-        end_transitions: optional float tensor [K].
+    """Highest-scoring tag sequence (Viterbi) and its score; arguments as `crf_log_norm`'s.
 
     Returns:
         `(tags, best_score)`: int32 tensor [B, T] with tag 0 at padding positions, and the

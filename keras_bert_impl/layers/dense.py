@@ -2,19 +2,20 @@
 under a bfloat16 compute dtype, on the backends where that is the fast way.
 
 Why not keras.layers.Dense / EinsumDense as they are: under `mixed_bfloat16` they compute x @ W with a
-bfloat16 result, then add the bias and apply the activation in bfloat16. Measured on this project's CPUs
-(2-core AMD EPYC with AVX-512 BF16), that wastes most of bfloat16's gain on two backends:
+bfloat16 result, then add the bias and apply the activation in bfloat16. On a 2-core AMD EPYC with AVX-512
+BF16 (measured in docs/performance.md and benchmarks/results/bf16/results.md), that wastes most of
+bfloat16's gain on two backends:
   - JAX: XLA's CPU dot with a bfloat16 *result* runs at float32 speed (about 160 GFLOP/s for
     [1024, 768] x [768, 3072]); asked for a float32 result (`preferred_element_type`) the same bfloat16
     operands run at about 400 GFLOP/s.
   - TensorFlow: the matmul itself is fast in bfloat16 (oneDNN, about 375 GFLOP/s), but the elementwise
-    kernels that follow are not vectorized for bfloat16: bias + exact GELU on [1024, 3072] took 23 ms in
+    kernels that follow are not vectorized for bfloat16: bias + exact GELU on [1024, 3072] takes 23 ms in
     bfloat16 against 5.6 ms in float32.
-So here the matmul takes the bfloat16 operands as before and gives a float32 result (JAX: directly;
+So here the matmul takes the bfloat16 operands and gives a float32 result (JAX: directly;
 TensorFlow: cast after the oneDNN matmul, at inference only), the bias and activation run in float32,
 and the layer returns its compute dtype as every Keras layer does. On PyTorch, whose bfloat16 elementwise kernels are
 vectorized, and in float32, the layers compute exactly what Keras' do. Weights, names and configs are
-Keras' own, so checkpoints and `get_config` are unchanged.
+Keras' own, so checkpoints and `get_config` are those of Keras' layers.
 """
 
 import keras
@@ -24,8 +25,9 @@ from keras import ops
 def _float32_epilogue(compute_dtype, training):
     """Whether this backend is faster with a float32 matmul result and float32 bias/activation.
 
-    On TensorFlow only at inference: measured, its gradient of the float32 epilogue made a bert_small
-    training step (8 x 64, mixed_bfloat16) take 12.6 s instead of 0.23 s with Keras' own bfloat16 call.
+    On TensorFlow only at inference: in training, TensorFlow's gradient of the float32 epilogue makes a
+    bert_small step (8 x 64, mixed_bfloat16) take 12.6 s instead of 0.23 s with Keras' own bfloat16 call
+    (docs/performance.md).
     """
     if compute_dtype != "bfloat16":
         return False

@@ -55,23 +55,15 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
 
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.word_embeddings = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=init, dtype=self.dtype_policy, name="word_embeddings"
-        )
-        self.token_type_embeddings = keras.layers.Embedding(
-            type_vocab_size,
-            hidden_size,
-            embeddings_initializer=init,
-            dtype=self.dtype_policy,
-            name="token_type_embeddings",
-        )
-        self.position_embeddings = keras.layers.Embedding(
-            max_position_embeddings,
-            hidden_size,
-            embeddings_initializer=init,
-            dtype=self.dtype_policy,
-            name="position_embeddings",
-        )
+
+        def embedding(input_dim, name):
+            return keras.layers.Embedding(
+                input_dim, hidden_size, embeddings_initializer=init, dtype=self.dtype_policy, name=name
+            )
+
+        self.word_embeddings = embedding(vocab_size, "word_embeddings")
+        self.token_type_embeddings = embedding(type_vocab_size, "token_type_embeddings")
+        self.position_embeddings = embedding(max_position_embeddings, "position_embeddings")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="embeddings_layer_norm"
         )

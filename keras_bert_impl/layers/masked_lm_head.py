@@ -19,11 +19,16 @@ class MaskedLMHead(keras.layers.Layer):
     most expensive op of pretraining otherwise.
 
     Args:
-        token_embedding: the backbone's word-embedding layer (`backbone.token_embedding`), whose matrix
-            is reused as the output projection. Not serialized: the model that owns both passes it.
+        token_embedding: the word-embedding layer whose matrix is the output projection (in
+            `BertPretrainer`, `backbone.token_embedding`, so the projection is tied to the backbone's
+            embeddings). None: the head owns an `Embedding(vocab_size, hidden_size)` for it. The layer
+            itself is not in the config: a head revived from its config owns its embedding, and a model
+            that ties them (BertPretrainer) passes the layer again when it is rebuilt.
         hidden_act: activation name of the transform (the backbone's `hidden_act`).
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: Standard deviation of the truncated-normal initializer.
+        vocab_size: the vocabulary size; read from `token_embedding` when that is given.
+        hidden_size: the hidden size H; read from `token_embedding` when that is given.
 
     Call arguments:
         sequence_output: float tensor [batch, seq, H].
@@ -40,17 +45,44 @@ class MaskedLMHead(keras.layers.Layer):
     >>> logits = head(keras.ops.ones((2, 5, 8)), keras.ops.array([[1, 2], [0, 4]]))
     >>> tuple(logits.shape)
     (2, 2, 100)
+    >>> revived = MaskedLMHead.from_config(head.get_config())
+    >>> tuple(revived(keras.ops.ones((2, 5, 8)), keras.ops.array([[1, 2], [0, 4]])).shape)
+    (2, 2, 100)
     """
 
-    def __init__(self, token_embedding, hidden_act="gelu", layer_norm_eps=1e-12, initializer_range=0.02, **kwargs):
+    def __init__(
+        self,
+        token_embedding=None,
+        hidden_act="gelu",
+        layer_norm_eps=1e-12,
+        initializer_range=0.02,
+        vocab_size=None,
+        hidden_size=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
+        if token_embedding is None:
+            if vocab_size is None or hidden_size is None:
+                raise ValueError("MaskedLMHead needs token_embedding, or vocab_size and hidden_size.")
+            token_embedding = keras.layers.Embedding(
+                int(vocab_size),
+                int(hidden_size),
+                embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=self.dtype_policy,
+                name="token_embedding",
+            )
+        for name, given, found in (("vocab_size", vocab_size, token_embedding.input_dim),
+                                   ("hidden_size", hidden_size, token_embedding.output_dim)):
+            if given is not None and int(given) != found:
+                raise ValueError(f"MaskedLMHead: {name}={given} but the token embedding has {found}.")
         self.token_embedding = token_embedding
         self.hidden_act = hidden_act
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
-        hidden_size = token_embedding.output_dim
+        self.vocab_size = token_embedding.input_dim
+        self.hidden_size = token_embedding.output_dim
         self.transform_dense = BertDense(
-            hidden_size,
+            self.hidden_size,
             activation=get_activation(hidden_act),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy,
@@ -61,12 +93,11 @@ class MaskedLMHead(keras.layers.Layer):
         )
 
     def build(self, sequence_output_shape, masked_positions_shape=None):
-        hidden_size = self.token_embedding.output_dim
-        self.transform_dense.build((None, None, hidden_size))
-        self.transform_layer_norm.build((None, None, hidden_size))
-        self.output_bias = self.add_weight(
-            shape=(self.token_embedding.input_dim,), initializer="zeros", name="output_bias"
-        )
+        if not self.token_embedding.built:
+            self.token_embedding.build((None,))
+        self.transform_dense.build((None, None, self.hidden_size))
+        self.transform_layer_norm.build((None, None, self.hidden_size))
+        self.output_bias = self.add_weight(shape=(self.vocab_size,), initializer="zeros", name="output_bias")
         self.built = True
 
     def call(self, sequence_output, masked_positions):
@@ -79,7 +110,7 @@ class MaskedLMHead(keras.layers.Layer):
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
-        return tuple(masked_positions_shape) + (self.token_embedding.input_dim,)
+        return tuple(masked_positions_shape) + (self.vocab_size,)
 
     def compute_output_spec(self, sequence_output, masked_positions):
         return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, masked_positions.shape), "float32")
@@ -90,5 +121,7 @@ class MaskedLMHead(keras.layers.Layer):
             hidden_act=self.hidden_act,
             layer_norm_eps=self.layer_norm_eps,
             initializer_range=self.initializer_range,
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
         )
         return config

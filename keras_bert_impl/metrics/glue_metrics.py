@@ -34,6 +34,14 @@ def _check_lengths(predictions, labels):
         raise ValueError("predictions and labels are empty.")
 
 
+def _label_arrays(predictions, labels):
+    """(predictions, labels) as class-id arrays [N] of the same length (an [N, C] prediction is argmaxed)."""
+    predictions = _as_label_array(predictions, "predictions")
+    labels = _as_label_array(labels, "labels")
+    _check_lengths(predictions, labels)
+    return predictions, labels
+
+
 def accuracy(predictions, labels):
     """Fraction of predictions equal to the labels.
 
@@ -49,9 +57,7 @@ def accuracy(predictions, labels):
     >>> accuracy([1, 0, 1, 1], [1, 0, 0, 1])
     0.75
     """
-    predictions = _as_label_array(predictions, "predictions")
-    labels = _as_label_array(labels, "labels")
-    _check_lengths(predictions, labels)
+    predictions, labels = _label_arrays(predictions, labels)
     return float(np.mean(predictions == labels))
 
 
@@ -73,9 +79,7 @@ def f1(predictions, labels, positive_label=1):
     >>> round(f1([1, 1, 0, 0], [1, 0, 1, 0]), 4)
     0.5
     """
-    predictions = _as_label_array(predictions, "predictions")
-    labels = _as_label_array(labels, "labels")
-    _check_lengths(predictions, labels)
+    predictions, labels = _label_arrays(predictions, labels)
     pred_pos = predictions == positive_label
     true_pos = labels == positive_label
     tp = float(np.sum(pred_pos & true_pos))
@@ -88,23 +92,13 @@ def f1(predictions, labels, positive_label=1):
 def matthews_corrcoef(predictions, labels):
     """Matthews correlation coefficient (multi-class R_K of Gorodkin 2004, as in sklearn).
 
-    Returns 0.0 when it is undefined (a constant prediction or label vector).
-
-    Args:
-        predictions: Predicted class ids [N], or scores [N, C].
-        labels: Gold class ids [N].
-
-    Returns:
-        float in [-1, 1].
-
-    Examples:
+    A float in [-1, 1]; 0.0 when it is undefined (a constant prediction or label vector). Arguments as
+    `accuracy`'s.
 
     >>> round(matthews_corrcoef([1, 1, 0, 0], [1, 0, 0, 0]), 4)
     0.5774
     """
-    predictions = _as_label_array(predictions, "predictions")
-    labels = _as_label_array(labels, "labels")
-    _check_lengths(predictions, labels)
+    predictions, labels = _label_arrays(predictions, labels)
     classes, encoded = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
     true_ids, pred_ids = encoded[: len(labels)], encoded[len(labels) :]
     confusion = np.zeros((len(classes), len(classes)), dtype=np.float64)
@@ -136,31 +130,24 @@ def pearson(predictions, labels):
     >>> round(pearson([1.0, 2.0, 3.0], [2.0, 4.0, 7.0]), 4)
     0.9934
     """
-    predictions = np.asarray(predictions, dtype=np.float64).reshape(-1)
-    labels = np.asarray(labels, dtype=np.float64).reshape(-1)
-    _check_lengths(predictions, labels)
-    return float(scipy.stats.pearsonr(predictions, labels)[0])
+    return _correlation(scipy.stats.pearsonr, predictions, labels)
 
 
 def spearman(predictions, labels):
-    """Spearman rank correlation (scipy.stats.spearmanr).
-
-    Args:
-        predictions: Predicted scores [N] (or [N, 1]).
-        labels: Gold scores [N].
-
-    Returns:
-        float in [-1, 1] (nan if an input is constant).
-
-    Examples:
+    """Spearman rank correlation (scipy.stats.spearmanr); arguments and result as `pearson`'s.
 
     >>> spearman([1.0, 2.0, 3.0], [2.0, 4.0, 7.0])
     1.0
     """
+    return _correlation(scipy.stats.spearmanr, predictions, labels)
+
+
+def _correlation(statistic, predictions, labels):
+    """`statistic` (a scipy.stats correlation) of the flattened float64 predictions and labels, as a float."""
     predictions = np.asarray(predictions, dtype=np.float64).reshape(-1)
     labels = np.asarray(labels, dtype=np.float64).reshape(-1)
     _check_lengths(predictions, labels)
-    return float(scipy.stats.spearmanr(predictions, labels)[0])
+    return float(statistic(predictions, labels)[0])
 
 
 _TASK_ALIASES = {

@@ -161,16 +161,7 @@ def _is_nested(sequences):
 
 
 def ner_precision(y_true, y_pred):
-    """Micro-averaged entity precision (correct chunks / predicted chunks).
-
-    Args:
-        y_true: Gold tags (list of sentences or flat list).
-        y_pred: Predicted tags.
-
-    Returns:
-        float.
-
-    Examples:
+    """Micro-averaged entity precision (correct chunks / predicted chunks), a float; arguments as `ner_f1`'s.
 
     >>> ner_precision([["B-PER", "O"]], [["B-PER", "B-LOC"]])
     0.5
@@ -179,16 +170,7 @@ def ner_precision(y_true, y_pred):
 
 
 def ner_recall(y_true, y_pred):
-    """Micro-averaged entity recall (correct chunks / gold chunks).
-
-    Args:
-        y_true: Gold tags (list of sentences or flat list).
-        y_pred: Predicted tags.
-
-    Returns:
-        float.
-
-    Examples:
+    """Micro-averaged entity recall (correct chunks / gold chunks), a float; arguments as `ner_f1`'s.
 
     >>> ner_recall([["B-PER", "B-LOC"]], [["B-PER", "O"]])
     0.5

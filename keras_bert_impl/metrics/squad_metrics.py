@@ -95,15 +95,20 @@ def compute_f1(a_gold, a_pred):
     """
     gold_toks = get_tokens(a_gold)
     pred_toks = get_tokens(a_pred)
-    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
-    num_same = sum(common.values())
     if len(gold_toks) == 0 or len(pred_toks) == 0:
         # If either is no-answer, then F1 is 1 if they agree, 0 otherwise.
         return int(gold_toks == pred_toks)
+    return _token_f1(pred_toks, gold_toks)
+
+
+def _token_f1(prediction_tokens, ground_truth_tokens):
+    """F1 of the common tokens (a multiset intersection) of two token lists; 0 when there is none."""
+    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
+    num_same = sum(common.values())
     if num_same == 0:
         return 0
-    precision = 1.0 * num_same / len(pred_toks)
-    recall = 1.0 * num_same / len(gold_toks)
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
     return (2 * precision * recall) / (precision + recall)
 
 
@@ -124,28 +129,11 @@ def f1_score_v1(prediction, ground_truth):
     >>> round(f1_score_v1("a cat sat", "the cat"), 4)
     0.6667
     """
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
-    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    return (2 * precision * recall) / (precision + recall)
+    return _token_f1(normalize_answer(prediction).split(), normalize_answer(ground_truth).split())
 
 
 def exact_match_score_v1(prediction, ground_truth):
-    """v1.1 `exact_match_score`: whether the normalised answers are equal.
-
-    Args:
-        prediction: Predicted answer text.
-        ground_truth: Gold answer text.
-
-    Returns:
-        bool.
-
-    Examples:
+    """v1.1 `exact_match_score`: whether the normalised `prediction` and `ground_truth` texts are equal (bool).
 
     >>> exact_match_score_v1("An Apple", "apple")
     True

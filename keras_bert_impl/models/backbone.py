@@ -55,16 +55,19 @@ class BertBackbone(keras.Model):
             raise TypeError(f"BertBackbone expects a BertConfig or its dict; got {type(config).__name__}.")
 
         # === Layers ===
+        common = dict(
+            dropout=config.hidden_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+        )
         embeddings = BertEmbeddings(
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,
             max_position_embeddings=config.max_position_embeddings,
             type_vocab_size=config.type_vocab_size,
-            dropout=config.hidden_dropout_prob,
-            layer_norm_eps=config.layer_norm_eps,
-            initializer_range=config.initializer_range,
-            dtype=dtype,
             name="embeddings",
+            **common,
         )
         encoder_blocks = [
             BertEncoderBlock(
@@ -72,12 +75,9 @@ class BertBackbone(keras.Model):
                 num_heads=config.num_attention_heads,
                 intermediate_size=config.intermediate_size,
                 hidden_act=config.hidden_act,
-                dropout=config.hidden_dropout_prob,
                 attention_dropout=config.attention_probs_dropout_prob,
-                layer_norm_eps=config.layer_norm_eps,
-                initializer_range=config.initializer_range,
-                dtype=dtype,
                 name=f"transformer_layer_{i}",
+                **common,
             )
             for i in range(config.num_hidden_layers)
         ]

@@ -10,15 +10,11 @@ with mean squared error. There is no separate BertRegressor class.
 
 
 import keras
-import numpy as np
 
-from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask
 from keras_bert_impl.checkpoints.conversion import hf_label_config
-
-# Hugging Face BertForSequenceClassification / BertForMultipleChoice names of the head.
-CLASSIFIER_WEIGHT = "classifier.weight"  # [num_outputs, H] (torch Linear layout [out, in])
-CLASSIFIER_BIAS = "classifier.bias"  # [num_outputs]
+from keras_bert_impl.checkpoints.head_weights import assign_head_weights, classifier_table
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask, dense_head
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -54,18 +50,13 @@ class BertClassifier(BertTask):
     Hugging Face BertForSequenceClassification directory with `save_pretrained(directory)`.
     """
 
+    hf_architecture = "BertForSequenceClassification"
+
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         if int(num_classes) < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
-        config = backbone.config
         # === Layers ===
-        output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")
-        output_dense = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="classifier",
-        )
+        output_dropout, output_dense = dense_head(num_classes, backbone, dropout)
 
         # === Functional graph ===
         inputs = dict(backbone.input)
@@ -85,6 +76,13 @@ class BertClassifier(BertTask):
     def task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
 
+    def head_weight_tables(self):
+        return {"classifier": classifier_table(self.output_dense)}
+
+    def hf_config(self, label_names=None):
+        problem_type = "regression" if self.num_classes == 1 else "single_label_classification"
+        return dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type)
+
     @classmethod
     def from_pretrained(cls, path, num_classes, dropout=0.1, dtype=None, **config_overrides):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
@@ -92,7 +90,8 @@ class BertClassifier(BertTask):
         Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
         `classifier.bias` [C]) and Google run_classifier.py checkpoints (`output_weights`,
         `output_bias`). A checkpoint without those weights (a plain BertModel) gets a randomly
-        initialized head.
+        initialized head, with a warning. `save_pretrained(directory, label_names=None)` writes a
+        BertForSequenceClassification directory.
 
         Args:
             path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
@@ -106,33 +105,8 @@ class BertClassifier(BertTask):
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
         model = cls(backbone, num_classes=num_classes, dropout=dropout)
-        load_dense_head(model.output_dense, backbone.head_weights, source=str(path))
+        model.load_head_weights(backbone.head_weights, source=str(path))
         return model
-
-    def head_weights(self):
-        """The head's weights under Hugging Face names, torch layout."""
-        return dense_head_weights(self.output_dense)
-
-    def save_pretrained(self, directory, label_names=None):
-        """Writes a Hugging Face BertForSequenceClassification directory (config.json + model.safetensors).
-
-        Args:
-            directory: output directory.
-            label_names: optional class names for the config's `id2label` / `label2id`.
-        """
-        problem_type = "regression" if self.num_classes == 1 else "single_label_classification"
-        self.backbone.save_pretrained(
-            directory,
-            head_weights=self.head_weights(),
-            architecture="BertForSequenceClassification",
-            extra_config=dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type),
-        )
-
-
-def dense_head_weights(dense):
-    """`classifier.weight` [out, in] and `classifier.bias` [out] of a Keras Dense layer."""
-    to_np = keras.ops.convert_to_numpy
-    return {CLASSIFIER_WEIGHT: np.asarray(to_np(dense.kernel)).T, CLASSIFIER_BIAS: np.asarray(to_np(dense.bias))}
 
 
 def load_dense_head(dense, head_weights, source="checkpoint"):
@@ -141,22 +115,4 @@ def load_dense_head(dense, head_weights, source="checkpoint"):
     Raises:
         ValueError: only one of the two is present, or a shape differs from the layer's, with both shapes.
     """
-    present = [name for name in (CLASSIFIER_WEIGHT, CLASSIFIER_BIAS) if name in head_weights]
-    if not present:
-        return False
-    if len(present) == 1:
-        raise ValueError(f"{source}: has {present[0]} but not its companion; the classifier head is incomplete.")
-    weight = np.asarray(head_weights[CLASSIFIER_WEIGHT], "float32")  # [out, H]
-    bias = np.asarray(head_weights[CLASSIFIER_BIAS], "float32")  # [out]
-    units, hidden = int(dense.kernel.shape[1]), int(dense.kernel.shape[0])
-    if weight.shape != (units, hidden) or bias.shape != (units,):
-        raise ValueError(
-            f"{source}: the checkpoint's classifier head has weight {weight.shape} and bias {bias.shape}, "
-            f"but the model expects weight ({units}, {hidden}) and bias ({units},): the checkpoint was "
-            f"fine-tuned for {weight.shape[0] if weight.ndim == 2 else '?'} outputs, this model has {units}."
-        )
-    dense.kernel.assign(weight.T)
-    dense.bias.assign(bias)
-    return True
-
-
+    return assign_head_weights(classifier_table(dense), head_weights, source)

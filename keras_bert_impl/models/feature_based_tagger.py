@@ -69,11 +69,12 @@ class BertFeatureBasedTagger(BertTask):
 
     >>> from keras_bert_impl.config import BertConfig
     >>> backbone = BertBackbone(BertConfig.preset("bert_tiny"), output_hidden_states=True)
-    >>> tagger = BertFeatureBasedTagger(backbone, num_labels=5, lstm_units=8)
-    >>> x = {"token_ids": keras.ops.ones((2, 6), "int32"), "segment_ids": keras.ops.zeros((2, 6), "int32"),
-    ...      "padding_mask": keras.ops.ones((2, 6), "int32")}
+    >>> tagger = BertFeatureBasedTagger(backbone, num_labels=5, feature_layers=(-1, -2, -3), lstm_units=8,
+    ...                                 num_lstm_layers=1)
+    >>> x = {"token_ids": keras.ops.ones((2, 8), "int32"), "segment_ids": keras.ops.zeros((2, 8), "int32"),
+    ...      "padding_mask": keras.ops.ones((2, 8), "int32")}
     >>> tuple(tagger(x).shape)
-    (2, 6, 5)
+    (2, 8, 5)
     """
 
     def __init__(
@@ -128,7 +129,7 @@ class BertFeatureBasedTagger(BertTask):
         self.dropout = float(dropout)
         self.use_crf = False
         self.classifier = classifier
-        self.token_accuracy = keras.metrics.Mean(name="token_accuracy")
+        self.add_mean_metrics("token_accuracy")
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         labels = ops.cast(y, "int32")  # [B, T]

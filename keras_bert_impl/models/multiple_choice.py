@@ -11,9 +11,9 @@ choice's pooled output gives a score:
 import keras
 from keras import ops
 
+from keras_bert_impl.checkpoints.head_weights import classifier_table
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask
-from keras_bert_impl.models.classifier import dense_head_weights, load_dense_head
+from keras_bert_impl.models.task import BertTask, dense_head
 
 _INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -56,19 +56,14 @@ class BertMultipleChoice(BertTask):
     (2, 4)
     """
 
+    hf_architecture = "BertForMultipleChoice"
+
     def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
         if int(num_choices) < 1:
             raise ValueError(f"num_choices must be >= 1, got {num_choices}.")
         num_choices = int(num_choices)
-        config = backbone.config
         # === Layers ===
-        output_dropout = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")
-        output_dense = keras.layers.Dense(
-            1,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="classifier",
-        )
+        output_dropout, output_dense = dense_head(1, backbone, dropout)
 
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name) for name in _INPUT_NAMES}
@@ -91,12 +86,16 @@ class BertMultipleChoice(BertTask):
     def task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
 
+    def head_weight_tables(self):
+        return {"classifier": classifier_table(self.output_dense)}
+
     @classmethod
     def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, **config_overrides):
         """A multiple-choice model on a checkpoint's backbone, with its scoring head when it has one.
 
         Reads Hugging Face BertForMultipleChoice directories (`classifier.weight` [1, H],
-        `classifier.bias` [1]); a checkpoint without them gets a randomly initialized head.
+        `classifier.bias` [1]); a checkpoint without them gets a randomly initialized head, with a
+        warning. `save_pretrained(directory)` writes a BertForMultipleChoice directory.
 
         Args:
             path: a checkpoint directory or Google checkpoint prefix.
@@ -110,13 +109,5 @@ class BertMultipleChoice(BertTask):
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
         model = cls(backbone, num_choices=num_choices, dropout=dropout)
-        load_dense_head(model.output_dense, backbone.head_weights, source=str(path))
+        model.load_head_weights(backbone.head_weights, source=str(path))
         return model
-
-    def head_weights(self):
-        """The head's weights under Hugging Face names (`classifier.weight` [1, H], `classifier.bias` [1])."""
-        return dense_head_weights(self.output_dense)
-
-    def save_pretrained(self, directory):
-        """Writes a Hugging Face BertForMultipleChoice directory (config.json + model.safetensors)."""
-        self.backbone.save_pretrained(directory, head_weights=self.head_weights(), architecture="BertForMultipleChoice")

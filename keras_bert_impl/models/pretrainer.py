@@ -1,14 +1,12 @@
 """BertPretrainer: the masked-LM + next-sentence-prediction model of BERT's pretraining."""
 
-import warnings
-
 import keras
-import numpy as np
 from keras import ops
 
-from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
+from keras_bert_impl.checkpoints.head_weights import masked_lm_table, next_sentence_table
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask, dense_head
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 
 # Denominator guard of the original `get_masked_lm_output`: sum(w * nll) / (sum(w) + 1e-5).
@@ -53,6 +51,8 @@ class BertPretrainer(BertTask):
     Continue pretraining from a checkpoint with `BertPretrainer.from_pretrained(path)`.
     """
 
+    hf_architecture = "BertForPreTraining"
+
     def __init__(self, backbone, **kwargs):
         config = backbone.config
         # === Layers ===
@@ -64,12 +64,7 @@ class BertPretrainer(BertTask):
             dtype=backbone.dtype_policy,
             name="masked_lm_head",
         )
-        next_sentence_head = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="next_sentence_head",
-        )
+        _, next_sentence_head = dense_head(2, backbone, name="next_sentence_head")
 
         # === Functional graph ===
         inputs = dict(backbone.input)
@@ -89,10 +84,7 @@ class BertPretrainer(BertTask):
         self.backbone = backbone
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
-        self.masked_lm_accuracy = keras.metrics.Mean(name="masked_lm_accuracy")
-        self.masked_lm_loss = keras.metrics.Mean(name="masked_lm_loss")
-        self.next_sentence_accuracy = keras.metrics.Mean(name="next_sentence_accuracy")
-        self.next_sentence_loss = keras.metrics.Mean(name="next_sentence_loss")
+        self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss")
 
     # ------------------------------------------------------------------------------------- loss
     def pretraining_losses(self, y, y_pred):
@@ -137,6 +129,12 @@ class BertPretrainer(BertTask):
         return total
 
     # ------------------------------------------------------------------------------ serialization
+    def head_weight_tables(self):
+        return {
+            "masked-LM": masked_lm_table(self.masked_lm_head),
+            "next-sentence": next_sentence_table(self.next_sentence_head),
+        }
+
     @classmethod
     def from_pretrained(cls, path, dtype=None, **config_overrides):
         """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.
@@ -147,58 +145,10 @@ class BertPretrainer(BertTask):
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
         model = cls(backbone)
-        missing = load_pretraining_head_weights(model, backbone.head_weights)
-        if missing:
-            warnings.warn(f"{path}: no {' or '.join(missing)} weights; initialized randomly.", stacklevel=2)
+        model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 
-    def pretraining_head_weights(self):
-        """The heads' weights under Hugging Face BertForPreTraining names (for `save_pretrained`)."""
-        to_np = keras.ops.convert_to_numpy
-        head, nsp = self.masked_lm_head, self.next_sentence_head
-        return {
-            "cls.predictions.transform.dense.weight": to_np(head.transform_dense.kernel).T,
-            "cls.predictions.transform.dense.bias": to_np(head.transform_dense.bias),
-            "cls.predictions.transform.LayerNorm.weight": to_np(head.transform_layer_norm.gamma),
-            "cls.predictions.transform.LayerNorm.bias": to_np(head.transform_layer_norm.beta),
-            "cls.predictions.bias": to_np(head.output_bias),
-            "cls.seq_relationship.weight": to_np(nsp.kernel).T,
-            "cls.seq_relationship.bias": to_np(nsp.bias),
-        }
 
-    def save_pretrained(self, directory):
-        """Writes backbone and heads as a Hugging Face BertForPreTraining directory."""
-        self.backbone.save_pretrained(directory, head_weights=self.pretraining_head_weights())
-
-
-def load_pretraining_head_weights(model, head_weights):
+def load_pretraining_head_weights(model, head_weights, source="checkpoint"):
     """Assigns `cls.predictions.*` / `cls.seq_relationship.*` weights; returns the names of absent heads."""
-    head, nsp = model.masked_lm_head, model.next_sentence_head
-    assignments = {
-        "masked-LM": [
-            ("cls.predictions.transform.dense.weight", head.transform_dense.kernel, True),
-            ("cls.predictions.transform.dense.bias", head.transform_dense.bias, False),
-            ("cls.predictions.transform.LayerNorm.weight", head.transform_layer_norm.gamma, False),
-            ("cls.predictions.transform.LayerNorm.bias", head.transform_layer_norm.beta, False),
-            ("cls.predictions.bias", head.output_bias, False),
-        ],
-        "next-sentence": [
-            ("cls.seq_relationship.weight", nsp.kernel, True),
-            ("cls.seq_relationship.bias", nsp.bias, False),
-        ],
-    }
-    missing = []
-    for head_name, entries in assignments.items():
-        if not all(name in head_weights for name, _, _ in entries):
-            missing.append(head_name)
-            continue
-        for name, variable, transpose in entries:
-            value = np.asarray(head_weights[name], "float32")
-            value = value.T if transpose else value
-            if tuple(value.shape) != tuple(variable.shape):
-                raise ValueError(
-                    f"shape mismatch for {name}: the checkpoint has {value.shape}, the model expects "
-                    f"{tuple(variable.shape)}."
-                )
-            variable.assign(value)
-    return missing
+    return model.load_head_weights(head_weights, source, warn=False)

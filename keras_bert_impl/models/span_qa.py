@@ -1,18 +1,11 @@
 """BertSpanQA: BERT for extractive question answering (SQuAD v1.1 / v2.0), as in the original run_squad.py."""
 
-import warnings
-
 import keras
-import numpy as np
 from keras import ops
 
+from keras_bert_impl.checkpoints.head_weights import assign_head_weights, span_table
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask
-
-# Hugging Face names of the span head (Google's cls/squad/output_weights and output_bias are translated to
-# these by the checkpoint reader).
-QA_WEIGHT = "qa_outputs.weight"  # [2, H], torch layout [out, in]
-QA_BIAS = "qa_outputs.bias"  # [2]
+from keras_bert_impl.models.task import BertTask, dense_head
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -43,12 +36,8 @@ class BertSpanQA(BertTask):
     Examples:
 
     >>> from keras_bert_impl.config import BertConfig
-    >>> model = BertSpanQA(BertBackbone(BertConfig.preset("bert_tiny")))
-    >>> outputs = model({
-    ...     "token_ids": keras.ops.ones((2, 8), "int32"),
-    ...     "segment_ids": keras.ops.zeros((2, 8), "int32"),
-    ...     "padding_mask": keras.ops.ones((2, 8), "int32"),
-    ... })
+    >>> x = {name: keras.ops.ones((2, 8), "int32") for name in ("token_ids", "segment_ids", "padding_mask")}
+    >>> outputs = BertSpanQA(BertBackbone(BertConfig.preset("bert_tiny")))(x)
     >>> tuple(outputs["start_logits"].shape), tuple(outputs["end_logits"].shape)
     ((2, 8), (2, 8))
 
@@ -56,15 +45,11 @@ class BertSpanQA(BertTask):
     `BertForQuestionAnswering` or Google checkpoint brings its head along).
     """
 
+    hf_architecture = "BertForQuestionAnswering"
+
     def __init__(self, backbone, **kwargs):
-        config = backbone.config
         # === Layers ===
-        qa_outputs = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="qa_outputs",
-        )
+        _, qa_outputs = dense_head(2, backbone, name="qa_outputs")
 
         # === Functional graph ===
         inputs = dict(backbone.input)
@@ -77,10 +62,7 @@ class BertSpanQA(BertTask):
         # === Config ===
         self.backbone = backbone
         self.qa_outputs = qa_outputs
-        self.start_loss = keras.metrics.Mean(name="start_loss")
-        self.end_loss = keras.metrics.Mean(name="end_loss")
-        self.start_accuracy = keras.metrics.Mean(name="start_accuracy")
-        self.end_accuracy = keras.metrics.Mean(name="end_accuracy")
+        self.add_mean_metrics("start_loss", "end_loss", "start_accuracy", "end_accuracy")
 
     # ------------------------------------------------------------------------------------- loss
     def span_losses(self, y, y_pred):
@@ -108,6 +90,10 @@ class BertSpanQA(BertTask):
         return total
 
     # ------------------------------------------------------------------------------ serialization
+    def head_weight_tables(self):
+        # Google's cls/squad/output_weights and output_bias are read as qa_outputs.weight and .bias.
+        return {"qa_outputs": span_table(self.qa_outputs)}
+
     @classmethod
     def from_pretrained(cls, path, dtype=None, **config_overrides):
         """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
@@ -119,7 +105,7 @@ class BertSpanQA(BertTask):
 
         transformers saves `BertForQuestionAnswering` without a pooler (`add_pooling_layer=False`); the
         pooler is unused by span QA, so when the checkpoint lacks it, it keeps its initialization (see
-        `require_pooler=False`).
+        `require_pooler=False`). `save_pretrained(directory)` writes a BertForQuestionAnswering directory.
 
         Args:
             path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
@@ -128,36 +114,10 @@ class BertSpanQA(BertTask):
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         model = cls(backbone)
-        if not load_span_head_weights(model, backbone.head_weights):
-            warnings.warn(f"{path}: no qa_outputs weights; the span head is initialized randomly.", stacklevel=2)
+        model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 
-    def span_head_weights(self):
-        """The head's weights under Hugging Face `BertForQuestionAnswering` names (torch layout)."""
-        to_np = keras.ops.convert_to_numpy
-        return {
-            QA_WEIGHT: np.asarray(to_np(self.qa_outputs.kernel), "float32").T,  # [2, H]
-            QA_BIAS: np.asarray(to_np(self.qa_outputs.bias), "float32"),  # [2]
-        }
 
-    def save_pretrained(self, directory):
-        """Writes backbone and head as a Hugging Face `BertForQuestionAnswering`-style directory."""
-        self.backbone.save_pretrained(
-            directory, head_weights=self.span_head_weights(), architecture="BertForQuestionAnswering"
-        )
-
-
-def load_span_head_weights(model, head_weights):
+def load_span_head_weights(model, head_weights, source="checkpoint"):
     """Assigns `qa_outputs.*` from a head-weight dict; returns False when the checkpoint has no span head."""
-    if QA_WEIGHT not in head_weights or QA_BIAS not in head_weights:
-        return False
-    kernel = np.asarray(head_weights[QA_WEIGHT], "float32").T  # [H, 2]
-    bias = np.asarray(head_weights[QA_BIAS], "float32")  # [2]
-    for name, value, variable in ((QA_WEIGHT, kernel, model.qa_outputs.kernel), (QA_BIAS, bias, model.qa_outputs.bias)):
-        if tuple(value.shape) != tuple(variable.shape):
-            raise ValueError(
-                f"shape mismatch for {name}: the checkpoint has {value.shape} (after transposing the weight "
-                f"to Keras' [in, out]), the model expects {tuple(variable.shape)}."
-            )
-        variable.assign(value)
-    return True
+    return assign_head_weights(span_table(model.qa_outputs), head_weights, source)

@@ -1,6 +1,10 @@
-"""BertTask: what every task model on a BertBackbone shares, its serialization with the backbone."""
+"""BertTask: what every task model on a BertBackbone shares: serialization, head weights, checkpoints."""
+
+import warnings
 
 import keras
+
+from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
 
 
 class BertTask(keras.Model):
@@ -8,14 +12,73 @@ class BertTask(keras.Model):
     `BertBackbone`, whose config is the serialized backbone plus the task's own arguments.
 
     A subclass builds its layers and functional graph in `__init__`, calls
-    `super().__init__(inputs=..., outputs=...)`, sets `self.backbone`, and lists its other constructor
-    arguments in `task_config()`.
+    `super().__init__(inputs=..., outputs=...)`, sets `self.backbone`, lists its other constructor
+    arguments in `task_config()`, its heads' weight tables in `head_weight_tables()` and the Hugging
+    Face class its checkpoints stand for in `hf_architecture`.
     """
+
+    # The transformers class of the directories `save_pretrained` writes; None: no Hugging Face layout.
+    hf_architecture = None
 
     def task_config(self):
         """The subclass's constructor arguments other than the backbone."""
         return {}
 
+    def head_weight_tables(self):
+        """{head name: [(hf_name, keras_variable, to_keras, from_keras)]}, from `checkpoints.head_weights`."""
+        return {}
+
+    def hf_config(self, label_names=None):
+        """Entries added to the config.json that `save_pretrained` writes (e.g. `id2label`)."""
+        return {}
+
+    def add_mean_metrics(self, *names):
+        """Sets a `keras.metrics.Mean(name=name)` attribute per name, for `compute_loss` to update and
+        fit/evaluate to report."""
+        for name in names:
+            setattr(self, name, keras.metrics.Mean(name=name))
+
+    # ----------------------------------------------------------------------------- head weights
+    def load_head_weights(self, weights, source="checkpoint", warn=True):
+        """Assigns every head found in `weights` (Hugging Face names, e.g. `backbone.head_weights`).
+
+        Returns the names of the heads absent from `weights`, which keep their initialization (with a
+        warning unless `warn=False`). Raises `ValueError` on a partial head or a shape mismatch.
+        """
+        missing = [
+            head for head, table in self.head_weight_tables().items() if not assign_head_weights(table, weights, source)
+        ]
+        if missing and warn:
+            warnings.warn(f"{source}: no {' or '.join(missing)} weights; initialized randomly.", stacklevel=3)
+        return missing
+
+    def head_weights(self):
+        """The heads' weights under Hugging Face names, in Hugging Face layout (float32 numpy)."""
+        weights = {}
+        for table in self.head_weight_tables().values():
+            weights.update(head_weights_dict(table))
+        return weights
+
+    def save_pretrained(self, directory, label_names=None):
+        """Writes backbone and heads as a Hugging Face `hf_architecture` directory (config.json +
+        model.safetensors), which `from_pretrained` and transformers read back.
+
+        Args:
+            directory: output directory.
+            label_names: optional class names for config.json's `id2label` / `label2id` (label tasks).
+        """
+        if self.hf_architecture is None:
+            raise TypeError(
+                f"{type(self).__name__} has no Hugging Face layout; save it with model.save('model.keras')."
+            )
+        self.backbone.save_pretrained(
+            directory,
+            head_weights=self.head_weights(),
+            architecture=self.hf_architecture,
+            extra_config=self.hf_config(label_names),
+        )
+
+    # ---------------------------------------------------------------------------- serialization
     def get_config(self):
         return {
             "name": self.name,
@@ -29,3 +92,21 @@ class BertTask(keras.Model):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
         return cls(**config)
+
+
+def dense_head(units, backbone, dropout=None, name="classifier"):
+    """The layers of a linear head on the backbone's features: (Dropout or None, Dense(units)).
+
+    The Dense layer is initialized as the backbone's (truncated normal, `initializer_range`) and runs in
+    the backbone's dtype policy; the task model casts its logits to float32.
+    """
+    dropout_layer = None
+    if dropout is not None:
+        dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")
+    dense = keras.layers.Dense(
+        units,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.config.initializer_range),
+        dtype=backbone.dtype_policy,
+        name=name,
+    )
+    return dropout_layer, dense

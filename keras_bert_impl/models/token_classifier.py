@@ -13,22 +13,24 @@ own continuation pieces or the padding. Training minimises the CRF negative log-
 over sequences); prediction is the Viterbi path, scattered back to the first sub-token positions.
 """
 
-import warnings
+import json
+import os
 
 import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask
 from keras_bert_impl.checkpoints.conversion import hf_label_config
-from keras_bert_impl.layers.crf import CRF
+from keras_bert_impl.checkpoints.head_weights import CRF_TRANSITIONS_NAME, classifier_table, crf_table
+from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.task import BertTask, dense_head
 
 # Label id of positions that are not predicted (as in Hugging Face / PyTorch's CrossEntropyLoss).
 IGNORE_LABEL_ID = -100
-# Name under which save_pretrained stores the CRF transitions. The "classifier." prefix keeps it among
-# the head weights of `BertBackbone.from_pretrained`; transformers ignores it (an unexpected key).
-CRF_TRANSITIONS_NAME = "classifier.crf_transitions"
+# save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
+# "classifier." prefix keeps it among the head weights of `BertBackbone.from_pretrained`; transformers
+# ignores it (an unexpected key).
 
 
 def gather_word_positions(values, label_mask):
@@ -85,6 +87,52 @@ def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitio
     return np.array(path[::-1], "int32")
 
 
+def _stored_config(path):
+    """config.json of a checkpoint directory as a dict; {} when there is none (e.g. a Google checkpoint)."""
+    config_file = os.path.join(os.fspath(path), "config.json")
+    if not os.path.isfile(config_file):
+        return {}
+    with open(config_file, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def decode_tags(logits, label_mask, transitions=None, start_transitions=None, end_transitions=None):
+    """The tag rule of `BertTokenClassifier.decode` in `keras.ops`, traceable (a SavedModel's graph).
+
+    Without `transitions`: the argmax at every position of `label_mask`. With them: the CRF's Viterbi path
+    over the words (`gather_word_positions` of the logits at the positions of `label_mask`), put back at
+    those positions. `BertTokenClassifier.decode` computes the same tags in numpy (`viterbi_numpy`).
+
+    Args:
+        logits: float [B, T, K].
+        label_mask: [B, T] 0/1, the first sub-token positions of the words.
+        transitions: None, or the CRF's transition scores [K, K].
+        start_transitions, end_transitions: None, or the CRF's start / end scores [K].
+
+    Returns:
+        int32 tensor [B, T]: the tag ids at the positions of `label_mask`, -100 elsewhere.
+
+    Examples:
+
+    >>> logits = keras.ops.convert_to_tensor([[[0.0, 1.0], [5.0, 0.0], [0.0, 3.0]]])
+    >>> keras.ops.convert_to_numpy(decode_tags(logits, [[1, 0, 1]])).tolist()
+    [[1, -100, 1]]
+    >>> switch = keras.ops.convert_to_tensor([[-9.0, 0.0], [0.0, -9.0]])  # a tag never repeats
+    >>> keras.ops.convert_to_numpy(decode_tags(logits, [[1, 0, 1]], switch)).tolist()
+    [[0, -100, 1]]
+    """
+    label_mask = ops.cast(ops.convert_to_tensor(label_mask), "int32")  # [B, T]
+    logits = ops.cast(ops.convert_to_tensor(logits), "float32")  # [B, T, K]
+    if transitions is None:
+        tags = ops.cast(ops.argmax(logits, axis=-1), "int32")
+    else:
+        word_logits, word_mask, order = gather_word_positions(logits, label_mask)  # words first, in order
+        word_tags, _ = crf_viterbi_decode(word_logits, transitions, word_mask, start_transitions, end_transitions)
+        inverse = ops.cast(ops.argsort(order, axis=1), "int32")  # gathered index of every source position
+        tags = ops.take_along_axis(ops.cast(word_tags, "int32"), inverse, axis=1)
+    return ops.where(label_mask > 0, tags, ops.full_like(tags, IGNORE_LABEL_ID))
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassifier(BertTask):
     """BERT with a token-level classification layer: dropout + Dense(num_labels) on `sequence_output`.
@@ -120,16 +168,11 @@ class BertTokenClassifier(BertTask):
     Load a fine-tuned Hugging Face BertForTokenClassification with `from_pretrained(path)`.
     """
 
+    hf_architecture = "BertForTokenClassification"
+
     def __init__(self, backbone, num_labels, dropout=0.1, use_crf=False, **kwargs):
-        config = backbone.config
         # === Layers ===
-        dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name="classifier_dropout")
-        classifier = keras.layers.Dense(
-            num_labels,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype=backbone.dtype_policy,
-            name="classifier",
-        )
+        dropout_layer, classifier = dense_head(num_labels, backbone, dropout)
         crf = CRF(num_labels, dtype="float32", name="crf") if use_crf else None
 
         # === Functional graph ===
@@ -198,7 +241,8 @@ class BertTokenClassifier(BertTask):
             tags = np.argmax(logits, axis=-1)
             return np.where(label_mask > 0, tags, IGNORE_LABEL_ID).astype("int32")
         # Viterbi on the host (numpy): the logits are there already, and an eager `keras.ops.scan` would
-        # be re-traced for every batch on JAX. Same recurrence as `crf_viterbi_decode` (tested equal).
+        # be re-traced for every batch on JAX. Same tags as `decode_tags`, which the SavedModel export
+        # runs in its graph (tested equal in tests/test_serving_equivalence.py).
         transitions = np.asarray(ops.convert_to_numpy(self.crf.transitions), "float32")  # [K, K]
         start = end = None
         if self.crf.use_start_end_transitions:
@@ -216,7 +260,7 @@ class BertTokenClassifier(BertTask):
         return {"num_labels": self.num_labels, "dropout": self.dropout, "use_crf": self.use_crf}
 
     @classmethod
-    def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=False, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=None, dtype=None, **config_overrides):
         """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
 
         Reads Hugging Face BertForTokenClassification directories (and plain BertModel / Google
@@ -226,55 +270,45 @@ class BertTokenClassifier(BertTask):
             path: checkpoint directory (see `BertBackbone.from_pretrained`).
             num_labels: number of tags; default: the checkpoint classifier's.
             dropout: dropout before the classification layer.
-            use_crf: add a CRF; its transitions are loaded from `classifier.crf_transitions` if present.
+            use_crf: add a CRF, its transitions loaded from `classifier.crf_transitions`. None: the
+                checkpoint's (transitions present, or config.json's `use_crf`). False on a checkpoint with
+                a CRF raises ValueError (its transitions would be dropped).
             dtype: dtype policy.
             **config_overrides: backbone config fields to override.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
+        has_crf = CRF_TRANSITIONS_NAME in heads or bool(_stored_config(path).get("use_crf", False))
+        if use_crf is None:
+            use_crf = has_crf
+        elif has_crf and not use_crf:
+            raise ValueError(
+                f"{path}: the checkpoint has a CRF ({CRF_TRANSITIONS_NAME} / config.json use_crf); use_crf=False "
+                "would drop its transitions. Pass use_crf=None (the checkpoint's) or True."
+            )
         if num_labels is None:
             if "classifier.weight" not in heads:
                 raise ValueError(f"{path}: no classifier weights in the checkpoint; pass num_labels.")
             num_labels = int(np.asarray(heads["classifier.weight"]).shape[0])
         model = cls(backbone, num_labels=num_labels, dropout=dropout, use_crf=use_crf)
-        if "classifier.weight" in heads and "classifier.bias" in heads:
-            kernel = np.asarray(heads["classifier.weight"], "float32").T  # HF [K, H] -> Keras [H, K]
-            if kernel.shape != tuple(model.classifier.kernel.shape):
-                raise ValueError(
-                    f"{path}: classifier.weight has {kernel.shape[1]} labels (shape {kernel.T.shape}), the model "
-                    f"expects num_labels={num_labels}."
-                )
-            model.classifier.kernel.assign(kernel)
-            model.classifier.bias.assign(np.asarray(heads["classifier.bias"], "float32"))
-        else:
-            warnings.warn(f"{path}: no classifier weights; the classification layer is initialized randomly.", stacklevel=2)
-        if use_crf:
-            if CRF_TRANSITIONS_NAME in heads:
-                model.crf.transitions.assign(np.asarray(heads[CRF_TRANSITIONS_NAME], "float32"))
-            else:
-                warnings.warn(f"{path}: no CRF transitions; initialized randomly.", stacklevel=2)
+        model.load_head_weights(heads, source=str(path))
         return model
 
-    def token_classification_head_weights(self):
-        """The head's weights under Hugging Face BertForTokenClassification names."""
-        weights = {
-            "classifier.weight": ops.convert_to_numpy(self.classifier.kernel).T,
-            "classifier.bias": ops.convert_to_numpy(self.classifier.bias),
-        }
-        if self.use_crf:
-            weights[CRF_TRANSITIONS_NAME] = ops.convert_to_numpy(self.crf.transitions)
-        return weights
+    def head_weight_tables(self):
+        tables = {"classifier": classifier_table(self.classifier)}
+        if self.crf is not None:
+            tables["CRF"] = crf_table(self.crf)
+        return tables
+
+    def hf_config(self, label_names=None):
+        return dict(hf_label_config(self.num_labels, label_names), use_crf=self.use_crf)
 
     def save_pretrained(self, directory, id2label=None):
-        """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors).
+        """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors),
+        the CRF transitions (with `use_crf`) as `classifier.crf_transitions`.
 
         Args:
             directory: output directory.
             id2label: optional list of the label names, stored in config.json as transformers does.
         """
-        self.backbone.save_pretrained(
-            directory,
-            head_weights=self.token_classification_head_weights(),
-            architecture="BertForTokenClassification",
-            extra_config=hf_label_config(self.num_labels, id2label),
-        )
+        super().save_pretrained(directory, label_names=id2label)

@@ -1,8 +1,10 @@
-"""What every fine-tuning recipe shares: the original run_*.py flags, loading the checkpoint and its
-tokenizer, BERT's optimizer schedule, and keeping the best checkpoint by a dev metric.
+"""The fine-tuning driver: `run_finetuning(task, args)` runs any `keras_bert_impl.tasks` task (seed,
+tokenizer, model, BERT's optimizer schedule, `fit` keeping the best checkpoint by the task's dev metric,
+the model directory, eval_results.json, predictions) under `--strategy` and `--mixed_precision`, with
+the original run_*.py flags.
 
-The task recipes (`recipes/run_glue.py`, `run_ner.py`, `run_squad.py`, `run_swag.py`) stay short by
-calling these.
+The task recipes (`recipes/run_glue.py`, `run_ner.py`, `run_squad.py`, `run_swag.py`) are their flags
+and one call of `run_finetuning`.
 """
 
 import math
@@ -11,12 +13,10 @@ import os
 import keras
 
 from keras_bert_impl.data import batching
-from keras_bert_impl.training import distribute
-from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.config import BertConfig
 from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.tasks.base import load_backbone, load_tokenizer  # noqa: F401 (part of this module's API)
+from keras_bert_impl.training import distribute
 from keras_bert_impl.training.optimization import create_optimizer
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.file_io import write_json
 
@@ -52,6 +52,17 @@ def finetuning_flag_parser(description, max_seq_length=128):
     return p
 
 
+def add_task_flags(p, unit="example"):
+    """The flags every task recipe adds: dynamic padding, saving the model directory, fit's verbosity.
+    `unit` names what a batch holds in the help texts (example, window, feature)."""
+    p.add_bool_flag("dynamic_padding", True, f"Pad each batch to its longest {unit}, bucketing by length.")
+    p.add_argument("--pad_to_multiple_of", type=int, default=8, help="Round dynamic lengths up to a multiple.")
+    p.add_bool_flag("save_model", True, "Write the fine-tuned model with its vocab.txt and tokenizer_config.json "
+                    "to output_dir/model (Hugging Face layout).")
+    p.add_argument("--verbose", type=int, default=1, help="Keras fit verbosity (1 = progress bar).")
+    return p
+
+
 def setup_distribution(args):
     """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
     whose `scope()` the recipe builds and compiles its model in.
@@ -79,34 +90,6 @@ def run_distributed(work, args):
     distribution = setup_distribution(args)
     with distribution.scope():
         return work(args)
-
-
-def load_tokenizer(args):
-    """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory."""
-    kwargs = {} if args.do_lower_case is None else {"do_lower_case": args.do_lower_case}
-    if args.vocab_file:
-        return BertTokenizer(args.vocab_file, **kwargs)
-    directory = args.init_checkpoint
-    if directory and not os.path.isdir(directory):
-        directory = os.path.dirname(directory)  # a Google checkpoint prefix
-    if not directory or not os.path.isfile(os.path.join(directory, "vocab.txt")):
-        raise ValueError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
-    return BertTokenizer.from_pretrained(directory, **kwargs)
-
-
-def load_backbone(args, **config_overrides):
-    """The backbone of `--init_checkpoint` (with `--bert_config_file` when given), else a random one."""
-    if args.init_checkpoint:
-        if args.bert_config_file:
-            stored = BertConfig.from_json_file(args.bert_config_file).to_dict()
-            config_overrides = {**stored, **config_overrides}
-        return BertBackbone.from_pretrained(args.init_checkpoint, **config_overrides)
-    if not args.bert_config_file:
-        raise ValueError("Either --init_checkpoint or --bert_config_file is required.")
-    config = BertConfig.from_json_file(args.bert_config_file)
-    if config_overrides:
-        config = BertConfig.from_dict({**config.to_dict(), **config_overrides})
-    return BertBackbone(config)
 
 
 def num_train_steps(num_examples, train_batch_size, num_train_epochs):
@@ -145,7 +128,6 @@ def training_batches(features, labels, args, **options):
     return batching.BucketedBatches(features, labels, args.train_batch_size, seed=args.seed, **options)
 
 
-
 class BestCheckpoint(keras.callbacks.Callback):
     """Evaluates on the dev set after every epoch and keeps the weights with the best dev metric.
 
@@ -161,8 +143,21 @@ class BestCheckpoint(keras.callbacks.Callback):
 
     Examples:
 
-    >>> callback = BestCheckpoint(lambda model: {"accuracy": 0.5}, "accuracy", "/tmp/run")  # doctest: +SKIP
-    >>> model.fit(x, y, epochs=3, callbacks=[callback])  # doctest: +SKIP
+    >>> import tempfile
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> dev_scores = iter([0.5, 0.8, 0.6])
+    >>> callback = BestCheckpoint(lambda model: {"accuracy": next(dev_scores)}, "accuracy", tempfile.mkdtemp())
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[callback])
+    <BLANKLINE>
+    epoch 1: dev accuracy=0.5000
+    <BLANKLINE>
+    epoch 2: dev accuracy=0.8000
+    <BLANKLINE>
+    epoch 3: dev accuracy=0.6000
+    >>> callback.best_metrics
+    {'accuracy': 0.8, 'epoch': 2}
     """
 
     def __init__(self, evaluate_fn, metric, output_dir):
@@ -193,3 +188,55 @@ class BestCheckpoint(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         if os.path.isfile(self.path):
             self.model.load_weights(self.path)
+
+
+# ------------------------------------------------------------------------------------------- the driver
+def run_finetuning(task, args):
+    """Trains / evaluates / predicts `task` (a `keras_bert_impl.tasks.base.FinetuningTask`) as the flags
+    say, under `--strategy` (in its scope) and `--mixed_precision`; returns the results written to
+    eval_results.json (or {})."""
+    return run_distributed(lambda flags: finetune(task, flags), args)
+
+
+def finetune(task, args):
+    """The work of `run_finetuning`, inside the strategy scope.
+
+    Seeds, loads the tokenizer, lets the task read its labels and dev sets and build its model; with
+    --do_train compiles BERT's AdamW schedule with the task's loss and fits, evaluating every epoch and
+    keeping the best weights (`BestCheckpoint`, by `task.main_metric`) when the task can evaluate, then
+    saves output_dir/model; evaluates (when not done by training); with --do_predict writes the task's
+    prediction files; and writes eval_results.json.
+    """
+    task.args = args
+    task.check_flags()
+    keras.utils.set_random_seed(args.seed)
+    os.makedirs(args.output_dir, exist_ok=True)
+    tokenizer = load_tokenizer(args)
+    task.setup(tokenizer)
+    model = task.build_model()
+    results = {}
+    if args.do_train:
+        train = task.training_set()
+        epochs = math.ceil(args.num_train_epochs)
+        total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs)
+        model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
+                      steps_per_execution=args.steps_per_execution, **task.compile_arguments())
+        if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
+            data = training_batches(train.features, train.labels, args, **train.batching_options)
+            fit_kwargs = {"shuffle": False, **train.fit_kwargs}
+        else:
+            data = train.features
+            fit_kwargs = {"y": train.labels, "batch_size": args.train_batch_size, "shuffle": True, **train.fit_kwargs}
+        print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
+        best = BestCheckpoint(task.evaluate, task.main_metric, args.output_dir) if task.can_evaluate else None
+        model.fit(data, epochs=epochs, callbacks=[] if best is None else [best], verbose=args.verbose, **fit_kwargs)
+        if best is not None:
+            results = task.best_results(best.best_metrics)
+        if args.save_model:
+            task.save_model(model, os.path.join(args.output_dir, "model"))
+    if task.can_evaluate and not results:
+        results = task.evaluate(model)
+    if args.do_predict:
+        results = task.predict(model, results)
+    task.write_results(results)
+    return results

@@ -1,4 +1,4 @@
-"""Command-line flags of the recipes, parsed the way google-research/bert's absl flags were.
+"""Command-line flags of the recipes, parsed the way google-research/bert's absl flags are.
 
 The recipes keep the original scripts' flag names, so users' commands carry over; boolean flags take
 absl's forms: `--do_lower_case`, `--do_lower_case=False`, `--nodo_lower_case`.

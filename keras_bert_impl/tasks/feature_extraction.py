@@ -93,10 +93,17 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
 
     Examples:
 
-    >>> backbone = BertBackbone.from_pretrained(path, output_hidden_states=True)  # doctest: +SKIP
-    >>> record = next(extract_features(backbone, tokenizer, ["Hello world"], layer_indexes=[-1]))  # doctest: +SKIP
-    >>> [f["token"] for f in record["features"]]  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> from keras_bert_impl import BertBackbone, BertConfig, BertTokenizer
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world"]))
+    >>> backbone = BertBackbone(BertConfig.preset("bert_tiny"), output_hidden_states=True)
+    >>> record = next(extract_features(backbone, BertTokenizer(vocab_file), ["Hello world"], layer_indexes=[-1]))
+    >>> [f["token"] for f in record["features"]]
     ['[CLS]', 'hello', 'world', '[SEP]']
+    >>> len(record["features"][0]["layers"][0]["values"])  # bert_tiny's hidden size
+    128
     """
     if not backbone.output_hidden_states:
         raise ValueError("extract_features needs a backbone built with output_hidden_states=True.")

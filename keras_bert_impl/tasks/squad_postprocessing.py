@@ -76,7 +76,7 @@ def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pa
     With `dynamic_padding` (default) the features are sorted by length and each batch is padded to its own
     longest feature (`keras_bert_impl.data.batching`), which gives the same logits at the real positions.
     Padding positions can never be a valid answer; the one difference from the original, which keeps
-    the logits of all `max_seq_length` positions, is that padding positions no longer take places among
+    the logits of all `max_seq_length` positions, is that here padding positions take no places among
     the `n_best_size` best start/end indexes (so, rarely, one more valid candidate is considered).
     """
     from keras_bert_impl.data import batching

@@ -26,6 +26,8 @@ import unicodedata
 
 import numpy as np
 
+from keras_bert_impl.utils.file_io import atomic_open
+
 MAX_INPUT_CHARS_PER_WORD = 200
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
@@ -225,12 +227,18 @@ class BertTokenizer:
 
     Examples:
 
-    >>> tokenizer = BertTokenizer.from_pretrained("path/to/bert-base-uncased")  # doctest: +SKIP
-    >>> tokenizer.tokenize("UNwant\\u00E9d,running")  # doctest: +SKIP
+    >>> import tempfile
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##want", "##ed", ",", "running"]))
+    >>> tokenizer = BertTokenizer(vocab_file)
+    >>> tokenizer.tokenize("UNwant\\u00E9d,running")
     ['un', '##want', '##ed', ',', 'running']
-    >>> batch = tokenizer(["Hello world!"], ["Second segment."], max_length=16)  # doctest: +SKIP
-    >>> sorted(batch)  # doctest: +SKIP
+    >>> batch = tokenizer(["unwanted"], ["running"], max_length=16)
+    >>> sorted(batch)
     ['padding_mask', 'segment_ids', 'token_ids']
+    >>> batch["token_ids"].tolist(), batch["segment_ids"].tolist()
+    ([[2, 4, 5, 6, 3, 8, 3]], [[0, 0, 0, 0, 0, 1, 1]])
     """
 
     def __init__(self, vocab_file, do_lower_case=True, split_special_tokens=True, cache_size=1_000_000):
@@ -281,11 +289,11 @@ class BertTokenizer:
         return cls(os.path.join(path, "vocab.txt"), **kwargs)
 
     def save_pretrained(self, directory):
-        """Writes vocab.txt and tokenizer_config.json (do_lower_case), which `from_pretrained` reads."""
+        """Writes vocab.txt and tokenizer_config.json (do_lower_case), each atomically, for `from_pretrained`."""
         os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+        with atomic_open(os.path.join(directory, "vocab.txt")) as f:
             f.write("".join(token + "\n" for token in self._id_to_token))
-        with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        with atomic_open(os.path.join(directory, "tokenizer_config.json")) as f:
             json.dump({"do_lower_case": self.do_lower_case, "tokenizer_class": "BertTokenizer"}, f, indent=2)
 
     @property

@@ -1,4 +1,4 @@
-"""TFBertTokenizer: the in-graph (TensorFlow + tensorflow-text) twin of `tokenization.BertTokenizer`.
+"""TFBertTokenizer: the in-graph (TensorFlow + tensorflow-text) twin of `bert_tokenizer.BertTokenizer`.
 
 It takes raw `tf.string` text and gives the same ids and the same character offsets as the Python
 `BertTokenizer`, inside `tf.function`, `tf.data` and SavedModels. Model code never imports this module.
@@ -105,9 +105,17 @@ class TFBertTokenizer(tf.Module):
 
     Examples:
 
-    >>> tokenizer = TFBertTokenizer("vocab.txt")  # doctest: +SKIP
-    >>> ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(["Héllo world!"]))  # doctest: +SKIP
-    >>> batch = tokenizer(tf.constant(["a text"]), tf.constant(["its pair"]), max_length=16)  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "!", "a", "text"]))
+    >>> tokenizer = TFBertTokenizer(vocab_file)
+    >>> ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(["Héllo world!"]))
+    >>> ids.to_list(), starts.to_list(), ends.to_list()
+    ([[4, 5, 6]], [[0, 6, 11]], [[5, 11, 12]])
+    >>> batch = tokenizer(tf.constant(["a text"]), tf.constant(["hello"]), max_length=16)
+    >>> batch["token_ids"].numpy().tolist()
+    [[2, 7, 8, 3, 4, 3]]
     """
 
     def __init__(self, vocab_file, do_lower_case=True, name=None):

@@ -1,6 +1,6 @@
 """BertTextPacker: a Keras preprocessing layer from raw strings to BERT inputs, in-graph (TensorFlow).
 
-It wraps `tf_tokenization.TFBertTokenizer`, so its ids, truncation and packing equal the Python
+It wraps `tf_bert_tokenizer.TFBertTokenizer`, so its ids, truncation and packing equal the Python
 `BertTokenizer.__call__`. Like `keras.layers.TextVectorization`, it always computes with TensorFlow ops:
 under the JAX or PyTorch backend use it inside `tf.data` (`dataset.map(packer)`); under the TensorFlow
 backend it can also be the first layer of a model with a `dtype="string"` input.
@@ -28,9 +28,15 @@ class BertTextPacker(keras.layers.Layer):
 
     Examples:
 
-    >>> packer = BertTextPacker("path/to/checkpoint_dir", max_length=64)  # doctest: +SKIP
-    >>> ds = tf.data.Dataset.from_tensor_slices((questions, passages)).batch(32)  # doctest: +SKIP
-    >>> ds = ds.map(lambda q, p: packer((q, p)))  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "who", "?", "me"]))
+    >>> packer = BertTextPacker(vocab_file, max_length=8)
+    >>> ds = tf.data.Dataset.from_tensor_slices((["Who?"], ["me"])).batch(32)
+    >>> ds = ds.map(lambda q, p: packer((q, p)))
+    >>> next(iter(ds))["token_ids"].numpy().tolist()
+    [[2, 4, 5, 3, 6, 3, 0, 0]]
     """
 
     def __init__(self, tokenizer, max_length=128, padding="max_length", do_lower_case=True, **kwargs):

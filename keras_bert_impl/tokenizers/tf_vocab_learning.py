@@ -187,8 +187,14 @@ def learn_vocab(
 
     Examples:
 
-    >>> vocab = learn_vocab("corpus/*.txt", vocab_size=8000)  # doctest: +SKIP
-    >>> write_vocab(vocab, "vocab.txt")  # doctest: +SKIP
+    >>> import tempfile
+    >>> corpus_dir = tempfile.mkdtemp()
+    >>> with open(os.path.join(corpus_dir, "a.txt"), "w") as f:
+    ...     _ = f.write("the cat sat on the mat\\nthe dog sat on the log\\n")
+    >>> vocab = learn_vocab(os.path.join(corpus_dir, "*.txt"), vocab_size=30, verbose=False)
+    >>> len(vocab), vocab[:5]
+    (30, ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'])
+    >>> write_vocab(vocab, os.path.join(corpus_dir, "vocab.txt"))
     """
     files = expand_input_files(input_files)
     counts = count_words(files, do_lower_case, max_unique_words, verbose)

@@ -102,16 +102,27 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 class _BertOptimizerBase(keras.optimizers.Optimizer):
-    """Shared plumbing: Adam's moments, weight-decay exclusion by variable path, clipping, config."""
+    """Shared plumbing: Adam's moments and direction, weight-decay exclusion by variable path, clipping,
+    config. Its arguments and defaults are those of both subclasses (see their docstrings)."""
 
-    def __init__(self, learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay, **kwargs):
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay_rate=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=None,
+        global_clipnorm=1.0,
+        **kwargs,
+    ):
         if kwargs.get("weight_decay") is not None:
             raise ValueError(
                 f"{type(self).__name__} applies its own decoupled weight decay; pass "
                 "`weight_decay_rate` instead of Keras's `weight_decay`."
             )
         kwargs.pop("weight_decay", None)
-        super().__init__(learning_rate=learning_rate, **kwargs)
+        super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
         if exclude_from_weight_decay is None:
             exclude_from_weight_decay = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
@@ -135,6 +146,20 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
         self.assign(m, ops.add(ops.multiply(m, self.beta_1), ops.multiply(gradient, 1.0 - self.beta_1)))
         self.assign(v, ops.add(ops.multiply(v, self.beta_2), ops.multiply(ops.square(gradient), 1.0 - self.beta_2)))
         return m, v
+
+    def _adam_direction(self, gradient, variable, bias_correction):
+        """The update before the learning rate: m / (sqrt(v) + epsilon), with bias-corrected m and v when
+        `bias_correction`, plus `weight_decay_rate * variable` unless the variable is excluded."""
+        dtype = variable.dtype
+        m, v = self._update_moments(ops.cast(gradient, dtype), variable)
+        if bias_correction:
+            local_step = ops.cast(self.iterations + 1, dtype)
+            m = ops.divide(m, 1.0 - ops.power(ops.cast(self.beta_1, dtype), local_step))
+            v = ops.divide(v, 1.0 - ops.power(ops.cast(self.beta_2, dtype), local_step))
+        update = ops.divide(m, ops.add(ops.sqrt(v), self.epsilon))
+        if self._do_use_weight_decay(variable):
+            update = ops.add(update, ops.multiply(variable, self.weight_decay_rate))
+        return update
 
     def _clip_gradients(self, grads):
         """Global-norm clipping of the GLOBAL gradient, also under a tf.distribute strategy.
@@ -223,30 +248,8 @@ class AdamWeightDecay(_BertOptimizerBase):
     >>> model.compile(optimizer=optimizer, loss="mse")
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=None,
-        bias_correction=False,
-        global_clipnorm=1.0,
-        name="adam_weight_decay",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay_rate=weight_decay_rate,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            global_clipnorm=global_clipnorm,
-            name=name,
-            **kwargs,
-        )
+    def __init__(self, learning_rate=0.001, *, bias_correction=False, name="adam_weight_decay", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.bias_correction = bool(bias_correction)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
@@ -260,19 +263,8 @@ class AdamWeightDecay(_BertOptimizerBase):
         super()._backend_update_step(grads, trainable_variables, learning_rate)
 
     def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
-        gradient = ops.cast(gradient, dtype)
-        m, v = self._update_moments(gradient, variable)
-        m_value, v_value = m, v
-        if self.bias_correction:
-            local_step = ops.cast(self.iterations + 1, dtype)
-            m_value = ops.divide(m, 1.0 - ops.power(ops.cast(self.beta_1, dtype), local_step))
-            v_value = ops.divide(v, 1.0 - ops.power(ops.cast(self.beta_2, dtype), local_step))
-        update = ops.divide(m_value, ops.add(ops.sqrt(v_value), self.epsilon))
-        if self._do_use_weight_decay(variable):
-            update = ops.add(update, ops.multiply(variable, self.weight_decay_rate))
-        self.assign_sub(variable, ops.multiply(lr, update))
+        update = self._adam_direction(gradient, variable, self.bias_correction)
+        self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, variable.dtype), update))
 
     def get_config(self):
         config = super().get_config()
@@ -299,13 +291,9 @@ class Lamb(_BertOptimizerBase):
     BERT formulation.
 
     Args:
-        learning_rate: Float or `keras.optimizers.schedules.LearningRateSchedule`.
-        weight_decay_rate: Decoupled weight decay coefficient; 0 disables it.
-        beta_1: Decay rate of the first moment.
-        beta_2: Decay rate of the second moment.
+        learning_rate, weight_decay_rate, beta_1, beta_2, exclude_from_weight_decay: as in
+            `AdamWeightDecay`.
         epsilon: Added to `sqrt(v_hat)` in the denominator.
-        exclude_from_weight_decay: Regular expressions searched in variable paths; matching
-            variables get no weight decay. `None` means `("layer_norm", "LayerNorm", "bias")`.
         exclude_from_layer_adaptation: Regular expressions; matching variables use a trust ratio
             of 1. `None` means the same patterns as `exclude_from_weight_decay`.
         global_clipnorm: Clip all gradients together to this global norm before the update
@@ -320,30 +308,8 @@ class Lamb(_BertOptimizerBase):
     >>> model.compile(optimizer=optimizer, loss="mse")
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay_rate=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=None,
-        exclude_from_layer_adaptation=None,
-        global_clipnorm=1.0,
-        name="lamb",
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay_rate=weight_decay_rate,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            global_clipnorm=global_clipnorm,
-            name=name,
-            **kwargs,
-        )
+    def __init__(self, learning_rate=0.001, *, exclude_from_layer_adaptation=None, name="lamb", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         if exclude_from_layer_adaptation is None:
             self._exclude_from_layer_adaptation_patterns = None
         else:
@@ -356,17 +322,7 @@ class Lamb(_BertOptimizerBase):
         return not _matches_any(patterns, variable)
 
     def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
-        gradient = ops.cast(gradient, dtype)
-        local_step = ops.cast(self.iterations + 1, dtype)
-        m, v = self._update_moments(gradient, variable)
-
-        m_hat = ops.divide(m, 1.0 - ops.power(ops.cast(self.beta_1, dtype), local_step))
-        v_hat = ops.divide(v, 1.0 - ops.power(ops.cast(self.beta_2, dtype), local_step))
-        update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
-        if self._do_use_weight_decay(variable):
-            update = ops.add(update, ops.multiply(variable, self.weight_decay_rate))
+        update = self._adam_direction(gradient, variable, bias_correction=True)
         if self._do_layer_adaptation(variable):
             w_norm = ops.sqrt(ops.sum(ops.square(variable)))
             r_norm = ops.sqrt(ops.sum(ops.square(update)))
@@ -375,7 +331,7 @@ class Lamb(_BertOptimizerBase):
                 ops.logical_and(w_norm > 0, r_norm > 0), w_norm / safe_r_norm, ops.ones_like(w_norm)
             )
             update = ops.multiply(trust_ratio, update)
-        self.assign_sub(variable, ops.multiply(lr, update))
+        self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, variable.dtype), update))
 
     def get_config(self):
         config = super().get_config()
@@ -386,19 +342,7 @@ class Lamb(_BertOptimizerBase):
         return config
 
 
-def create_optimizer(
-    init_lr,
-    num_train_steps,
-    num_warmup_steps,
-    optimizer_type="adamw",
-    weight_decay_rate=0.01,
-    beta_1=0.9,
-    beta_2=0.999,
-    epsilon=1e-6,
-    exclude_from_weight_decay=None,
-    global_clipnorm=1.0,
-    **kwargs,
-):
+def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type="adamw", **kwargs):
     """The optimizer of google-research/bert `create_optimizer`, as a Keras 3 optimizer.
 
     Builds a `WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)` schedule and returns
@@ -411,15 +355,12 @@ def create_optimizer(
         num_train_steps: Total number of optimizer steps (the rate decays to 0 there).
         num_warmup_steps: Number of linear warmup steps (0 for none).
         optimizer_type: `"adamw"` or `"lamb"`.
-        weight_decay_rate: Decoupled weight decay coefficient.
-        beta_1: First-moment decay rate.
-        beta_2: Second-moment decay rate.
-        epsilon: Denominator epsilon.
-        exclude_from_weight_decay: Path patterns exempt from weight decay (and, for LAMB, from
-            layer adaptation); `None` for `("layer_norm", "LayerNorm", "bias")`.
-        global_clipnorm: Global gradient-norm clip (1.0 in the original); `None` to disable.
-        **kwargs: Passed to the optimizer (e.g. `bias_correction=True` for "adamw",
-            `exclude_from_layer_adaptation` for "lamb").
+        **kwargs: The optimizer's other arguments, with its defaults: `weight_decay_rate=0.01`,
+            `beta_1=0.9`, `beta_2=0.999`, `epsilon=1e-6`, `exclude_from_weight_decay=None` (path
+            patterns exempt from weight decay and, for LAMB, from layer adaptation; `None` for
+            `("layer_norm", "LayerNorm", "bias")`), `global_clipnorm=1.0` (the original's; `None`
+            disables it); and `bias_correction` (default False) for "adamw",
+            `exclude_from_layer_adaptation` for "lamb".
 
     Returns:
         An `AdamWeightDecay` or `Lamb` instance.
@@ -433,18 +374,9 @@ def create_optimizer(
     'Lamb'
     """
     schedule = WarmupLinearDecay(init_lr, num_train_steps, num_warmup_steps)
-    common = dict(
-        learning_rate=schedule,
-        weight_decay_rate=weight_decay_rate,
-        beta_1=beta_1,
-        beta_2=beta_2,
-        epsilon=epsilon,
-        exclude_from_weight_decay=exclude_from_weight_decay,
-        global_clipnorm=global_clipnorm,
-    )
     optimizer_type = optimizer_type.lower()
     if optimizer_type in ("adamw", "adam_weight_decay", "adamweightdecay"):
-        return AdamWeightDecay(**common, **kwargs)
+        return AdamWeightDecay(schedule, **kwargs)
     if optimizer_type == "lamb":
-        return Lamb(**common, **kwargs)
+        return Lamb(schedule, **kwargs)
     raise ValueError(f"Unknown optimizer_type {optimizer_type!r}; expected 'adamw' or 'lamb'.")

@@ -12,21 +12,19 @@ module does the same on every Keras backend:
 * `restore_latest_checkpoint` loads the newest complete checkpoint (falling back to older ones if
   it cannot be read) and returns its step.
 * `run_training` ties these to `model.fit`: it restores, then fits the remaining steps, so the
-  total number of optimizer steps equals `num_train_steps` however often the run was interrupted.
+  total number of optimizer steps equals `num_train_steps` however often the run is interrupted.
   As in the Estimator, the input pipeline is NOT fast-forwarded on resume: it is simply rebuilt
   (pass a `dataset_fn(initial_step)` to vary its shuffle seed with the step, as `recipes/pretrain.py`
   does, so a resumed run does not replay the same batch order).
 * `MetricsLogger` appends each loop's averaged metrics with the global step to a JSON-lines file and
   to TensorBoard scalars (tf.summary, readable by `tensorboard --logdir output_dir/logs`).
 
-Why not `keras.callbacks.BackupAndRestore(save_freq=N)`: it was evaluated on the TensorFlow, JAX and
-PyTorch backends (Keras 3.15) and restores model and optimizer state correctly, but (1) it restores
-only the epoch number, not the step inside the epoch: training interrupted at step 7 of a 10-step
-epoch with `save_freq=3` resumed at step 6 and then ran the whole epoch again, ending at 16 optimizer
-steps instead of 10; (2) it writes `latest.weights.h5` in place and its metadata JSON afterwards, so a
-kill during or between the two writes leaves a truncated file or weights that disagree with the
-recorded epoch; (3) it keeps one (or two) backups and deletes them when `fit` ends. Hence this small
-callback.
+Why not `keras.callbacks.BackupAndRestore(save_freq=N)` (Keras 3.15): it restores model and optimizer
+state, but (1) it restores only the epoch number, not the step inside the epoch, so a run interrupted at
+step 7 of a 10-step epoch with `save_freq=3` resumes at step 6, runs the whole epoch again and ends at 16
+optimizer steps instead of 10; (2) it writes `latest.weights.h5` in place and its metadata JSON
+afterwards, so a kill during or between the two writes leaves a truncated file or weights that disagree
+with the recorded epoch; (3) it keeps one (or two) backups and deletes them when `fit` ends.
 
 Why not `keras.callbacks.TensorBoard` for the curves: it needs the `tensorboard` package (not a
 dependency, and not installed with TensorFlow 2.21: `tf.summary.scalar` raises TBNotInstalledError
@@ -110,7 +108,14 @@ def save_checkpoint(model, directory, keep_checkpoint_max=5):
 
     Examples:
 
-    >>> step, path = save_checkpoint(model, "out/checkpoints")  # doctest: +SKIP
+    >>> import tempfile
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=2, verbose=0)  # 2 optimizer steps
+    >>> step, path = save_checkpoint(model, tempfile.mkdtemp())
+    >>> step, os.path.basename(path)
+    (2, 'ckpt-00000002.weights.h5')
     """
     os.makedirs(directory, exist_ok=True)
     step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
@@ -141,9 +146,17 @@ def restore_latest_checkpoint(model, directory):
 
     Examples:
 
-    >>> model.compile(optimizer=create_optimizer(1e-4, 1000, 100))  # doctest: +SKIP
-    >>> restore_latest_checkpoint(model, "out/checkpoints")  # doctest: +SKIP
-    500
+    >>> import tempfile
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=2, verbose=0)  # 2 optimizer steps
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = save_checkpoint(model, directory)
+    >>> restored = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> restored.compile(optimizer="sgd", loss="mse")
+    >>> restore_latest_checkpoint(restored, directory)
+    2
     """
     if os.path.isdir(directory):
         for name in os.listdir(directory):
@@ -201,8 +214,15 @@ class CheckpointCallback(_StepCounter):
 
     Examples:
 
-    >>> callback = CheckpointCallback("out/checkpoints", save_every_steps=1000, initial_step=0)
-    >>> model.fit(dataset, steps_per_epoch=100, epochs=30, callbacks=[callback])  # doctest: +SKIP
+    >>> import tempfile
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> directory = tempfile.mkdtemp()
+    >>> callback = CheckpointCallback(directory, save_every_steps=2, initial_step=0)
+    >>> _ = model.fit(np.ones((10, 2)), np.ones((10, 1)), batch_size=2, verbose=0, callbacks=[callback])
+    >>> [step for step, _ in list_checkpoints(directory)]  # every 2 steps, and at the end
+    [2, 4, 5]
     """
 
     def __init__(self, directory, save_every_steps, initial_step=0, keep_checkpoint_max=5):
@@ -371,10 +391,18 @@ def run_training(
 
     Examples:
 
-    >>> model.compile(optimizer=create_optimizer(1e-4, 1000, 100))  # doctest: +SKIP
-    >>> result = run_training(model, dataset, 1000, "out", save_checkpoints_steps=200)  # doctest: +SKIP
-    >>> result["global_step"]  # doctest: +SKIP
-    1000
+    >>> import tempfile
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> import tensorflow as tf
+    >>> dataset = tf.data.Dataset.from_tensors((np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))).repeat()
+    >>> out = tempfile.mkdtemp()
+    >>> result = run_training(model, dataset, 6, out, save_checkpoints_steps=3, verbose=0)
+    >>> result["global_step"], [step for step, _ in list_checkpoints(os.path.join(out, "checkpoints"))]
+    (6, [3, 6])
+    >>> run_training(model, dataset, 6, out, save_checkpoints_steps=3, verbose=0)["history"]  # nothing left to train
+    {}
     """
     iterations_per_loop = int(iterations_per_loop or min(save_checkpoints_steps, num_train_steps))
     for name, value in (
@@ -428,14 +456,18 @@ def evaluate(model, dataset, max_eval_steps=None):
 
     Examples:
 
-    >>> evaluate(model, eval_dataset, max_eval_steps=100)  # doctest: +SKIP
-    {'loss': 2.1, 'masked_lm_accuracy': 0.6, ...}
+    >>> import numpy as np
+    >>> import tensorflow as tf
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
+    >>> model.compile(loss="mse")
+    >>> eval_dataset = tf.data.Dataset.from_tensor_slices((np.ones((8, 2), "float32"), np.ones((8, 1), "float32")))
+    >>> evaluate(model, eval_dataset.batch(2), max_eval_steps=3)
+    {'loss': 1.0}
     """
     if max_eval_steps:
         dataset = dataset.take(max_eval_steps)
-    # The number of batches is passed explicitly: with `steps=None` the TensorFlow backend runs one
-    # extra step on the exhausted iterator, an empty batch that adds a 0 to BertPretrainer's
-    # (unweighted) masked_lm_loss / next_sentence_loss means (Keras 3.15; the "loss" is unaffected).
+    # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
+    # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
     num_batches = sum(1 for _ in dataset)
     results = model.evaluate(dataset, steps=num_batches, return_dict=True, verbose=0)
     return {name: float(value) for name, value in results.items()}

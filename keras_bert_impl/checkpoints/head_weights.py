@@ -1,0 +1,91 @@
+"""Head weights: the task and pretraining heads' variables under their Hugging Face names.
+
+Each head kind has a table builder returning `[(hf_name, keras_variable, to_keras, from_keras)]`, the
+rows of `conversion.backbone_weight_table`, so a head loads and saves through the same layout changes:
+
+    classifier_table(dense)          classifier.weight [C, H], classifier.bias [C]
+                                     (BertForSequenceClassification, BertForMultipleChoice,
+                                     BertForTokenClassification)
+    crf_table(crf)                   classifier.crf_transitions [K, K] (ours; transformers ignores it)
+    span_table(dense)                qa_outputs.weight [2, H], qa_outputs.bias [2]
+    masked_lm_table(masked_lm_head)  cls.predictions.transform.{dense,LayerNorm}.*, cls.predictions.bias
+    next_sentence_table(dense)       cls.seq_relationship.weight [2, H], cls.seq_relationship.bias [2]
+
+The builders take layers, not models: the task models (a higher tier) list their heads' tables.
+"""
+
+from keras_bert_impl.checkpoints.conversion import (
+    assign_table,
+    dense_entries,
+    layer_norm_entries,
+    table_entry,
+    table_weights_dict,
+)
+
+CRF_TRANSITIONS_NAME = "classifier.crf_transitions"
+
+_HEAD_MISMATCH = (
+    "{source}: shape mismatch for {name}: the checkpoint has {kind} {found}, the model expects {kind} {expected} "
+    "(the checkpoint's head was made for another number of outputs or another hidden size)."
+)
+
+
+def classifier_table(dense):
+    """The `classifier.*` rows of a Dense classification or scoring layer."""
+    return dense_entries("classifier", dense)
+
+
+def crf_table(crf):
+    """The `classifier.crf_transitions` row of a `CRF` layer."""
+    return [table_entry(CRF_TRANSITIONS_NAME, crf.transitions)]
+
+
+def span_table(dense):
+    """The `qa_outputs.*` rows of the span head, a Dense(2)."""
+    return dense_entries("qa_outputs", dense)
+
+
+def masked_lm_table(head):
+    """The `cls.predictions.*` rows of a `MaskedLMHead` (its projection is the tied word embedding)."""
+    return [
+        *dense_entries("cls.predictions.transform.dense", head.transform_dense),
+        *layer_norm_entries("cls.predictions.transform.LayerNorm", head.transform_layer_norm),
+        table_entry("cls.predictions.bias", head.output_bias),
+    ]
+
+
+def next_sentence_table(dense):
+    """The `cls.seq_relationship.*` rows of the next-sentence head, a Dense(2)."""
+    return dense_entries("cls.seq_relationship", dense)
+
+
+def assign_head_weights(table, weights, source="checkpoint"):
+    """Assigns one head's weights from `weights` (Hugging Face names); returns whether the head was there.
+
+    Args:
+        table: the head's rows, from one of the builders above.
+        weights: a dict {hf_name: array}, e.g. `backbone.head_weights`.
+        source: the checkpoint, for error messages.
+
+    Returns:
+        False when none of the head's weights is in `weights` (the caller warns or keeps the
+        initialization), True once all are assigned.
+
+    Raises:
+        ValueError: only part of the head is there, or a shape differs (the message names the weight
+            and both shapes, in Hugging Face layout).
+    """
+    names = [name for name, *_ in table]
+    present = [name for name in names if name in weights]
+    if not present:
+        return False
+    if len(present) < len(names):
+        missing = [name for name in names if name not in weights]
+        raise ValueError(f"{source}: has {', '.join(present)} but not {', '.join(missing)}; the head is incomplete.")
+    assign_table(table, weights, source, mismatch=_HEAD_MISMATCH)
+    return True
+
+
+def head_weights_dict(table):
+    """{hf_name: float32 numpy array in Hugging Face layout} of a head's variables."""
+    return table_weights_dict(table)

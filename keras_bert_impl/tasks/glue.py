@@ -1,0 +1,103 @@
+"""GLUE fine-tuning (google-research/bert run_classifier.py): sentence(-pair) classification, and STS-B
+regression, with a `BertClassifier` over the pooled [CLS] output.
+
+Reads `--data_dir`'s train.tsv / dev*.tsv / test*.tsv (`data/glue_data.py`); evaluates the task's GLUE
+metrics (MNLI's mismatched ones prefixed "mm_"); writes the GLUE server's submission files.
+"""
+
+import os
+
+import keras
+import numpy as np
+
+from keras_bert_impl.data import batching, glue_data
+from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
+from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.tasks.base import (
+    FinetuningTask,
+    TrainingSet,
+    batching_options,
+    config_overrides,
+    load_backbone,
+    save_model_directory,
+)
+from keras_bert_impl.utils.file_io import write_json
+
+
+class GlueTask(FinetuningTask):
+    """One GLUE task (`--task_name`): cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli."""
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.task = glue_data.canonical_task(args.task_name)
+        self.name = self.task
+        self.main_metric = glue_data.GLUE_MAIN_METRIC[self.task]
+        self.regression = glue_data.get_labels(self.task) is None
+        self.dev_sets = {}
+
+    def load_split(self, split):
+        """(features, labels or None, examples) of one split."""
+        examples = glue_data.read_glue_examples(self.task, self.args.data_dir, split)
+        features = glue_data.encode_examples(self.tokenizer, examples, self.args.max_seq_length)
+        labels = None if split.startswith("test") else glue_data.label_ids(self.task, examples)
+        return features, labels, examples
+
+    def setup(self, tokenizer):
+        super().setup(tokenizer)
+        if self.args.do_eval:
+            self.dev_sets = {split: self.load_split(split) for split in glue_data.dev_splits(self.task)}
+
+    def build_model(self):
+        """A BertClassifier on the checkpoint, with its classifier head when it has a matching one."""
+        num_outputs, dropout = glue_data.num_outputs(self.task), self.args.classifier_dropout
+        if self.args.init_checkpoint:
+            return BertClassifier.from_pretrained(self.args.init_checkpoint, num_classes=num_outputs, dropout=dropout,
+                                                  **config_overrides(self.args))
+        return BertClassifier(load_backbone(self.args), num_classes=num_outputs, dropout=dropout)
+
+    def training_set(self):
+        features, labels, examples = self.load_split("train")
+        return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
+
+    def compile_arguments(self):
+        if self.regression:
+            return {"loss": keras.losses.MeanSquaredError(), "metrics": []}
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+
+    def predictions(self, model, features):
+        """Class ids [N] (STS-B: float scores [N]) for every example, in order."""
+        logits = batching.predict_bucketed(model, features, batch_size=self.args.eval_batch_size,
+                                           **batching_options(self.args))
+        return logits[:, 0] if self.regression else np.argmax(logits, axis=-1)
+
+    def evaluate(self, model):
+        """The task's GLUE metrics on its dev set(s); MNLI's mismatched metrics get the prefix "mm_"."""
+        metrics = {}
+        for split, (features, labels, _) in self.dev_sets.items():
+            values = glue_task_metrics(self.task, self.predictions(model, features), labels)
+            prefix = "mm_" if split == "dev_mismatched" else ""
+            metrics.update({prefix + k: v for k, v in values.items()})
+        return metrics
+
+    def save_model(self, model, directory):
+        save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length,
+                             label_names=glue_data.get_labels(self.task))
+
+    def predict(self, model, results):
+        """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv)."""
+        for split in glue_data.test_splits(self.task):
+            features, _, examples = self.load_split(split)
+            path = os.path.join(self.args.output_dir, glue_data.submission_file_name(self.task, split))
+            glue_data.write_submission(path, self.task, self.predictions(model, features))
+            print(f"wrote {len(examples)} test predictions to {path}")
+        return results
+
+    def write_results(self, results):
+        if not self.args.do_eval:
+            return
+        results["task_name"] = self.task
+        results["num_dev_examples"] = {split: len(v[2]) for split, v in self.dev_sets.items()}
+        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        print(f"{self.task} dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items())
+                                               if isinstance(v, float)))

@@ -1,0 +1,158 @@
+"""Extractive question answering on SQuAD v1.1 / v2.0 (google-research/bert run_squad.py) with a
+`BertSpanQA`.
+
+Reads `--train_file` / `--predict_file` (SQuAD JSON, `data/squad_data.py`), turns the logits into answers
+(`tasks/squad_postprocessing.py`) and scores them with the official v1.1 / v2.0 evaluation (v2.0 with the
+null odds as no-answer probabilities and `--null_score_diff_threshold` as the threshold). Writes
+predictions.json, nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
+"""
+
+import json
+import os
+
+from keras_bert_impl.data import squad_data
+from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
+from keras_bert_impl.models.span_qa import BertSpanQA
+from keras_bert_impl.tasks.base import (
+    save_model_directory,
+    FinetuningTask,
+    TrainingSet,
+    config_overrides,
+    load_backbone,
+)
+from keras_bert_impl.tasks.squad_postprocessing import (
+    compute_predictions,
+    predict_raw_results,
+    write_predictions,
+)
+from keras_bert_impl.utils.file_io import write_json
+
+
+def has_answers(dataset):
+    """Whether any question of a SQuAD JSON dataset has gold answers (then it can be evaluated)."""
+    return any(qa.get("answers") for article in dataset["data"] for p in article["paragraphs"] for qa in p["qas"])
+
+
+class SquadTask(FinetuningTask):
+    """SQuAD v1.1, or v2.0 with `--version_2_with_negative`. Evaluates `--predict_file` when it has answers."""
+
+    name = "SQuAD"
+    main_metric = "f1"
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.eval_examples = self.eval_features = self.eval_dataset = None
+        self.latest = None  # the SquadPredictions of the last evaluation (after training: of the best epoch)
+        self.best_f1, self.best_predictions = float("-inf"), None
+
+    def check_flags(self):
+        args = self.args
+        if not (args.do_train or args.do_predict):
+            raise ValueError("At least one of --do_train or --do_predict must be set.")
+        if args.do_train and not args.train_file:
+            raise ValueError("--do_train needs --train_file.")
+        if args.do_predict and not args.predict_file:
+            raise ValueError("--do_predict needs --predict_file.")
+        if args.max_seq_length <= args.max_query_length + 3:
+            raise ValueError(
+                f"--max_seq_length ({args.max_seq_length}) must be greater than --max_query_length "
+                f"({args.max_query_length}) + 3."
+            )
+
+    def load_features(self, path, is_training):
+        """(examples, features, stats) of one SQuAD file."""
+        args = self.args
+        examples, stats = squad_data.read_squad_examples(path, is_training, args.version_2_with_negative)
+        features = squad_data.convert_examples_to_features(
+            examples, self.tokenizer, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+            max_query_length=args.max_query_length, is_training=is_training,
+        )
+        stats = dict(stats, num_features=len(features))
+        if args.verbose_logging:
+            print(f"{path}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        return examples, features, stats
+
+    def setup(self, tokenizer):
+        super().setup(tokenizer)
+        if self.args.do_predict:
+            self.eval_examples, self.eval_features, _ = self.load_features(self.args.predict_file, is_training=False)
+            with open(self.args.predict_file, encoding="utf-8") as f:
+                self.eval_dataset = json.load(f)
+
+    @property
+    def can_evaluate(self):
+        return self.eval_dataset is not None and has_answers(self.eval_dataset)
+
+    def build_model(self):
+        """A BertSpanQA on the checkpoint (which may lack the pooler), with its qa_outputs head when it has one."""
+        if self.args.init_checkpoint:
+            return BertSpanQA.from_pretrained(self.args.init_checkpoint, **config_overrides(self.args))
+        return BertSpanQA(load_backbone(self.args))
+
+    def training_set(self):
+        """The training features: length-bucketed batches with --dynamic_padding (or static TPU shapes),
+        else fixed-length arrays; `fit` shuffles the order of the batches (or of the examples) every epoch."""
+        args = self.args
+        examples, features, stats = self.load_features(args.train_file, is_training=True)
+        if stats["num_misaligned_answers"]:
+            print(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
+        write_json(os.path.join(args.output_dir, "train_data_stats.json"), stats)
+        description = f"{len(examples)} training examples, {len(features)} features"
+        if args.dynamic_padding or getattr(args, "static_shapes", False):
+            x, y = squad_data.features_to_lists(features)
+            return TrainingSet(x, y, len(features), description, fit_kwargs={"shuffle": True})
+        x, y = squad_data.features_to_arrays(features)
+        return TrainingSet(x, y, len(features), description, bucketed=False)
+
+    def predictions(self, model):
+        """The `SquadPredictions` of `--predict_file`."""
+        args = self.args
+        results = predict_raw_results(model, self.eval_features, batch_size=args.predict_batch_size,
+                                      dynamic_padding=args.dynamic_padding, pad_to_multiple_of=args.pad_to_multiple_of)
+        return compute_predictions(
+            self.eval_examples, self.eval_features, results, n_best_size=args.n_best_size,
+            max_answer_length=args.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
+            version_2_with_negative=args.version_2_with_negative,
+            null_score_diff_threshold=args.null_score_diff_threshold,
+        )
+
+    def evaluate(self, model):
+        """The official v1.1 / v2.0 metrics of the predictions (v2.0 with null odds as na_probs)."""
+        squad_predictions = self.predictions(model)
+        if self.args.version_2_with_negative:
+            metrics = squad_v2_evaluate(self.eval_dataset, squad_predictions.predictions,
+                                        na_probs=squad_predictions.null_odds,
+                                        na_prob_thresh=self.args.null_score_diff_threshold)
+        else:
+            metrics = squad_v1_evaluate(self.eval_dataset, squad_predictions.predictions)
+        self.latest = squad_predictions
+        if metrics["f1"] > self.best_f1:
+            self.best_f1, self.best_predictions = metrics["f1"], squad_predictions
+        return metrics
+
+    def save_model(self, model, directory):
+        """The model directory, with the decoding settings that `export_from_directory` serves with."""
+        args = self.args
+        squad = {"version_2_with_negative": bool(args.version_2_with_negative), "n_best_size": args.n_best_size,
+                 "max_answer_length": args.max_answer_length,
+                 "null_score_diff_threshold": args.null_score_diff_threshold}
+        save_model_directory(model, self.tokenizer, directory, args.max_seq_length, extra_config={"squad": squad})
+
+    def best_results(self, best_metrics):
+        self.latest = self.best_predictions  # the model holds the best epoch's weights: reuse its predictions
+        return dict(best_metrics)
+
+    def predict(self, model, results):
+        """Writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json."""
+        if self.latest is None:
+            self.latest = self.predictions(model)
+        paths = write_predictions(self.args.output_dir, self.latest)
+        print(f"wrote {', '.join(paths)}")
+        return results
+
+    def write_results(self, results):
+        """eval_results.json: the official evaluation of predictions.json, when `--predict_file` has answers."""
+        if not self.can_evaluate:
+            return
+        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        print("dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items()) if isinstance(v, float)))

@@ -1,0 +1,89 @@
+"""SWAG fine-tuning (multiple choice; Devlin et al. §4.4) with a `BertMultipleChoice`.
+
+Reads `--data_dir`'s train.csv, val.csv and test.csv (`data/swag_data.py`); each choice is packed as
+`[CLS] sent1 [SEP] sent2 ending_i [SEP]`, the model scores the four choices and a softmax across them
+is trained with cross-entropy. Evaluates dev accuracy; writes test_predictions.csv (`id,label`).
+"""
+
+import os
+
+import keras
+import numpy as np
+
+from keras_bert_impl.data import batching, swag_data
+from keras_bert_impl.metrics.glue_metrics import accuracy
+from keras_bert_impl.models.multiple_choice import BertMultipleChoice
+from keras_bert_impl.tasks.base import (
+    FinetuningTask,
+    TrainingSet,
+    batching_options,
+    config_overrides,
+    load_backbone,
+)
+from keras_bert_impl.utils.file_io import atomic_open, write_json
+
+SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
+
+
+class SwagTask(FinetuningTask):
+    """SWAG: four endings per example, the label is the index of the right one."""
+
+    name = "swag"
+    main_metric = "accuracy"
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.dev = None
+
+    def load_split(self, split):
+        """(features, labels or None, examples) of "train", "dev" or "test"."""
+        path = os.path.join(self.args.data_dir, SPLIT_FILES[split])
+        examples = swag_data.read_swag_file(path, labelled=split != "test")
+        features = swag_data.encode_swag_examples(self.tokenizer, examples, self.args.max_seq_length)
+        labels = None if split == "test" else swag_data.swag_labels(examples)
+        return features, labels, examples
+
+    def setup(self, tokenizer):
+        super().setup(tokenizer)
+        if self.args.do_eval:
+            self.dev = self.load_split("dev")
+
+    def build_model(self):
+        """A BertMultipleChoice on the checkpoint, with its scoring head when it has one."""
+        if self.args.init_checkpoint:
+            return BertMultipleChoice.from_pretrained(self.args.init_checkpoint, num_choices=swag_data.NUM_CHOICES,
+                                                      **config_overrides(self.args))
+        return BertMultipleChoice(load_backbone(self.args), num_choices=swag_data.NUM_CHOICES)
+
+    def training_set(self):
+        features, labels, examples = self.load_split("train")
+        return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
+
+    def compile_arguments(self):
+        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+
+    def logits(self, model, features, batch_size):
+        """The choices' scores [N, 4]."""
+        return batching.predict_bucketed(model, features, batch_size=batch_size, **batching_options(self.args))
+
+    def evaluate(self, model):
+        return {"accuracy": accuracy(self.logits(model, self.dev[0], self.args.eval_batch_size), self.dev[1])}
+
+    def predict(self, model, results):
+        """Writes test_predictions.csv: `id,label` with the predicted choice of every test example."""
+        features, _, examples = self.load_split("test")
+        predicted = np.argmax(self.logits(model, features, self.args.predict_batch_size), axis=-1)
+        path = os.path.join(self.args.output_dir, "test_predictions.csv")
+        with atomic_open(path) as f:
+            f.write("id,label\n")
+            f.writelines(f"{e.swag_id},{int(p)}\n" for e, p in zip(examples, predicted))
+        print(f"wrote {len(examples)} test predictions to {path}")
+        return results
+
+    def write_results(self, results):
+        if not self.args.do_eval:
+            return
+        results["num_dev_examples"] = len(self.dev[2])
+        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        print(f"swag dev accuracy={results['accuracy']:.4f}")

@@ -1,0 +1,177 @@
+"""Every class registered under the package "keras_bert_impl" round-trips through a `.keras` file after only
+`import keras_bert_impl`: the reloaded object computes the same outputs (atol 1e-6), in this process and,
+for the task models with extra layers (CRF, BiLSTMs), in a fresh interpreter."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+import keras_bert_impl
+from keras_bert_impl.config import BertConfig
+from tests.backend_utils import to_numpy
+
+TINY = BertConfig(vocab_size=40, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16,
+                  max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+BATCH, SEQ, NUM_LABELS = 2, 6, 3
+
+
+def _bert_inputs(seed=0, shape=(BATCH, SEQ)):
+    rng = np.random.RandomState(seed)
+    padding_mask = np.ones(shape, "int32")
+    padding_mask[..., -2:] = 0
+    return {"token_ids": (rng.randint(1, TINY.vocab_size, size=shape) * padding_mask).astype("int32"),
+            "segment_ids": (np.arange(SEQ) >= 3).astype("int32") * padding_mask,
+            "padding_mask": padding_mask}
+
+
+def _float_inputs(*shapes, seed=0):
+    rng = np.random.RandomState(seed)
+    return [rng.normal(size=shape).astype("float32") for shape in shapes]
+
+
+def _wrap(layer, inputs):
+    """A functional model around one layer (the layer travels in the model's config)."""
+    symbolic = [keras.Input(shape=x.shape[1:], dtype=str(x.dtype)) for x in inputs]
+    return keras.Model(symbolic if len(symbolic) > 1 else symbolic[0], layer(*symbolic)), inputs
+
+
+def _backbone(**kwargs):
+    return keras_bert_impl.BertBackbone(TINY, **kwargs)
+
+
+def _tagger_inputs():
+    return [_bert_inputs()]
+
+
+# Registered name -> () -> (model, list of call arguments). Task models and the backbone are saved
+# directly; a layer inside a one-layer functional model; an optimizer or schedule on a compiled model.
+CASES = {
+    "BertBackbone": lambda: (_backbone(), [_bert_inputs()]),
+    "BertClassifier": lambda: (keras_bert_impl.BertClassifier(_backbone(), num_classes=NUM_LABELS), [_bert_inputs()]),
+    "BertMultipleChoice": lambda: (
+        keras_bert_impl.BertMultipleChoice(_backbone(), num_choices=2), [_bert_inputs(shape=(BATCH, 2, SEQ))]
+    ),
+    "BertPretrainer": lambda: (
+        keras_bert_impl.BertPretrainer(_backbone()),
+        [dict(_bert_inputs(), masked_lm_positions=np.array([[1, 2], [3, 0]], "int32"))],
+    ),
+    "BertSpanQA": lambda: (keras_bert_impl.BertSpanQA(_backbone()), [_bert_inputs()]),
+    "BertTokenClassifier": lambda: (
+        keras_bert_impl.BertTokenClassifier(_backbone(), num_labels=NUM_LABELS, use_crf=True), [_bert_inputs()]
+    ),
+    "BertFeatureBasedTagger": lambda: (
+        keras_bert_impl.BertFeatureBasedTagger(
+            _backbone(output_hidden_states=True), num_labels=NUM_LABELS, feature_layers=(-1, -2), lstm_units=4,
+            num_lstm_layers=1,
+        ),
+        [_bert_inputs()],
+    ),
+    "BertDense": lambda: _wrap(keras_bert_impl.BertDense(4, activation="gelu"), _float_inputs((BATCH, 3))),
+    "BertEinsumDense": lambda: _wrap(
+        keras_bert_impl.BertEinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh"),
+        _float_inputs((BATCH, SEQ, 8)),
+    ),
+    "BertEmbeddings": lambda: _wrap(
+        keras_bert_impl.BertEmbeddings(vocab_size=40, hidden_size=8, max_position_embeddings=16, type_vocab_size=2),
+        [_bert_inputs()["token_ids"], _bert_inputs()["segment_ids"]],
+    ),
+    "BertSelfAttention": lambda: _wrap(
+        keras_bert_impl.BertSelfAttention(hidden_size=8, num_heads=2), _float_inputs((BATCH, SEQ, 8), (BATCH, 1, 1, SEQ))
+    ),
+    "BertEncoderBlock": lambda: _wrap(
+        keras_bert_impl.BertEncoderBlock(hidden_size=8, num_heads=2, intermediate_size=16),
+        _float_inputs((BATCH, SEQ, 8), (BATCH, 1, 1, SEQ)),
+    ),
+    "CRF": lambda: _wrap(keras_bert_impl.CRF(NUM_LABELS, use_start_end_transitions=True),
+                         _float_inputs((BATCH, SEQ, NUM_LABELS))),
+    "MaskedLMHead": lambda: _wrap(
+        keras_bert_impl.MaskedLMHead(vocab_size=40, hidden_size=8),
+        _float_inputs((BATCH, SEQ, 8)) + [np.array([[1, 2], [3, 0]], "int32")],
+    ),
+    "AdamWeightDecay": lambda: _compiled(keras_bert_impl.AdamWeightDecay(1e-2, exclude_from_weight_decay=["bias"])),
+    "Lamb": lambda: _compiled(keras_bert_impl.Lamb(1e-2, exclude_from_weight_decay=["bias"])),
+    "WarmupLinearDecay": lambda: _compiled(
+        keras_bert_impl.AdamWeightDecay(keras_bert_impl.WarmupLinearDecay(1e-2, num_train_steps=10, num_warmup_steps=2))
+    ),
+}
+
+
+def _compiled(optimizer):
+    """A Dense model compiled with `optimizer` and trained two steps, so that its slots hold values."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=optimizer, loss="mse")
+    x, y = _float_inputs((4, 3), (4, 2))
+    model.fit(x, y, epochs=2, verbose=0)
+    return model, [x]
+
+
+def _registered_names():
+    prefix = "keras_bert_impl>"
+    return sorted(name[len(prefix):] for name in keras.saving.get_custom_objects() if name.startswith(prefix))
+
+
+def test_every_registered_class_has_a_round_trip_case():
+    assert _registered_names() == sorted(CASES)
+
+
+def _outputs(model, args):
+    outputs = model(args if len(args) > 1 else args[0], training=False)
+    return [to_numpy(o) for o in keras.tree.flatten(outputs)]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_keras_file_reload_computes_the_same_outputs(name, tmp_path):
+    model, args = CASES[name]()
+    expected = _outputs(model, args)
+    path = str(tmp_path / f"{name}.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded) is type(model)
+    for got, want in zip(_outputs(loaded, args), expected, strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    if isinstance(getattr(model, "optimizer", None), keras.optimizers.Optimizer):
+        assert type(loaded.optimizer) is type(model.optimizer)
+        assert loaded.optimizer.get_config() == model.optimizer.get_config()
+        for got, want in zip(loaded.optimizer.variables, model.optimizer.variables, strict=True):
+            np.testing.assert_allclose(to_numpy(got), to_numpy(want), atol=1e-6)
+
+
+def test_masked_lm_head_revives_from_its_config_with_the_tied_heads_numbers():
+    embedding = keras.layers.Embedding(40, 8)
+    embedding.build((None,))
+    tied = keras_bert_impl.MaskedLMHead(embedding, hidden_act="relu")
+    sequence, = _float_inputs((BATCH, SEQ, 8))
+    positions = np.array([[1, 2], [3, 0]], "int32")
+    expected = to_numpy(tied(sequence, positions))
+    revived = keras_bert_impl.MaskedLMHead.from_config(tied.get_config())
+    revived(sequence, positions)
+    revived.set_weights(tied.get_weights())  # the embedding matrix first, then transform and bias
+    np.testing.assert_allclose(to_numpy(revived(sequence, positions)), expected, atol=1e-6)
+    assert revived.token_embedding is not embedding and (revived.vocab_size, revived.hidden_size) == (40, 8)
+
+
+@pytest.mark.parametrize("name", ["BertTokenClassifier", "BertFeatureBasedTagger"])
+def test_keras_file_loads_in_a_fresh_interpreter_after_importing_the_package(name, tmp_path):
+    model, (x,) = CASES[name]()
+    path = str(tmp_path / f"{name}.keras")
+    model.save(path)
+    np.savez(tmp_path / "x.npz", **x, expected=to_numpy(model(x, training=False)))
+    script = textwrap.dedent(f"""
+        import keras, numpy as np
+        import keras_bert_impl
+        data = np.load({str(tmp_path / "x.npz")!r})
+        x = {{k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")}}
+        model = keras.saving.load_model({path!r})
+        assert type(model).__name__ == {name!r}, type(model)
+        got = keras.ops.convert_to_numpy(model(x, training=False))
+        np.testing.assert_allclose(got, data["expected"], atol=1e-6)
+        print("reloaded")
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=300)
+    assert result.returncode == 0 and "reloaded" in result.stdout, result.stderr[-3000:]

@@ -1,0 +1,121 @@
+"""Every task model through the shared checks of `tests/task_harness.py`, on the current backend."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_impl import (
+    BertClassifier,
+    BertFeatureBasedTagger,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertSpanQA,
+    BertTokenClassifier,
+)
+from tests.task_harness import TINY, TaskCase, run_task_test
+
+BATCH, SEQ = 3, 10
+
+
+def _inputs(seed=0, batch=BATCH, seq=SEQ):
+    rng = np.random.RandomState(seed)
+    lengths = np.array([seq, seq - 3, seq - 6])[:batch]
+    padding_mask = (np.arange(seq)[None] < lengths[:, None]).astype("int32")
+    token_ids = (rng.randint(5, TINY.vocab_size, size=(batch, seq)) * padding_mask).astype("int32")
+    token_ids[:, 0] = 2  # [CLS]
+    segment_ids = ((np.arange(seq)[None] >= 4) * padding_mask).astype("int32")
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+
+def _tag_labels(x, num_labels=4, seed=1):
+    rng = np.random.RandomState(seed)
+    labels = rng.randint(0, num_labels, size=x["token_ids"].shape).astype("int32")
+    labels[:, 0] = -100
+    labels[x["padding_mask"] == 0] = -100
+    labels[:, 2::3] = -100  # continuation pieces
+    return labels
+
+
+def _multiple_choice_batch():
+    choices = [_inputs(seed) for seed in range(4)]
+    x = {k: np.stack([c[k] for c in choices], axis=1) for k in choices[0]}  # [B, 4, T]
+    return x, np.array([0, 2, 3], "int32")
+
+
+def _pretraining_batch():
+    x = _inputs()
+    x["masked_lm_positions"] = np.array([[1, 2], [3, 0], [1, 0]], "int32")
+    y = {"masked_lm_ids": np.array([[7, 8], [9, 0], [10, 0]], "int32"),
+         "masked_lm_weights": np.array([[1, 1], [1, 0], [1, 0]], "float32"),
+         "next_sentence_labels": np.array([[0], [1], [1]], "int32")}
+    return x, y
+
+
+def _sparse_cross_entropy():
+    return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True)}
+
+
+CASES = {
+    "classifier": TaskCase(
+        build=lambda b: BertClassifier(b, num_classes=3),
+        batch=lambda: (_inputs(), np.array([0, 2, 1], "int32")),
+        output_shapes={"logits": (BATCH, 3)},
+        from_pretrained=lambda d: BertClassifier.from_pretrained(d, num_classes=3),
+        export_task="classifier",
+        compile_kwargs=_sparse_cross_entropy,
+    ),
+    "regressor": TaskCase(
+        build=lambda b: BertClassifier(b, num_classes=1),
+        batch=lambda: (_inputs(), np.array([[0.5], [4.0], [2.5]], "float32")),
+        output_shapes={"logits": (BATCH, 1)},
+        from_pretrained=lambda d: BertClassifier.from_pretrained(d, num_classes=1),
+        export_task="regressor",
+        compile_kwargs=lambda: {"loss": "mse"},
+    ),
+    "multiple_choice": TaskCase(
+        build=lambda b: BertMultipleChoice(b, num_choices=4),
+        batch=_multiple_choice_batch,
+        output_shapes={"logits": (BATCH, 4)},
+        from_pretrained=lambda d: BertMultipleChoice.from_pretrained(d, num_choices=4),
+        compile_kwargs=_sparse_cross_entropy,
+    ),
+    "span_qa": TaskCase(
+        build=BertSpanQA,
+        batch=lambda: (_inputs(), {"start_positions": np.array([5, 4, 0], "int32"),
+                                   "end_positions": np.array([7, 5, 0], "int32")}),
+        output_shapes={"start_logits": (BATCH, SEQ), "end_logits": (BATCH, SEQ)},
+        from_pretrained=BertSpanQA.from_pretrained,
+        export_task="span_qa",
+    ),
+    "token_classifier": TaskCase(
+        build=lambda b: BertTokenClassifier(b, num_labels=4),
+        batch=lambda: (_inputs(), _tag_labels(_inputs())),
+        output_shapes={"logits": (BATCH, SEQ, 4)},
+        from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_labels=4),
+        export_task="token_classifier",
+    ),
+    "token_classifier_crf": TaskCase(
+        build=lambda b: BertTokenClassifier(b, num_labels=4, use_crf=True),
+        batch=lambda: (_inputs(), _tag_labels(_inputs())),
+        output_shapes={"logits": (BATCH, SEQ, 4)},
+        from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_labels=4, use_crf=True),
+        export_task="token_classifier",
+    ),
+    "feature_based_tagger": TaskCase(
+        build=lambda b: BertFeatureBasedTagger(b, num_labels=4, feature_layers=(-1, -2), lstm_units=8, num_lstm_layers=1),
+        batch=lambda: (_inputs(), _tag_labels(_inputs())),
+        output_shapes={"logits": (BATCH, SEQ, 4)},
+        backbone_kwargs={"output_hidden_states": True},
+    ),
+    "pretrainer": TaskCase(
+        build=BertPretrainer,
+        batch=_pretraining_batch,
+        output_shapes={"masked_lm_logits": (BATCH, 2, TINY.vocab_size), "next_sentence_logits": (BATCH, 2)},
+        from_pretrained=BertPretrainer.from_pretrained,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_task_model_builds_trains_saves_reloads_exports_and_trains_in_bfloat16(name, tmp_path):
+    run_task_test(CASES[name], str(tmp_path))
