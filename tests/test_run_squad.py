@@ -17,10 +17,10 @@ RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
 TRAIN_FILE = os.path.join(REPO, "data", "qa", "train.json")
 DEV_FILE = os.path.join(REPO, "data", "qa", "dev.json")
 
-# Fine-tuning settings of the end-to-end test (short sequences: every data/qa feature fits in 128).
-# Batches of 8 for 2 epochs (400 steps) reached HasAns F1 93-100 across the backends in 190-260 s;
-# batches of 16 for 2 epochs (200 steps) reached only 86.7, and 3 epochs of 16 took 260-330 s.
-E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", "--learning_rate=1e-4",
+# Fine-tuning settings of the end-to-end test (short sequences: every data/qa feature fits in 128): batches
+# of 8 for 2 epochs at 5e-5 (the paper's grid). On TensorFlow 2.21 / Keras 3.15 this gives HasAns F1 97.3;
+# at 1e-4 the same run stays at 86.0 after both epochs.
+E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", "--learning_rate=5e-5",
              "--num_train_epochs=2", "--predict_batch_size=64"]
 
 
