@@ -32,9 +32,8 @@ Writes to `--output_dir`:
 The task itself is keras_bert_impl/tasks/ner.py.
 """
 
-import sys
-
 from keras_bert_impl.data import conll_data
+from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
     add_task_flags,
     finetuning_flag_parser,
@@ -66,8 +65,9 @@ def run(args):
 
 
 def main(argv=None):
-    return run(build_parser().parse_args(argv))
+    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+    return run_main(build_parser, run, argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

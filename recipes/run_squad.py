@@ -26,8 +26,7 @@ threshold to use next time. Batches are padded to their own longest feature and 
 keras_bert_impl/tasks/squad.py.
 """
 
-import sys
-
+from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
     add_task_flags,
     finetuning_flag_parser,
@@ -57,8 +56,9 @@ def run(args):
 
 
 def main(argv=None):
-    return run(build_parser().parse_args(argv))
+    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+    return run_main(build_parser, run, argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -12,8 +12,7 @@ Hugging Face BertForMultipleChoice directory, with vocab.txt, tokenizer_config.j
 in config.json) and test_predictions.csv (`id,label`). The task itself is keras_bert_impl/tasks/swag.py.
 """
 
-import sys
-
+from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
     add_task_flags,
     finetuning_flag_parser,
@@ -32,8 +31,9 @@ def run(args):
 
 
 def main(argv=None):
-    return run(build_parser().parse_args(argv))
+    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+    return run_main(build_parser, run, argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

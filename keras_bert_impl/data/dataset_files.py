@@ -1,0 +1,126 @@
+"""Records from the files of the datasets ecosystem: JSON lines, JSON, CSV/TSV with a header, parquet.
+
+What Hugging Face `datasets` exports (`to_json`, `to_csv`, `to_parquet`) and what transformers' example
+scripts take as `--train_file` / `--validation_file`. Every task reader turns these records (dicts of
+column -> value) into its own examples; the original formats (GLUE TSVs, CoNLL, SQuAD JSON, SWAG CSV)
+are read by the task modules themselves.
+"""
+
+import csv
+import json
+import os
+
+from keras_bert_impl.utils.errors import UserInputError
+
+RECORD_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+
+
+def record_format(path):
+    """The format of `path` from its extension: jsonl (also .jsonlines, .ndjson), json, csv, tsv or parquet;
+    None for any other extension."""
+    extension = os.path.splitext(path)[1].lower().lstrip(".")
+    return {"jsonlines": "jsonl", "ndjson": "jsonl"}.get(extension, extension) if extension in (
+        *RECORD_FORMATS, "jsonlines", "ndjson") else None
+
+
+def read_records(path):
+    """The records of a JSON-lines, JSON, CSV/TSV or parquet file: a list of `(where, record)`, where `where`
+    is `"path:line"` (JSON lines, CSV: the file's line; JSON, parquet: `"path:[i]"`) for error messages and
+    `record` a dict column -> value.
+
+    A `.json` file holding one JSON value is a list of records, or a dict holding one (`{"data": [...]}`,
+    as `datasets`' `to_json(lines=False)` writes a dict of columns `{"col": [...], ...}` is also read).
+    A `.json` file with one JSON object per line is read as JSON lines.
+
+    Raises:
+        UserInputError: the file is missing, of another format, or not valid in its format.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"sentence": "a fine film", "label": 1}\\n{"sentence": "dull", "label": 0}\\n')
+    >>> [(where.rsplit(":", 1)[1], record["label"]) for where, record in read_records(path)]
+    [('1', 1), ('2', 0)]
+    """
+    if not os.path.isfile(path):
+        raise UserInputError(f"{path}: no such file.")
+    kind = record_format(path)
+    if kind is None:
+        raise UserInputError(f"{path}: unknown file type; expected one of .{', .'.join(RECORD_FORMATS)}.")
+    if kind == "parquet":
+        return _read_parquet(path)
+    if kind in ("csv", "tsv"):
+        return _read_csv(path, "\t" if kind == "tsv" else ",")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if kind == "json":
+        try:
+            return _json_records(path, json.loads(text))
+        except json.JSONDecodeError:
+            pass  # one object per line, as datasets' to_json() writes by default
+    return _read_json_lines(path, text)
+
+
+def _read_json_lines(path, text):
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise UserInputError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno}).") from None
+        if not isinstance(record, dict):
+            raise UserInputError(f"{path}:{number}: expected a JSON object, found {type(record).__name__}.")
+        records.append((f"{path}:{number}", record))
+    return records
+
+
+def _json_records(path, value):
+    if isinstance(value, dict) and isinstance(value.get("data"), list):
+        value = value["data"]
+    if isinstance(value, dict) and value and all(isinstance(v, list) for v in value.values()):
+        columns = list(value)
+        lengths = {len(value[c]) for c in columns}
+        if len(lengths) != 1:
+            raise UserInputError(f"{path}: the columns {columns} have different lengths {sorted(lengths)}.")
+        value = [{c: value[c][i] for c in columns} for i in range(lengths.pop())]
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise UserInputError(f"{path}: expected a list of JSON objects (records), one per example.")
+    return [(f"{path}:[{i}]", record) for i, record in enumerate(value)]
+
+
+def _read_csv(path, delimiter):
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        header = next(reader, None)
+        if not header:
+            raise UserInputError(f"{path}: empty file; expected a header line naming the columns.")
+        records = []
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise UserInputError(f"{path}:{reader.line_num}: expected {len(header)} fields (as the header), "
+                                     f"found {len(row)}.")
+            records.append((f"{path}:{reader.line_num}", dict(zip(header, row))))
+    return records
+
+
+def _read_parquet(path):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UserInputError(f"{path}: reading parquet needs pyarrow (pip install pyarrow).") from None
+    rows = pq.read_table(path).to_pylist()
+    return [(f"{path}:[{i}]", row) for i, row in enumerate(rows)]
+
+
+def field(record, name, where):
+    """`record[name]`, or a `UserInputError` naming `where`, the missing column and the columns present."""
+    if name not in record:
+        raise UserInputError(f"{where}: no column {name!r}; the columns are {sorted(record)} "
+                             f"(name others with the recipe's column flags).")
+    return record[name]
