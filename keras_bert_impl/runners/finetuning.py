@@ -52,6 +52,16 @@ def finetuning_flag_parser(description, max_seq_length=128):
     return p
 
 
+def add_data_file_flags(p):
+    """`--train_file`, `--validation_file`, `--test_file`: a split in a datasets-ecosystem file (JSON lines,
+    JSON, CSV/TSV, parquet; `data.dataset_files`) instead of the original file in `--data_dir`."""
+    for split, flag in (("training", "train_file"), ("dev", "validation_file"), ("test", "test_file")):
+        p.add_argument(f"--{flag}", default=None,
+                       help=f"The {split} set as a JSON lines, JSON, CSV, TSV or parquet file (as Hugging Face "
+                       f"datasets exports it), instead of --data_dir's original file.")
+    return p
+
+
 def add_task_flags(p, unit="example"):
     """The flags every task recipe adds: dynamic padding, saving the model directory, fit's verbosity.
     `unit` names what a batch holds in the help texts (example, window, feature)."""
