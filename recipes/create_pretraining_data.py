@@ -12,7 +12,8 @@ keras_bert_impl/data/pretraining_data.py for the algorithm and the few documente
 Boolean flags take absl's forms: `--do_lower_case`, `--do_lower_case=False`, `--nodo_lower_case`.
 Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_labels`),
 `--shard_size_documents` (memory bound), `--dynamic_masking` (write unmasked pairs for
-`tf_pretraining_data.unmasked_pretraining_dataset`, which masks on the fly).
+`tf_pretraining_data.unmasked_pretraining_dataset`, which masks on the fly). WikiExtractor's `<doc ...>` and
+`</doc>` lines are dropped (each ends a document); the summary says how many.
 """
 
 import os
@@ -109,7 +110,8 @@ def main(argv=None, tokenizer=None):
 
     stats = {}
     instances = pretraining_data.create_training_instances(
-        pretraining_data.read_documents(input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r")),
+        pretraining_data.read_documents(input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"),
+                                        stats=stats),
         list(tokenizer.vocab.keys()),
         random.Random(args.random_seed),
         max_seq_length=args.max_seq_length,
@@ -141,7 +143,8 @@ def main(argv=None, tokenizer=None):
         progress_fn=progress,
         progress_every=args.progress_every,
     )
-    log(f"Wrote {total} total instances")
+    log(f"Wrote {total} total instances from {stats.get('documents_read', 0)} documents; dropped "
+        f"{stats.get('markup_lines_dropped', 0)} WikiExtractor <doc ...>/</doc> lines")
     return total
 
 

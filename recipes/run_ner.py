@@ -6,9 +6,12 @@
         --max_seq_length=64 --train_batch_size=16 --learning_rate=1e-4 --num_train_epochs=3
 
 Data: `--data_dir` holds the train / dev / test files in the CoNLL-2003 format (train.txt or eng.train;
-dev.txt, valid.txt or eng.testa; test.txt or eng.testb), or name them with --train_file, --dev_file,
---test_file. See keras_bert_impl/data/conll_data.py for the format, the tagging schemes (IOB1 files are
-trained in BIO, scored and written in IOB1) and how words become windows.
+dev.txt, valid.txt or eng.testa; test.txt or eng.testb), or name them with --train_file, --validation_file
+(or --dev_file), --test_file: CoNLL text, or JSON lines / JSON / CSV / parquet records as Hugging Face
+datasets exports them (--tokens_column, --tags_column; integer tags need --labels). --labels: a file
+with one label per line (GermEval's labels.txt); without it the labels are those of every split read.
+See keras_bert_impl/data/conll_data.py for the formats, the label lists, the tagging schemes (IOB1 files
+are trained in BIO, scored and written in IOB1) and how words become windows.
 
 Options:
     --use_crf               a linear-chain CRF over the words (NLL training, Viterbi decoding)
@@ -30,11 +33,16 @@ Writes to `--output_dir`:
                                 feature_based_tagger.weights.h5
 
 The task itself is keras_bert_impl/tasks/ner.py.
+
+Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 """
 
 from keras_bert_impl.data import conll_data
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
+    add_data_file_flags,
     add_task_flags,
     finetuning_flag_parser,
     run_finetuning,
@@ -44,9 +52,13 @@ from keras_bert_impl.tasks.ner import NerTask
 
 def build_parser():
     p = finetuning_flag_parser("Fine-tune BERT for named-entity recognition (CoNLL-2003 format).")
-    p.add_argument("--train_file", default=None, help="Default: train.txt or eng.train in --data_dir.")
-    p.add_argument("--dev_file", default=None, help="Default: dev.txt, valid.txt or eng.testa in --data_dir.")
-    p.add_argument("--test_file", default=None, help="Default: test.txt or eng.testb in --data_dir.")
+    add_data_file_flags(p)  # CoNLL text too; default: train.txt, dev.txt, test.txt (and others) in --data_dir
+    p.add_argument("--dev_file", dest="validation_file", metavar="DEV_FILE", default=None,
+                   help="Same as --validation_file.")
+    p.add_argument("--labels", default=None, help="File with one label per line (as GermEval's labels.txt), in "
+                   "the order of integer tags. Without it: the labels of every split read.")
+    p.add_argument("--tokens_column", default="tokens", help="Column of the words in JSON / CSV / parquet files.")
+    p.add_argument("--tags_column", default="ner_tags", help="Column of the tags (strings or label ids).")
     p.add_bool_flag("use_crf", False, "Add a linear-chain CRF over the word sequence (a checkpoint with CRF transitions keeps its CRF).")
     p.add_bool_flag("use_document_context", False, "Fill each window with the surrounding document context.")
     p.add_argument("--tagging_scheme", default="auto", choices=conll_data.TAGGING_SCHEMES,

@@ -9,7 +9,10 @@ run_squad.py, for Keras 3 on any backend).
 
 Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_negative`, `--doc_stride`,
 `--max_query_length`, `--n_best_size`, `--max_answer_length`, `--null_score_diff_threshold`,
-`--verbose_logging`, and the common ones of keras_bert_impl/runners/finetuning.py). Writes to `--output_dir`:
+`--verbose_logging`, and the common ones of keras_bert_impl/runners/finetuning.py). `--train_file` and
+`--predict_file` are the original SQuAD JSON or Hugging Face datasets' flattened records (JSON lines, JSON,
+CSV, parquet with id, title, context, question, answers {"text": [...], "answer_start": [...]}; no answers:
+an impossible question); the first answer of each question is trained on. Writes to `--output_dir`:
 
     predictions.json, nbest_predictions.json, null_odds.json (v2.0)   for `--predict_file`
     eval_results.json     the official evaluation of predictions.json when `--predict_file` has answers
@@ -24,6 +27,10 @@ as the threshold, so its exact/f1 are those of predictions.json, and best_f1 / b
 threshold to use next time. Batches are padded to their own longest feature and bucketed by length
 (`--dynamic_padding`, on by default), see keras_bert_impl/data/batching.py. The task itself is
 keras_bert_impl/tasks/squad.py.
+
+Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 """
 
 from keras_bert_impl.runners.cli import run_main
@@ -37,8 +44,9 @@ from keras_bert_impl.tasks.squad import SquadTask
 
 def build_parser():
     p = finetuning_flag_parser("Fine-tune BERT on SQuAD v1.1 / v2.0.", max_seq_length=384)
-    p.add_argument("--train_file", default=None, help="SQuAD JSON for training, e.g. train-v1.1.json.")
-    p.add_argument("--predict_file", default=None, help="SQuAD JSON for predictions, e.g. dev-v1.1.json.")
+    formats = " (or datasets' flattened records: JSON lines, JSON, CSV, parquet)."
+    p.add_argument("--train_file", default=None, help="SQuAD JSON for training, e.g. train-v1.1.json" + formats)
+    p.add_argument("--predict_file", default=None, help="SQuAD JSON for predictions, e.g. dev-v1.1.json" + formats)
     p.add_argument("--doc_stride", type=int, default=128, help="Tokens between the starts of document windows.")
     p.add_argument("--max_query_length", type=int, default=64, help="Questions are cut to this many tokens.")
     p.add_argument("--n_best_size", type=int, default=20, help="Size of the n-best lists.")

@@ -41,3 +41,19 @@ def minilm_path():
 @pytest.fixture(scope="session")
 def minilm_vocab_file(minilm_path):
     return os.path.join(minilm_path, "vocab.txt")
+
+
+# The test files that take longest (tens of seconds to minutes per backend on a 2-core CPU), run first:
+# `.ci/run` hands whole files to two pytest-xdist workers in collection order (--dist loadfile), so a long
+# file collected last would leave one worker running it alone at the end.
+LONGEST_FIRST = [
+    "test_run_squad.py", "test_tf_export.py", "test_serving_equivalence.py", "test_benchmarks.py",
+    "test_task_models.py", "test_run_glue.py", "test_run_ner.py", "test_mixed_precision.py",
+    "test_recipe_distribution.py", "test_pretrain_recipe.py", "test_training.py", "test_distribute.py",
+    "test_feature_based_tagger.py", "test_finetuning_resume.py", "test_tasks.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable

@@ -141,3 +141,25 @@ def test_bucketed_batches_pydataset_covers_every_example_once_and_reshuffles_eac
     for i in range(len(batches)):  # each batch padded to its own longest example
         x, y = batches[i]
         assert x["token_ids"].shape[1] == int(batching.example_lengths(features)[y].max())
+
+
+def test_a_resumed_epoch_gets_the_order_an_uninterrupted_run_gave_it():
+    features = _features(num_examples=37)
+    labels = np.arange(37)
+
+    def label_order(batches):
+        return [batches[i][1].tolist() for i in range(len(batches))]
+
+    uninterrupted = batching.BucketedBatches(features, labels, batch_size=8, seed=5, pad_to_multiple_of=1)
+    epochs = []
+    for _ in range(3):
+        epochs.append(label_order(uninterrupted))
+        uninterrupted.on_epoch_end()
+    resumed = batching.BucketedBatches(features, labels, batch_size=8, seed=5, initial_epoch=2, pad_to_multiple_of=1)
+    assert label_order(resumed) == epochs[2] and epochs[2] != epochs[1]
+
+    dataset = tf_batching.bucketed_dataset(features, labels, batch_size=8, shuffle=True, seed=5, pad_to_multiple_of=1)
+    tf_epochs = [[y.numpy().tolist() for _, y in dataset] for _ in range(3)]
+    resumed = tf_batching.bucketed_dataset(features, labels, batch_size=8, shuffle=True, seed=5, initial_epoch=2,
+                                           pad_to_multiple_of=1)
+    assert [y.numpy().tolist() for _, y in resumed] == tf_epochs[2] == epochs[2]

@@ -7,6 +7,7 @@ import pytest
 
 from keras_bert_impl.runners import finetuning
 from keras_bert_impl.training.optimization import AdamWeightDecay
+from keras_bert_impl.utils.errors import UserInputError
 
 
 def _parse(*argv):
@@ -30,9 +31,9 @@ def test_backbone_and_tokenizer_come_from_the_checkpoint_directory(minilm_path):
 
 
 def test_missing_sources_are_clear_errors(tmp_path):
-    with pytest.raises(ValueError, match="Either --init_checkpoint or --bert_config_file is required"):
+    with pytest.raises(UserInputError, match="Either --init_checkpoint or --bert_config_file is required"):
         finetuning.load_backbone(_parse())
-    with pytest.raises(ValueError, match="--vocab_file is required"):
+    with pytest.raises(UserInputError, match="--vocab_file is required"):
         finetuning.load_tokenizer(_parse(f"--init_checkpoint={tmp_path}"))
 
 

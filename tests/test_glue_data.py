@@ -9,6 +9,7 @@ import pytest
 from keras_bert_impl.data import glue_data
 from keras_bert_impl.data.glue_data import GlueDataError
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.utils.errors import UserInputError
 
 
 def _write(directory, name, lines):
@@ -108,15 +109,16 @@ def test_unknown_task_split_and_missing_file_are_clear_errors(tmp_path):
         glue_data.get_labels("squad")
     with pytest.raises(ValueError, match=r"mnli has no split 'dev'"):
         glue_data.read_glue_examples("mnli", tmp_path, "dev")
-    with pytest.raises(FileNotFoundError, match="train.tsv: not found"):
+    with pytest.raises(GlueDataError, match="train.tsv: not found"):
         glue_data.read_glue_examples("rte", tmp_path, "train")
+    assert issubclass(GlueDataError, UserInputError)
 
 
-def test_encode_examples_packs_pairs_like_the_tokenizer_without_padding(minilm_vocab_file):
+def test_encode_examples_packs_non_empty_pairs_like_the_tokenizer_without_padding(minilm_vocab_file):
     tokenizer = BertTokenizer(minilm_vocab_file)
     examples = [glue_data.InputExample("a", "The cat sat.", "A long second sentence here.", "1"),
                 glue_data.InputExample("b", "Hi", "There", "0")]
-    features = glue_data.encode_examples(tokenizer, examples, max_seq_length=8, chunk_size=1)
+    features = glue_data.encode_examples(tokenizer, examples, max_seq_length=8)
     reference = tokenizer(["The cat sat."], ["A long second sentence here."], max_length=8)
     np.testing.assert_array_equal(features["token_ids"][0], reference["token_ids"][0])
     np.testing.assert_array_equal(features["segment_ids"][0], reference["segment_ids"][0])
@@ -148,5 +150,5 @@ def test_glue_files_are_read_from_cloud_storage_urls_through_tf_gfile():
         f.write(text)
     remote = glue_data.read_glue_examples("sst2", "ram://glue_test/sst2/", "train")
     assert [(e.text_a, e.label) for e in remote] == [("it is good .", "1"), ("bad !", "0")]
-    with pytest.raises(FileNotFoundError, match="ram://glue_test/sst2/dev.tsv: not found"):
+    with pytest.raises(GlueDataError, match="ram://glue_test/sst2/dev.tsv: not found"):
         glue_data.read_glue_examples("sst2", "ram://glue_test/sst2", "dev")

@@ -130,7 +130,7 @@ def test_impossible_questions_point_at_cls(tokenizer):
     assert len(features) == 4
     assert all(f.start_position == 0 and f.end_position == 0 and f.is_impossible for f in features)
     # Without version_2_with_negative, is_impossible is not read: the missing answer is an error.
-    with pytest.raises(SquadFormatError, match="imp.*exactly 1 answer"):
+    with pytest.raises(SquadFormatError, match="imp.*needs an answer; it has none"):
         squad_examples_from_json(data, is_training=True, version_2_with_negative=False)
 
 

@@ -9,6 +9,7 @@ import pytest
 from keras_bert_impl.data import swag_data
 from keras_bert_impl.data.swag_data import SwagDataError
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.utils.errors import UserInputError
 
 HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 ROW = ('anetv_jkn6uvmqwh4,3416,"Members of the procession walk down the street, holding instruments.",'
@@ -45,14 +46,17 @@ def test_errors_name_file_and_line(tmp_path):
     with pytest.raises(SwagDataError, match=rf"{path}:3: label '7' is not one of 0..3"):
         swag_data.read_swag_file(path)
     path = _write(tmp_path, "train.csv", [HEADER, ROW, "a,b,c"])
-    with pytest.raises(SwagDataError, match=rf"{path}:3: expected 11 comma-separated fields, found 3"):
+    with pytest.raises(UserInputError, match=rf"{path}:3: expected 11 fields \(as the header\), found 3"):
         swag_data.read_swag_file(path)
     path = _write(tmp_path, "train.csv", [HEADER.replace("ending2", "end2"), ROW])
-    with pytest.raises(SwagDataError, match=rf"{path}:1: the header lacks the column\(s\) \['ending2'\]"):
+    with pytest.raises(SwagDataError, match=rf"{path}:2: no column\(s\) \['ending2'\]"):
         swag_data.read_swag_file(path)
     path = _write(tmp_path, "test.csv", [HEADER.rsplit(",", 1)[0], ROW.rsplit(",", 1)[0]])
-    with pytest.raises(SwagDataError, match=r"lacks the column\(s\) \['label'\]"):
+    with pytest.raises(SwagDataError, match=r"no column\(s\) \['label'\]"):
         swag_data.read_swag_file(path, labelled=True)
+    with pytest.raises(SwagDataError, match=rf"{tmp_path}/val.csv: no such file"):
+        swag_data.read_swag_file(os.path.join(tmp_path, "val.csv"))
+    assert issubclass(SwagDataError, UserInputError)
 
 
 def test_each_choice_is_cls_context_sep_start_and_ending_sep(tmp_path, minilm_vocab_file):

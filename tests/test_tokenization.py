@@ -175,15 +175,17 @@ def test_cased_tokenizer(tmp_path):
 
 
 def _original_features(tokenizer, text_a, text_b, max_length):
-    """Layout of the original run_classifier.convert_single_example."""
-    tokens_a, tokens_b = tokenizer.tokenize(text_a), (tokenizer.tokenize(text_b) if text_b is not None else None)
-    if tokens_b is not None:
+    """Layout of the original run_classifier.convert_single_example (a B without tokens, or cut to none,
+    packs as no B)."""
+    tokens_a = tokenizer.tokenize(text_a)
+    tokens_b = tokenizer.tokenize(text_b) if text_b else None
+    if tokens_b:
         original_truncate_seq_pair(tokens_a, tokens_b, max_length - 3)
     elif len(tokens_a) > max_length - 2:
         tokens_a = tokens_a[: max_length - 2]
     tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
     segments = [0] * len(tokens)
-    if tokens_b is not None:
+    if tokens_b:
         tokens += tokens_b + ["[SEP]"]
         segments += [1] * (len(tokens_b) + 1)
     return tokenizer.convert_tokens_to_ids(tokens), segments
@@ -265,8 +267,9 @@ def test_bad_vocab_files(tmp_path):
 def test_bad_call_arguments(small_tokenizer):
     with pytest.raises(ValueError, match="max_length must be at least 3"):
         small_tokenizer(["a"], max_length=2)
-    with pytest.raises(ValueError, match="max_length must be at least 4.*pairs"):
-        small_tokenizer(["a"], ["b"], max_length=3)
+    # As run_classifier.py: a pair cut to max_length 3 keeps no tokens of either text, [CLS] [SEP] only.
+    np.testing.assert_array_equal(small_tokenizer(["a"], ["b"], max_length=3)["token_ids"],
+                                  small_tokenizer([""], max_length=3)["token_ids"])
     small_tokenizer(["a"], ["b"], max_length=4)
     with pytest.raises(ValueError, match=r"texts\[1\] is None"):
         small_tokenizer(["a", None])

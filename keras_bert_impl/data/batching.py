@@ -241,6 +241,8 @@ class BucketedBatches(keras.utils.PyDataset):
     Args:
         features, labels, batch_size: as in `bucketed_batches`.
         seed: shuffling seed of the first epoch (`seed + k` for epoch k).
+        initial_epoch: the epoch (0-based) the first pass is, so a run resumed at epoch k sees the
+            batches an uninterrupted run saw in epoch k.
         **options: the other arguments of `bucketed_batches` (dynamic_padding, max_length,
             label_padding_value, ...).
 
@@ -254,10 +256,10 @@ class BucketedBatches(keras.utils.PyDataset):
     `model.fit(batches, epochs=3, shuffle=False)` trains on it; every epoch gets a new order.
     """
 
-    def __init__(self, features, labels, batch_size, seed=0, **options):
+    def __init__(self, features, labels, batch_size, seed=0, initial_epoch=0, **options):
         super().__init__()
         self.features, self.labels, self.batch_size, self.seed, self.options = features, labels, batch_size, seed, options
-        self.epoch = 0
+        self.epoch = int(initial_epoch)
         self.batches = self._plan()
 
     def _plan(self):

@@ -1,8 +1,23 @@
 """CoNLL-2003 named-entity data: reading the files, tagging schemes, BERT features and back to words.
 
-File format (CoNLL-2003): one token a line with whitespace-separated columns, `token POS chunk NER`
-(any number of columns >= 2: the FIRST is the word, the LAST its tag); a blank line ends a sentence;
-a line whose first column is `-DOCSTART-` starts a new document.
+File formats (`read_ner_file`):
+
+* CoNLL-2003 text (any file that is not JSON lines, JSON, CSV or parquet; a .tsv whose header names the
+  tokens column is read as records): one token a line with whitespace-separated columns,
+  `token POS chunk NER` (any number of columns >= 2: the FIRST is the word, the LAST its tag); a blank
+  line ends a sentence; a line whose first column is `-DOCSTART-` starts a new document.
+* The datasets ecosystem's records (JSON lines, JSON, CSV/TSV, parquet; `data.dataset_files`): one
+  sentence a record, a list of words in the tokens column ("tokens") and a list of tags in the tags
+  column ("ner_tags"). Tags are strings, or integer ids (`datasets`' ClassLabel) that index a list of
+  label names (`read_label_file`). CSV cells hold the lists as text (`cell_value`). All records are one
+  document; a record whose first word is `-DOCSTART-` starts a new one.
+
+Tags are "O", "B-TYPE" or "I-TYPE" for any TYPE (CoNLL's PER, GermEval's LOCderiv, ...).
+
+Label lists: with a label file (`read_label_file`, e.g. GermEval's labels.txt), `label_list_from_names`:
+the file's labels in the file's order, a bare TYPE line standing for B-TYPE and I-TYPE, completed with
+the B-/I- tag a listed type lacks and with "O" first when the file lacks it. Without one,
+`build_label_list` over every split read: "O", then B-X, I-X for every type X, sorted.
 
 Tagging schemes: the original CoNLL-2003 files use IOB1 (an entity starts with `I-X`; `B-X` only
 separates two adjacent entities of the same type), most later copies BIO (every entity starts with
@@ -22,12 +37,18 @@ on the left as on the right, the unused share of one side going to the other; co
 label -100 and are never predicted.
 """
 
+import ast
 import dataclasses
+import io
+import json
 import os
+import tokenize
 
 import numpy as np
 
+from keras_bert_impl.data import dataset_files
 from keras_bert_impl.metrics.ner_metrics import ner_scores
+from keras_bert_impl.utils.errors import UserInputError
 
 IGNORE_LABEL_ID = -100
 DOCSTART = "-DOCSTART-"
@@ -43,7 +64,8 @@ class ConllSentence:
         words: the tokens (first column).
         labels: their tags (last column), as written in the file.
         document: index of the document (counted from 0; -DOCSTART- lines start a new one).
-        lines: the 1-based line number of every word (for error messages).
+        lines: where every word is in the file, for error messages: its 1-based line number (CoNLL text,
+            JSON lines, CSV) or its record's index as "[i]" (JSON, parquet).
         path: the file it comes from.
         starts_document: True when a -DOCSTART- line precedes it (to write predictions back alike).
     """
@@ -55,12 +77,23 @@ class ConllSentence:
     path: str = ""
     starts_document: bool = False
 
+    def where(self, i):
+        """`"path:line"` of word `i`."""
+        return f"{self.path}:{self.lines[i]}"
+
+
+def is_tag(tag):
+    """Whether `tag` is "O", "B-TYPE" or "I-TYPE" (a non-empty TYPE).
+
+    >>> is_tag("B-LOCderiv"), is_tag("O"), is_tag("PER"), is_tag("S-PER")
+    (True, True, False, False)
+    """
+    return tag == "O" or (len(tag) >= 3 and tag[:2] in ("B-", "I-"))
+
 
 def _check_tag(tag, path, line_number, line):
-    if tag == "O":
-        return
-    if len(tag) < 3 or tag[:2] not in ("B-", "I-"):
-        raise ValueError(
+    if not is_tag(tag):
+        raise UserInputError(
             f"{path}:{line_number}: malformed tag {tag!r} in line {line!r}: expected 'O', 'B-TYPE' or 'I-TYPE'."
         )
 
@@ -75,7 +108,8 @@ def read_conll_file(path):
         list of `ConllSentence` (empty sentences are skipped).
 
     Raises:
-        ValueError: naming `file:line` for a line with fewer than two columns or a malformed tag.
+        UserInputError: naming `file:line` for a line with fewer than two columns or a malformed tag, or
+            the missing file.
 
     Examples:
 
@@ -104,6 +138,8 @@ def read_conll_file(path):
         labels.clear()
         lines.clear()
 
+    if not os.path.isfile(path):
+        raise UserInputError(f"{path}: no such file.")
     with open(path, encoding="utf-8") as f:
         for line_number, raw in enumerate(f, start=1):
             line = raw.rstrip("\n").rstrip("\r")
@@ -117,7 +153,7 @@ def read_conll_file(path):
                 pending_docstart = True
                 continue
             if len(columns) < 2:
-                raise ValueError(
+                raise UserInputError(
                     f"{path}:{line_number}: malformed line {line!r}: expected 'token ... tag' "
                     "(at least two whitespace-separated columns)."
                 )
@@ -129,6 +165,264 @@ def read_conll_file(path):
             lines.append(line_number)
     flush()
     return sentences
+
+
+def read_ner_file(path, tokens_column="tokens", tags_column="ner_tags", label_names=None):
+    """The sentences of a NER file in any format of the module docstring: records (`read_ner_records`)
+    for JSON lines, JSON, CSV or parquet and for a .tsv whose header names `tokens_column`, CoNLL text
+    (`read_conll_file`) for anything else.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"tokens": ["EU", "rejects"], "ner_tags": ["B-ORG", "O"]}\\n')
+    >>> [(s.words, s.labels, s.where(0)) for s in read_ner_file(path)] == [
+    ...     (["EU", "rejects"], ["B-ORG", "O"], path + ":1")]
+    True
+    """
+    path = os.fspath(path)
+    kind = dataset_files.record_format(path)
+    if kind == "tsv" and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            if tokens_column not in f.readline().rstrip("\r\n").split("\t"):
+                kind = None  # a CoNLL file named .tsv
+    if kind is None:
+        return read_conll_file(path)
+    return read_ner_records(path, tokens_column, tags_column, label_names)
+
+
+def read_ner_records(path, tokens_column="tokens", tags_column="ner_tags", label_names=None):
+    """Reads the records of a JSON lines, JSON, CSV/TSV or parquet file into `ConllSentence`s.
+
+    Args:
+        path: the file (`data.dataset_files.read_records`).
+        tokens_column: the column holding each sentence's list of words.
+        tags_column: the column holding its list of tags: strings, or integer ids into `label_names`.
+        label_names: the names of integer tags (`read_label_file`), or None.
+
+    Returns:
+        list of `ConllSentence` (records without words are skipped), all in document 0 unless a record
+        whose first word is `-DOCSTART-` starts the next document.
+
+    Raises:
+        UserInputError: naming `path:line` (or `path:[i]`) for a missing column, a value that is not a list,
+            lists of different lengths, a malformed tag, or an integer tag without (or outside)
+            `label_names`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("tokens,ner_tags\\n\\"['EU' 'rejects']\\",[3 0]\\n")
+    >>> read_ner_records(path, label_names=["O", "B-PER", "I-PER", "B-ORG", "I-ORG"])[0].labels
+    ['B-ORG', 'O']
+    """
+    sentences = []
+    document, starts_document = -1, False  # as read_conll_file: -DOCSTART- records count the documents
+    for where, record in dataset_files.read_records(path):
+        line = where[len(path) + 1 :]
+        words = _list_cell(record, tokens_column, where)
+        tags = _list_cell(record, tags_column, where)
+        if len(words) != len(tags):
+            raise UserInputError(f"{where}: {len(words)} words in column {tokens_column!r} but {len(tags)} tags "
+                                 f"in column {tags_column!r}; expected one tag per word.")
+        if words and words[0] == DOCSTART:
+            document += 1
+            starts_document = True
+            continue
+        if not words:
+            continue
+        document = max(document, 0)
+        for i, word in enumerate(words):
+            if not isinstance(word, str):
+                raise UserInputError(f"{where}: {tokens_column}[{i}] is {word!r}; expected a string (a word).")
+        labels = [_tag_name(tag, label_names, where, f"{tags_column}[{i}]") for i, tag in enumerate(tags)]
+        sentences.append(ConllSentence(list(words), labels, document, [line] * len(words), path, starts_document))
+        starts_document = False
+    return sentences
+
+
+def _list_cell(record, column, where):
+    value = cell_value(dataset_files.field(record, column, where), where, column)
+    if not isinstance(value, (list, tuple)):
+        raise UserInputError(f"{where}: column {column!r} holds {value!r}; expected a list (one entry per word).")
+    return list(value)
+
+
+def _tag_name(tag, label_names, where, name):
+    """The tag string of a tag or an integer tag id."""
+    if isinstance(tag, int) and not isinstance(tag, bool):
+        if label_names is None:
+            raise UserInputError(f"{where}: {name} is the integer {tag}; integer tags (label ids) need the list of "
+                                 "label names: pass --labels=FILE with one label per line, in id order.")
+        if not 0 <= tag < len(label_names):
+            raise UserInputError(f"{where}: {name} is the label id {tag}, but the label list has "
+                                 f"{len(label_names)} labels (ids 0 to {len(label_names) - 1}).")
+        tag = label_names[tag]
+    if not isinstance(tag, str) or not is_tag(tag):
+        raise UserInputError(f"{where}: malformed tag {tag!r} in {name}: expected 'O', 'B-TYPE' or 'I-TYPE'"
+                             + ("" if label_names is None else " (or an integer label id)") + ".")
+    return tag
+
+
+class _NotALiteral(Exception):
+    pass
+
+
+_LAYOUT_TOKENS = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+_CLOSING = {"[": "]", "(": ")", "{": "}"}
+
+
+def cell_value(value, where, column):
+    """The list (or dict) a CSV cell prints; any value that is not a string is returned unchanged.
+
+    CSV has no lists, so writers print them: as JSON (`["EU", "rejects"]`), as Python literals
+    (`['EU', 'rejects']`), or as numpy prints them, which is what `datasets`' `to_csv` writes (through
+    pandas): elements separated by spaces, `['EU' 'rejects']`, `[3 0 7]`, and the arrays inside a dict as
+    `array([...], dtype=...)`. Nothing is evaluated: the text is tokenized, and only brackets, braces,
+    strings, numbers, True/False/None and `array(..., dtype=...)` are accepted. (Python's own
+    `ast.literal_eval` would read `['EU' 'rejects']` as `['EUrejects']`.)
+
+    Raises:
+        UserInputError: naming `where` and `column` for a text that is none of these, or a list that numpy
+            shortened with "..." (more than 1000 elements).
+
+    Examples:
+
+    >>> cell_value("['EU' 'rejects'\\n 'German']", "train.csv:2", "tokens")
+    ['EU', 'rejects', 'German']
+    >>> cell_value("{'text': array(['France'], dtype=object), 'answer_start': array([159], dtype=int32)}",
+    ...            "dev.csv:2", "answers")
+    {'text': ['France'], 'answer_start': [159]}
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in _LAYOUT_TOKENS]
+        parsed, end = _literal(tokens, 0)
+        if end != len(tokens):
+            raise _NotALiteral(f"unexpected {tokens[end].string!r}")
+    except (_NotALiteral, tokenize.TokenError, SyntaxError, ValueError, IndexError) as error:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        reason = str(error) if isinstance(error, _NotALiteral) else "not a list"
+        raise UserInputError(f"{where}: column {column!r} holds {shown!r} ({reason}); expected a list written as "
+                             "JSON, a Python literal or numpy's print.") from None
+    return parsed
+
+
+def _literal(tokens, i):
+    """(value, index after it) of the literal starting at tokens[i]."""
+    token = tokens[i]
+    if token.type == tokenize.STRING:
+        value = ast.literal_eval(token.string)
+        if not isinstance(value, str):
+            raise _NotALiteral(f"unexpected {token.string!r}")
+        return value, i + 1
+    if token.type == tokenize.NUMBER:
+        return ast.literal_eval(token.string), i + 1
+    if token.string in ("-", "+") and tokens[i + 1].type == tokenize.NUMBER:
+        value = ast.literal_eval(tokens[i + 1].string)
+        return (-value if token.string == "-" else value), i + 2
+    if token.string in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[token.string], i + 1
+    if token.string == "array" and tokens[i + 1].string == "(":  # numpy's repr: array([...], dtype=int32)
+        value, i = _literal(tokens, i + 2)
+        if tokens[i].string == ",":
+            if [t.string for t in tokens[i + 1 : i + 3]] != ["dtype", "="]:
+                raise _NotALiteral("unexpected array(...) arguments")
+            i += 4  # , dtype = NAME
+        if tokens[i].string != ")":
+            raise _NotALiteral("unexpected array(...) arguments")
+        return value, i + 1
+    if token.string == "...":
+        raise _NotALiteral("shortened with '...': write the file as JSON lines or parquet")
+    if token.string not in _CLOSING:
+        raise _NotALiteral(f"unexpected {token.string!r}")
+    closing, i = _CLOSING[token.string], i + 1
+    items = [] if token.string != "{" else {}
+    while tokens[i].string != closing:
+        value, i = _literal(tokens, i)
+        if token.string == "{":
+            if tokens[i].string != ":":
+                raise _NotALiteral(f"expected ':' after {value!r}")
+            items[value], i = _literal(tokens, i + 1)
+        else:
+            items.append(value)
+        if tokens[i].string == ",":
+            i += 1
+    return items, i + 1
+
+
+def read_label_file(path):
+    """The labels of a label file (as GermEval 2014's labels.txt): one label a line, in id order (the
+    order of integer tags); blank lines are skipped.
+
+    Raises:
+        UserInputError: the file is missing, empty, or a label is repeated or holds whitespace (naming the line).
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "labels.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("B-LOC\\nI-LOC\\nO\\n")
+    >>> read_label_file(path)
+    ['B-LOC', 'I-LOC', 'O']
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise UserInputError(f"{path}: no such file (--labels: a file with one label per line).")
+    names, seen = [], {}
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, start=1):
+            label = raw.strip()
+            if not label:
+                continue
+            if len(label.split()) > 1:
+                raise UserInputError(f"{path}:{number}: {label!r} holds whitespace; expected one label per line.")
+            if label in seen:
+                raise UserInputError(f"{path}:{number}: label {label!r} repeats line {seen[label]}.")
+            seen[label] = number
+            names.append(label)
+    if not names:
+        raise UserInputError(f"{path}: no labels; expected one label per line.")
+    return names
+
+
+def label_list_from_names(names, source="the label file"):
+    """The model's BIO label list from the labels of a label file (see the module docstring): the
+    names in their order, a bare TYPE standing for B-TYPE and I-TYPE, then the B-/I- tag a listed type
+    lacks, and "O" first when the names lack it.
+
+    Raises:
+        UserInputError: a name with another one-letter prefix (IOBES's S-/E-), naming `source`.
+
+    Examples:
+
+    >>> label_list_from_names(["B-LOC", "B-PER", "I-PER", "O"])
+    ['B-LOC', 'B-PER', 'I-PER', 'O', 'I-LOC']
+    >>> label_list_from_names(["PER", "LOC"])
+    ['O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC']
+    """
+    labels = []
+    for name in names:
+        if not is_tag(name) and len(name) >= 2 and name[1] == "-":
+            raise UserInputError(f"{source}: label {name!r}: expected 'O', 'B-TYPE', 'I-TYPE' or a bare TYPE "
+                                 "(the BIO / IOB1 schemes).")
+        for tag in [name] if is_tag(name) else [f"B-{name}", f"I-{name}"]:
+            if tag not in labels:
+                labels.append(tag)
+    for type_ in dict.fromkeys(_type(tag) for tag in list(labels) if tag != "O"):
+        labels += [tag for tag in (f"B-{type_}", f"I-{type_}") if tag not in labels]
+    return labels if "O" in labels else ["O"] + labels
 
 
 # ------------------------------------------------------------------------------------ tagging schemes
@@ -185,10 +479,10 @@ def detect_tagging_scheme(sentences):
 def resolve_tagging_scheme(scheme, sentences):
     """The scheme to use: `scheme` itself, or, for "auto", the one detected in `sentences`.
 
-    With "bio", an `I-X` that starts an entity raises `ValueError` naming its file and line.
+    With "bio", an `I-X` that starts an entity raises `UserInputError` naming its file and line.
     """
     if scheme not in TAGGING_SCHEMES:
-        raise ValueError(f"unknown tagging scheme {scheme!r}; expected one of {TAGGING_SCHEMES}.")
+        raise UserInputError(f"unknown tagging scheme {scheme!r}; expected one of {TAGGING_SCHEMES}.")
     if scheme == "auto":
         return detect_tagging_scheme(sentences)
     if scheme == "bio":
@@ -196,7 +490,7 @@ def resolve_tagging_scheme(scheme, sentences):
             previous = "O"
             for tag, line in zip(sentence.labels, sentence.lines):
                 if tag.startswith("I-") and (previous == "O" or _type(previous) != _type(tag)):
-                    raise ValueError(
+                    raise UserInputError(
                         f"{sentence.path}:{line}: tag {tag!r} starts an entity, which BIO does not allow; "
                         "use --tagging_scheme=iob1 (or auto)."
                     )
@@ -205,7 +499,8 @@ def resolve_tagging_scheme(scheme, sentences):
 
 
 def build_label_list(sentences):
-    """The BIO label list of the training sentences: "O", then B-X and I-X for every entity type X.
+    """The BIO label list of sentences (those of every split read): "O", then B-X and I-X for every
+    entity type X.
 
     Both B-X and I-X are included for each type seen (in any scheme), sorted by type.
 
@@ -221,18 +516,27 @@ def build_label_list(sentences):
     return labels
 
 
-def check_labels(sentences, label_list):
-    """Raises `ValueError` naming file, line, label and the allowed labels for a tag whose entity type
-    is not in `label_list` (e.g. a dev-set type never seen in training)."""
+def check_labels(sentences, label_list, source="the labels of the training data are"):
+    """Raises `UserInputError` naming file, line, label and the allowed labels (after `source`) for a tag
+    whose BIO form is not in `label_list`."""
     allowed = set(label_list)
     for sentence in sentences:
         for tag, line in zip(sentence.labels, sentence.lines):
             bio_tag = "B-" + tag[2:] if tag.startswith("I-") else tag
             if bio_tag not in allowed:
-                raise ValueError(
-                    f"{sentence.path}:{line}: unknown label {tag!r}; the labels of the training data are "
-                    f"{', '.join(label_list)}."
+                raise UserInputError(
+                    f"{sentence.path}:{line}: unknown label {tag!r}; {source} {', '.join(label_list)}."
                 )
+
+
+def unknown_labels(sentences, label_list):
+    """The tags of `sentences` whose BIO form is not in `label_list`, sorted (they are scored, never trained).
+
+    >>> unknown_labels([ConllSentence(["a", "b"], ["I-PER", "B-LOC"], 0, [1, 2])], ["O", "B-PER", "I-PER"])
+    ['B-LOC']
+    """
+    allowed = set(label_list)
+    return sorted({tag for s in sentences for tag in iob1_to_bio(s.labels) if tag not in allowed})
 
 
 # ------------------------------------------------------------------------------------------ features
@@ -245,7 +549,8 @@ class NerFeature:
         word_indices: indices (in that sentence) of the words it predicts.
         token_positions: position in the window of each such word's first sub-token.
         token_ids, segment_ids, padding_mask: int32 [max_seq_length] model inputs.
-        label_ids: int32 [max_seq_length]: the BIO label id at `token_positions`, -100 elsewhere.
+        label_ids: int32 [max_seq_length]: the BIO label id at `token_positions` (-100 for a label outside the
+            label list, see `convert_sentences_to_features`), -100 elsewhere.
         label_mask: int32 [max_seq_length]: 1 at `token_positions`, 0 elsewhere.
         tokens: the window's WordPiece tokens (without padding), for inspection.
     """
@@ -282,7 +587,8 @@ def _split_into_spans(word_lengths, budget):
     return spans
 
 
-def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_length, use_document_context=False):
+def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_length, use_document_context=False,
+                                  strict=True):
     """WordPiece-tokenizes the sentences and builds the model windows (see the module docstring).
 
     Args:
@@ -291,6 +597,9 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
         label_list: the BIO label list (e.g. from `build_label_list`).
         max_seq_length: window length, [CLS] and [SEP] included (>= 3).
         use_document_context: fill each window with the surrounding sub-tokens of the document.
+        strict: a label not in `label_list` is a `UserInputError`; when False its word gets label id -100
+            (nothing to train on) and is still predicted and scored (a fine-tuned model's fixed label list
+            evaluated on data with other labels).
 
     Returns:
         list of `NerFeature`, in sentence order (one or more per sentence).
@@ -309,7 +618,7 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
     ['[CLS]', 'peter', 'black', '##burn', '[SEP]']
     """
     if max_seq_length < 3:
-        raise ValueError(f"max_seq_length must be >= 3 (room for [CLS], a token and [SEP]); got {max_seq_length}.")
+        raise UserInputError(f"max_seq_length must be >= 3 (room for [CLS], a token and [SEP]); got {max_seq_length}.")
     label_to_id = {label: i for i, label in enumerate(label_list)}
     budget = max_seq_length - 2
 
@@ -355,12 +664,12 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
                 word_indices.append(w)
                 positions.append(position)
                 label = bio_labels[w]
-                if label not in label_to_id:
-                    raise ValueError(
-                        f"{sentence.path}:{sentence.lines[w]}: unknown label {sentence.labels[w]!r}; the labels "
-                        f"of the training data are {', '.join(label_list)}."
+                if label not in label_to_id and strict:
+                    raise UserInputError(
+                        f"{sentence.where(w)}: unknown label {sentence.labels[w]!r}; the labels are "
+                        f"{', '.join(label_list)}."
                     )
-                label_ids[position] = label_to_id[label]
+                label_ids[position] = label_to_id.get(label, IGNORE_LABEL_ID)
             features.append(
                 NerFeature(
                     sentence_index=index,
@@ -370,11 +679,17 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
                     segment_ids=np.zeros(max_seq_length, "int32"),
                     padding_mask=padding_mask,
                     label_ids=label_ids,
-                    label_mask=(label_ids != IGNORE_LABEL_ID).astype("int32"),
+                    label_mask=_mask(positions, max_seq_length),
                     tokens=tokens,
                 )
             )
     return features
+
+
+def _mask(positions, length):
+    mask = np.zeros(length, "int32")
+    mask[positions] = 1
+    return mask
 
 
 def features_to_arrays(features, pad_to_multiple_of=16):

@@ -124,3 +124,11 @@ def field(record, name, where):
         raise UserInputError(f"{where}: no column {name!r}; the columns are {sorted(record)} "
                              f"(name others with the recipe's column flags).")
     return record[name]
+
+
+def text_field(record, name, where, error=UserInputError):
+    """`field(record, name, where)`, which must be a string; else `error` naming `where` and the column."""
+    value = field(record, name, where)
+    if not isinstance(value, str):
+        raise error(f"{where}: column {name!r} is {value!r}; expected a text (a string).")
+    return value

@@ -29,6 +29,31 @@ wnli        train, dev, test          index, sentence1, sentence2, label  3     
 Every file but CoLA's train/dev has a header line. A line with the wrong number of columns, an STS-B
 score that is not a number, or a label outside the task's labels raises `GlueDataError` naming the file
 and line number.
+
+The files of the datasets ecosystem (`read_glue_records`: JSON lines, JSON, CSV, parquet, and a TSV whose
+header names the columns) hold one example per record, with the column names of Hugging Face's `glue`
+datasets by default (`GLUE_DATASET_COLUMNS`):
+
+==========  ====================  =====================  ======================================
+task        text column           text pair column       integer labels (datasets ClassLabel ids)
+==========  ====================  =====================  ======================================
+cola        sentence              (none)                 0 unacceptable, 1 acceptable
+sst2        sentence              (none)                 0 negative, 1 positive
+mrpc        sentence1             sentence2              0 not_equivalent, 1 equivalent
+qqp         question1             question2              0 not_duplicate, 1 duplicate
+stsb        sentence1             sentence2              (float score)
+mnli        premise               hypothesis             0 entailment, 1 neutral, 2 contradiction
+qnli        question              sentence               0 entailment, 1 not_entailment
+rte         sentence1             sentence2              0 entailment, 1 not_entailment
+wnli        sentence1             sentence2              0 not_entailment, 1 entailment
+==========  ====================  =====================  ======================================
+
+A label is a datasets ClassLabel id (an int, or its digits in a CSV), one of the task's label names
+(`GLUE_LABELS`), or a datasets label name from the last column; -1 (datasets' unlabelled test rows) is no
+label. MNLI's datasets ids are not the original's class order: 0 is "entailment" there, "contradiction" here.
+
+Packing (`pack_example`) is the original `convert_single_example`: a second text that tokenizes to no
+token (empty, whitespace or control characters only) packs a single segment `[CLS] A [SEP]`.
 """
 
 import csv
@@ -38,7 +63,10 @@ from typing import Optional, Union
 
 import numpy as np
 
+from keras_bert_impl.data.dataset_files import field, read_records, text_field
+from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
 from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.errors import UserInputError
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli")
 
@@ -53,6 +81,31 @@ GLUE_LABELS = {
     "qnli": ["entailment", "not_entailment"],
     "rte": ["entailment", "not_entailment"],
     "wnli": ["0", "1"],
+}
+
+# Column names of Hugging Face's `glue` datasets: (text, text pair; "" for single-sentence tasks).
+GLUE_DATASET_COLUMNS = {
+    "cola": ("sentence", ""),
+    "sst2": ("sentence", ""),
+    "mrpc": ("sentence1", "sentence2"),
+    "qqp": ("question1", "question2"),
+    "stsb": ("sentence1", "sentence2"),
+    "mnli": ("premise", "hypothesis"),
+    "qnli": ("question", "sentence"),
+    "rte": ("sentence1", "sentence2"),
+    "wnli": ("sentence1", "sentence2"),
+}
+
+# Label names of Hugging Face's `glue` datasets in ClassLabel id order (the integer labels of its files).
+DATASET_LABEL_NAMES = {
+    "cola": ["unacceptable", "acceptable"],
+    "sst2": ["negative", "positive"],
+    "mrpc": ["not_equivalent", "equivalent"],
+    "qqp": ["not_duplicate", "duplicate"],
+    "mnli": ["entailment", "neutral", "contradiction"],
+    "qnli": ["entailment", "not_entailment"],
+    "rte": ["entailment", "not_entailment"],
+    "wnli": ["not_entailment", "entailment"],
 }
 
 # The metric BestCheckpoint maximizes: the paper's (Devlin et al., Table 1: F1 for MRPC/QQP, Spearman for
@@ -119,8 +172,8 @@ _LAYOUTS = {
 }
 
 
-class GlueDataError(ValueError):
-    """A malformed GLUE file: the message names the file and the line."""
+class GlueDataError(UserInputError):
+    """A missing or malformed GLUE file: the message names the file and the line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +197,7 @@ def canonical_task(task_name):
     """"SST-2" -> "sst2", "STS-B" -> "stsb", ...; an unknown task is an error listing the known ones."""
     key = "".join(ch for ch in str(task_name).lower() if ch.isalnum())
     if key not in GLUE_TASKS:
-        raise ValueError(f"Unknown GLUE task {task_name!r}; expected one of {', '.join(GLUE_TASKS)}.")
+        raise UserInputError(f"Unknown GLUE task {task_name!r}; expected one of {', '.join(GLUE_TASKS)}.")
     return key
 
 
@@ -238,11 +291,122 @@ def read_glue_examples(task_name, data_dir, split):
     task = canonical_task(task_name)
     valid = ["train", *dev_splits(task), *test_splits(task)]
     if split not in valid:
-        raise ValueError(f"{task} has no split {split!r}; its splits are {valid}.")
+        raise UserInputError(f"{task} has no split {split!r}; its splits are {valid}.")
     path = file_io.join(data_dir, f"{split}.tsv")
     if not file_io.isfile(path):
-        raise FileNotFoundError(f"{path}: not found ({task} expects {', '.join(s + '.tsv' for s in valid)}).")
+        raise GlueDataError(f"{path}: not found ({task} expects {', '.join(s + '.tsv' for s in valid)}).")
     return read_glue_file(task, path, split)
+
+
+def read_glue_records(task_name, path, split, text_column=None, text_pair_column=None, label_column="label"):
+    """Reads one split of a GLUE task from a datasets-ecosystem file into `InputExample`s.
+
+    JSON lines, JSON, CSV and parquet go through `dataset_files.read_records`. A `.tsv` is read as the
+    original reads TSVs (tab, no quoting): by column name when its header holds the named columns (as
+    SST-2's, QNLI's, RTE's, WNLI's do), else in the task's original layout (`read_glue_file`).
+
+    Args:
+        task_name: a GLUE task.
+        path: the file.
+        split: "train", "dev", ... or "test..." (the label column is then not read: label None).
+        text_column: the first text's column; default: the task's `GLUE_DATASET_COLUMNS` name.
+        text_pair_column: the second text's column, "" for none; default: the task's.
+        label_column: the label's column.
+
+    Returns:
+        A list of `InputExample`, labels as the task's label names (floats for STS-B).
+
+    Raises:
+        UserInputError: a missing file or column, a text that is not a string, or a label that is none of
+            the task's labels, ids or datasets names (a GlueDataError naming the file and line).
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"premise": "A cat.", "hypothesis": "An animal.", "label": 0}\\n')
+    >>> read_glue_records("mnli", path, "dev_matched")
+    [InputExample(guid='dev_matched-0', text_a='A cat.', text_b='An animal.', label='entailment')]
+    """
+    task = canonical_task(task_name)
+    default_text, default_pair = GLUE_DATASET_COLUMNS[task]
+    text_column = text_column or default_text
+    text_pair_column = default_pair if text_pair_column is None else text_pair_column
+    labelled = not split.startswith("test")
+    if path.lower().endswith(".tsv"):
+        records = _tsv_records(path, [text_column, text_pair_column, label_column if labelled else ""])
+        if records is None:
+            return read_glue_file(task, path, split)
+    else:
+        records = read_records(path)
+    examples = []
+    for i, (where, record) in enumerate(records):
+        text_a = _text(record, text_column, where)
+        text_b = _text(record, text_pair_column, where) if text_pair_column else None
+        label = _record_label(task, field(record, label_column, where), where) if labelled else None
+        if labelled and label is None:
+            raise GlueDataError(f"{where}: label -1 (unlabelled) in the {split} data; expected a label of {task}.")
+        examples.append(InputExample(f"{split}-{i}", text_a, text_b, label))
+    return examples
+
+
+def _tsv_records(path, columns):
+    """(where, record) of a TSV whose header names every one of `columns` ("" entries are ignored), read
+    without quoting as the original; None when the header lacks one of them (an original GLUE layout)."""
+    if not file_io.isfile(path):
+        raise GlueDataError(f"{path}: no such file.")
+    rows = iter(_read_tsv(path))
+    header = next(rows, (1, []))[1]
+    if not all(c in header for c in columns if c):
+        return None
+    records = []
+    for line_number, row in rows:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise GlueDataError(f"{path}:{line_number}: expected {len(header)} tab-separated columns (as the "
+                                f"header), found {len(row)}.")
+        records.append((f"{path}:{line_number}", dict(zip(header, row))))
+    return records
+
+
+def _text(record, column, where):
+    return text_field(record, column, where, error=GlueDataError)
+
+
+def _record_label(task, value, where):
+    """A record's label as the task's label name (STS-B: a float), None for -1 (unlabelled)."""
+    allowed = GLUE_LABELS[task]
+    if allowed is None:
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            raise GlueDataError(f"{where}: the {task} score {value!r} is not a number.") from None
+        return None if score == -1 else score
+    if isinstance(value, str) and value in allowed:
+        return value
+    names = DATASET_LABEL_NAMES[task]
+    if isinstance(value, str) and value in names:
+        return _from_dataset_name(task, value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        index = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        index = int(value)
+    else:
+        index = None
+    if index == -1:
+        return None
+    if index is None or not 0 <= index < len(names):
+        raise GlueDataError(f"{where}: unknown label {value!r} for {task}; expected one of {allowed}, a datasets "
+                            f"label id 0..{len(names) - 1} ({', '.join(names)}) or -1 (unlabelled).")
+    return _from_dataset_name(task, names[index])
+
+
+def _from_dataset_name(task, name):
+    """The task's label name of a datasets label name ("0"/"1" tasks: the name's index)."""
+    allowed = GLUE_LABELS[task]
+    return name if name in allowed else allowed[DATASET_LABEL_NAMES[task].index(name)]
 
 
 def label_ids(task_name, examples):
@@ -254,30 +418,70 @@ def label_ids(task_name, examples):
     return np.asarray([index[e.label] for e in examples], dtype=np.int32)
 
 
-def encode_examples(tokenizer, examples, max_seq_length, chunk_size=1024):
-    """Tokenizes and packs examples as `[CLS] A [SEP] (B [SEP])`, truncated as the original, unpadded.
+def pack_example(tokenizer, text_a, text_b, max_seq_length):
+    """Token ids and segment ids of one example, as the original `convert_single_example` packs it.
+
+    The second text is tokenized only when non-empty (`if example.text_b`); when it gives tokens the pair is
+    truncated to `max_seq_length - 3` by `_truncate_seq_pair` (popping from the longer, from B on a tie),
+    else A alone to `max_seq_length - 2`; B and its `[SEP]` are packed only when tokens of B are left.
 
     Args:
         tokenizer: a `BertTokenizer`.
-        examples: `InputExample`s (all with or all without `text_b`).
+        text_a: the first text.
+        text_b: the second text, or None.
+        max_seq_length: the longest packed length (at least 3).
+
+    Returns:
+        (token_ids, segment_ids), two lists of ints of the same length (<= max_seq_length).
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi", "there"]))
+    >>> tokenizer = BertTokenizer(vocab_file)
+    >>> pack_example(tokenizer, "hi there", "there", 8)
+    ([2, 4, 5, 3, 5, 3], [0, 0, 0, 0, 1, 1])
+    >>> pack_example(tokenizer, "hi there", "  ", 8)  # B without tokens: one segment
+    ([2, 4, 5, 3], [0, 0, 0, 0])
+    """
+    if max_seq_length < 3:
+        raise UserInputError(f"max_seq_length must be at least 3 ([CLS], [SEP] and a token), got {max_seq_length}.")
+    ids_a = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text_a))
+    ids_b = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text_b)) if text_b else []
+    if ids_b:
+        keep_a, keep_b = truncated_pair_lengths(len(ids_a), len(ids_b), max_seq_length - 3)
+    else:
+        keep_a, keep_b = min(len(ids_a), max_seq_length - 2), 0
+    token_ids = [tokenizer.cls_token_id, *ids_a[:keep_a], tokenizer.sep_token_id]
+    segment_ids = [0] * len(token_ids)
+    if keep_b:
+        token_ids += [*ids_b[:keep_b], tokenizer.sep_token_id]
+        segment_ids += [1] * (keep_b + 1)
+    return token_ids, segment_ids
+
+
+def encode_examples(tokenizer, examples, max_seq_length):
+    """Tokenizes and packs examples as `[CLS] A [SEP] (B [SEP])` (`pack_example`, the original's packing),
+    unpadded.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        examples: `InputExample`s.
         max_seq_length: length of the longest packed sequence.
-        chunk_size: examples tokenized per call (bounds memory on large tasks).
 
     Returns:
         dict {"token_ids", "segment_ids", "padding_mask"} -> list of N int32 arrays of each example's own
         length (the input of `keras_bert_impl.data.batching`).
     """
     features = {"token_ids": [], "segment_ids": [], "padding_mask": []}
-    for start in range(0, len(examples), chunk_size):
-        chunk = examples[start : start + chunk_size]
-        has_b = [e.text_b is not None for e in chunk]
-        if any(has_b) and not all(has_b):
-            raise ValueError("examples mix single sentences and pairs.")
-        pairs = [e.text_b for e in chunk] if all(has_b) else None
-        batch = tokenizer([e.text_a for e in chunk], pairs, max_length=max_seq_length, padding="longest")
-        lengths = batch["padding_mask"].sum(axis=1)
-        for key in features:
-            features[key].extend(row[:n].copy() for row, n in zip(batch[key], lengths))
+    for example in examples:
+        token_ids, segment_ids = pack_example(tokenizer, example.text_a, example.text_b, max_seq_length)
+        features["token_ids"].append(np.asarray(token_ids, dtype=np.int32))
+        features["segment_ids"].append(np.asarray(segment_ids, dtype=np.int32))
+        features["padding_mask"].append(np.ones(len(token_ids), dtype=np.int32))
     return features
 
 

@@ -7,7 +7,9 @@ lives in `keras_bert_impl/data/tf_pretraining_data.py`; `recipes/create_pretrain
 line.
 
 Input format (as the original): plain text files, one sentence per line, a blank line between
-documents. Sentences are the units that the "A"/"B" segments are built from.
+documents. Sentences are the units that the "A"/"B" segments are built from. The article markup lines of
+WikiExtractor's output (`<doc id=... url=... title=...>`, `</doc>`) are dropped and end the current
+document, as a blank line does (the original would have tokenized them as sentences).
 
 Differences from the original, all deliberate and documented where they happen:
 
@@ -82,18 +84,34 @@ class TrainingInstance:
 # ---------------------------------------------------------------------------------------------------
 
 
-def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Callable] = None) -> Iterator[Document]:
+def is_wikiextractor_markup(line: str) -> bool:
+    """Whether a stripped line is WikiExtractor's article markup: `<doc id=... url=... title=...>` or `</doc>`.
+
+    Examples:
+
+    >>> is_wikiextractor_markup('<doc id="12" url="https://en.wikipedia.org/wiki?curid=12" title="Anarchism">')
+    True
+    >>> is_wikiextractor_markup("</doc>"), is_wikiextractor_markup("<document> is a word.")
+    (True, False)
+    """
+    return line == "</doc>" or (line.startswith("<doc ") and line.endswith(">"))
+
+
+def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Callable] = None,
+                   stats: Optional[dict] = None) -> Iterator[Document]:
     """Yields the tokenized documents of text files, one at a time (never the whole corpus).
 
     As the original: each line is stripped; a blank line ends the current document; a line whose
     tokenization is empty is dropped; empty documents are dropped. Unlike the original, the end of a
-    file also ends its last document.
+    file also ends its last document, and WikiExtractor's `<doc ...>` / `</doc>` lines
+    (`is_wikiextractor_markup`) are dropped and end the current document.
 
     Args:
         input_files: Paths of text files, read in this order.
         tokenizer: Anything with `tokenize(text) -> list[str]` (e.g. `keras_bert_impl.tokenizers.bert_tokenizer.BertTokenizer`).
         open_fn: `open_fn(path)` returning a text file object; defaults to `open(path, encoding="utf-8")`.
             Pass `tf.io.gfile.GFile` to read from GCS and other TensorFlow file systems.
+        stats: Optional dict whose `markup_lines_dropped` counts the WikiExtractor lines dropped.
 
     Yields:
         Documents: lists of sentences, each a non-empty list of tokens.
@@ -108,7 +126,14 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
     >>> _ = open(path, "w").write("a b\\nc\\n\\nd e\\n")
     >>> list(read_documents([path], Ws()))
     [[['a', 'b'], ['c']], [['d', 'e']]]
+    >>> _ = open(path, "w").write('<doc id="1" url="u" title="T">\\nT\\n\\na b\\n</doc>\\n<doc id="2" url="v" title="U">\\nc\\n')
+    >>> stats = {}
+    >>> list(read_documents([path], Ws(), stats=stats)), stats
+    ([[['T']], [['a', 'b']], [['c']]], {'markup_lines_dropped': 3})
     """
+    if stats is None:
+        stats = {}
+    stats.setdefault("markup_lines_dropped", 0)
     if open_fn is None:
 
         def open_fn(path):
@@ -121,8 +146,10 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
                 if isinstance(line, bytes):
                     line = line.decode("utf-8")
                 line = line.strip()
-                # Empty lines are document delimiters (original).
-                if not line:
+                # Empty lines are document delimiters (original); so is WikiExtractor's markup, dropped.
+                markup = is_wikiextractor_markup(line)
+                stats["markup_lines_dropped"] += markup
+                if not line or markup:
                     if document:
                         yield document
                     document = []

@@ -1,5 +1,8 @@
 """SQuAD v1.1 / v2.0 examples and features, built exactly as google-research/bert's run_squad.py builds them.
 
+0. `load_squad_dataset`: the original SQuAD JSON, or the datasets ecosystem's flattened records (JSON
+   lines, JSON, CSV, parquet: id, title, context, question, answers {"text", "answer_start"}) turned into
+   the original's nested layout, which the reading below and the official evaluation take.
 1. `read_squad_examples`: the context is split on whitespace into "doc tokens", with `char_to_word_offset`
    mapping every character to its doc token; a training answer's character span becomes a doc-token span.
    An answer whose text is not found at its `answer_start` (the original's "Could not find answer" check)
@@ -43,6 +46,10 @@ import os
 import warnings
 
 import numpy as np
+
+from keras_bert_impl.data import dataset_files
+from keras_bert_impl.data.conll_data import cell_value
+from keras_bert_impl.utils.errors import UserInputError
 
 # The first unique_id of the original (features are numbered from here, in order).
 FIRST_UNIQUE_ID = 1000000000
@@ -136,8 +143,8 @@ def split_context(paragraph_text):
     return doc_tokens, char_to_word_offset, doc_token_char_starts
 
 
-class SquadFormatError(ValueError):
-    """A SQuAD JSON file lacks a required key or has a value of the wrong type."""
+class SquadFormatError(UserInputError):
+    """A SQuAD file lacks a required key or column or has a value of the wrong type."""
 
 
 def _get(obj, key, source, where, expected_type=None):
@@ -153,11 +160,12 @@ def _get(obj, key, source, where, expected_type=None):
 
 
 def read_squad_examples(input_file, is_training, version_2_with_negative=False):
-    """Reads a SQuAD JSON file into `SquadExample`s (the original `read_squad_examples`).
+    """Reads a SQuAD file in any format (`load_squad_dataset`) into `SquadExample`s (the original
+    `read_squad_examples`).
 
     Args:
-        input_file: path of a SQuAD v1.1 / v2.0 JSON file.
-        is_training: read the answers as training targets (exactly one answer per answerable question).
+        input_file: path of a SQuAD v1.1 / v2.0 JSON file, or of the datasets ecosystem's records.
+        is_training: read the answers as training targets (the first answer of each answerable question).
         version_2_with_negative: read `is_impossible` (SQuAD v2.0).
 
     Returns:
@@ -165,15 +173,136 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
 
     Raises:
         SquadFormatError: a required key is missing; the message names the file and the JSON path
-            (and the question id when the question has one).
+            (and the question id when the question has one), or the record.
     """
     source = os.fspath(input_file)
-    with open(source, encoding="utf-8") as f:
+    return squad_examples_from_json(load_squad_dataset(source), is_training, version_2_with_negative, source=source)
+
+
+def load_squad_dataset(path):
+    """The SQuAD dataset of a file, in the original nested layout (`{"data": [{"title", "paragraphs":
+    [{"context", "qas": [{"id", "question", "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}`),
+    which `squad_examples_from_json` and the official evaluation read.
+
+    The file is the original SQuAD JSON (a JSON object whose "data" items have "paragraphs", or any
+    JSON object that is not records), or the datasets ecosystem's flattened records
+    (`data.dataset_files.read_records`: JSON lines, a JSON list or `{"data": [...]}`, CSV, parquet),
+    converted by `squad_dataset_from_records`.
+
+    Raises:
+        SquadFormatError: the file is missing or not valid in its format.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "dev.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write(json.dumps({"id": "q1", "title": "T", "context": "Ann sang.", "question": "Who sang?",
+    ...                             "answers": {"text": ["Ann"], "answer_start": [0]}}) + "\\n")
+    >>> load_squad_dataset(path)["data"][0]["paragraphs"][0]["qas"]
+    [{'id': 'q1', 'question': 'Who sang?', 'answers': [{'text': 'Ann', 'answer_start': 0}], 'is_impossible': False}]
+    """
+    source = os.fspath(path)
+    if not os.path.isfile(source):
+        raise SquadFormatError(f"{source}: no such file.")
+    if dataset_files.record_format(source) in (None, "json"):
+        with open(source, encoding="utf-8") as f:
+            text = f.read()
         try:
-            data = json.load(f)
+            data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise SquadFormatError(f"{source}: not valid JSON: {e}") from e
-    return squad_examples_from_json(data, is_training, version_2_with_negative, source=source)
+            if dataset_files.record_format(source) is None:
+                raise SquadFormatError(f"{source}: not valid JSON: {e}") from None
+            data = None  # JSON lines named .json
+        if _is_original_squad(data) or dataset_files.record_format(source) is None:
+            return data
+    try:
+        records = dataset_files.read_records(source)
+    except UserInputError as e:
+        raise SquadFormatError(str(e)) from None
+    return squad_dataset_from_records(records, source)
+
+
+def _is_original_squad(data):
+    """Whether parsed JSON is meant as the original nested SQuAD layout: a dict whose "data" items have
+    "paragraphs" (or whose "data" is empty), or a dict that is neither `{"data": [records]}` nor a dict of
+    columns, so that its errors are reported as the original layout's."""
+    if not isinstance(data, dict):
+        return False
+    items = data.get("data")
+    if isinstance(items, list):
+        return not items or (isinstance(items[0], dict) and "paragraphs" in items[0])
+    return not (data and all(isinstance(v, list) for v in data.values()))
+
+
+def squad_dataset_from_records(records, source="<records>"):
+    """The nested SQuAD dataset of the datasets ecosystem's flattened records.
+
+    Each record is one question: `id`, `question`, `context`, `title` (optional) and `answers`
+    `{"text": [...], "answer_start": [...]}` (or the flattened columns `answers.text`,
+    `answers.answer_start`); no answers means an impossible question (SQuAD v2.0). A CSV cell holding the
+    answers is read as JSON, a Python literal or numpy's print (`conll_data.cell_value`). Consecutive
+    records of one title form an article, of one context a paragraph, as in the original files.
+
+    Args:
+        records: list of `(where, record)` (`data.dataset_files.read_records`).
+        source: the file name, for the "version" entry.
+
+    Raises:
+        SquadFormatError: naming the record (`path:line`) and the column for a missing column or a value of
+            the wrong type.
+    """
+    data = []
+    for where, record in records:
+        qas_id = _record_value(record, "id", where, (str, int))
+        question = _record_value(record, "question", where, str)
+        context = _record_value(record, "context", where, str)
+        title = record.get("title") or ""
+        if "answers" in record:
+            answers = cell_value(record["answers"], where, "answers")
+            if not isinstance(answers, dict):
+                raise SquadFormatError(f"{where}: column 'answers' holds {answers!r}; expected "
+                                       '{"text": [...], "answer_start": [...]}.')
+            texts, starts = (_answer_list(answers, key, where) for key in ("text", "answer_start"))
+        elif "answers.text" in record:
+            texts, starts = (_answer_list(record, f"answers.{key}", where) for key in ("text", "answer_start"))
+        else:
+            raise SquadFormatError(f"{where}: no column 'answers'; the columns are {sorted(record)}.")
+        if len(texts) != len(starts) or not all(isinstance(t, str) for t in texts) or not all(
+                isinstance(a, int) and not isinstance(a, bool) for a in starts):
+            raise SquadFormatError(f"{where}: answers {texts!r} at {starts!r}: expected as many texts (strings) as "
+                                   "answer_start values (integers).")
+        if not data or data[-1]["title"] != title:
+            data.append({"title": title, "paragraphs": []})
+        paragraphs = data[-1]["paragraphs"]
+        if not paragraphs or paragraphs[-1]["context"] != context:
+            paragraphs.append({"context": context, "qas": []})
+        paragraphs[-1]["qas"].append({
+            "id": str(qas_id), "question": question,
+            "answers": [{"text": t, "answer_start": a} for t, a in zip(texts, starts)], "is_impossible": not texts,
+        })
+    return {"version": f"records of {source}", "data": data}
+
+
+def _record_value(record, column, where, expected_type):
+    try:
+        value = dataset_files.field(record, column, where)
+    except UserInputError as e:
+        raise SquadFormatError(str(e)) from None
+    if not isinstance(value, expected_type) or isinstance(value, bool):
+        kind = "a string" if expected_type is str else "a string or an integer"
+        raise SquadFormatError(f"{where}: column {column!r} holds {value!r}; expected {kind}.")
+    return value
+
+
+def _answer_list(answers, key, where):
+    if key not in answers:
+        raise SquadFormatError(f"{where}: the answers lack {key!r}; expected "
+                               '{"text": [...], "answer_start": [...]}.')
+    value = cell_value(answers[key], where, key)
+    if not isinstance(value, (list, tuple)):
+        raise SquadFormatError(f"{where}: answers {key!r} holds {value!r}; expected a list.")
+    return list(value)
 
 
 def squad_examples_from_json(data, is_training, version_2_with_negative=False, source="<json>"):
@@ -186,7 +315,9 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
 
     Args:
         data: the parsed JSON: {"data": [{"paragraphs": [{"context", "qas": [...]}]}]}.
-        is_training: read the answers as training targets.
+        is_training: read the answers as training targets: the first answer of each answerable question
+            (training files have one; dev files list several, as transformers' run_qa.py trains on the first;
+            the original refuses more than one).
         version_2_with_negative: read `is_impossible` (a missing `is_impossible` means False).
         source: the file name for error messages.
 
@@ -216,10 +347,10 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
                 orig_answer_text = ""
                 if is_training:
                     answers = _get(qa, "answers", source, where_q, list)
-                    if len(answers) != 1 and not is_impossible:
+                    if not answers and not is_impossible:
                         raise SquadFormatError(
-                            f"{source}: {where_q}: for training, each answerable question should have exactly "
-                            f"1 answer; it has {len(answers)}."
+                            f"{source}: {where_q}: for training, each answerable question needs an answer; it has "
+                            "none (SQuAD v2.0's impossible questions need --version_2_with_negative)."
                         )
                     if not is_impossible:
                         where_a = f"{where_q}.answers[0]"

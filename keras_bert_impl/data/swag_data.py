@@ -1,31 +1,36 @@
-"""SWAG data (Zellers et al., 2018): the CSV reader and multiple-choice featurization.
+"""SWAG data (Zellers et al., 2018): the reader and multiple-choice featurization.
 
-Files: `train.csv`, `val.csv` (labelled) and `test.csv` (no `label` column), comma-separated with a
-header naming the columns
+The original files `train.csv`, `val.csv` (labelled) and `test.csv` (no `label` column) are comma-separated
+with a header naming the columns
 
     video-id, fold-ind, startphrase, sent1, sent2, gold-source, ending0, ending1, ending2, ending3, label
 
 (the released files also have a leading unnamed index column; columns are found by their header names,
-so both layouts read). Each example's choices are packed as in BERT's SWAG setup (Devlin et al., §4.4):
+so both layouts read). Hugging Face's `swag` datasets ("regular") have the same columns, and their JSON
+lines, JSON, CSV and parquet exports read the same way (`dataset_files.read_records`); only sent1, sent2,
+ending0..ending3 and (labelled data) label are needed, and a label of -1 (datasets' test rows) is none.
+Each example's choices are packed as in BERT's SWAG setup (Devlin et al., §4.4):
 `[CLS] sent1 [SEP] sent2 + " " + ending_i [SEP]`, truncated by popping from the longer segment.
 
-Errors (a missing column, a row with the wrong number of fields, a label that is not 0-3) name the file
-and line.
+Errors (a missing file or column, a row with the wrong number of fields, a label that is not 0-3) are
+`UserInputError`s naming the file and line.
 """
 
-import csv
 import dataclasses
-import sys
+import os
 from typing import List, Optional
 
 import numpy as np
 
+from keras_bert_impl.data.dataset_files import field, read_records, text_field
+from keras_bert_impl.utils.errors import UserInputError
+
 NUM_CHOICES = 4
-_REQUIRED_COLUMNS = ("video-id", "sent1", "sent2", *(f"ending{i}" for i in range(NUM_CHOICES)))
+_REQUIRED_COLUMNS = ("sent1", "sent2", *(f"ending{i}" for i in range(NUM_CHOICES)))
 
 
-class SwagDataError(ValueError):
-    """A malformed SWAG file: the message names the file and the line."""
+class SwagDataError(UserInputError):
+    """A missing or malformed SWAG file: the message names the file and the line."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +38,7 @@ class SwagExample:
     """One SWAG example.
 
     Args:
-        swag_id: the example's id ("{video-id}-{line number}").
+        swag_id: the example's id ("{video-id}-{line number}", or "{file name}-{index}" without video-id).
         context: `sent1`, the first segment of every choice.
         start_ending: `sent2`, the beginning shared by the four endings.
         endings: the four endings.
@@ -48,58 +53,76 @@ class SwagExample:
 
 
 def read_swag_file(path, labelled=None):
-    """Reads a SWAG CSV file.
+    """Reads a SWAG file: the original CSV, or a JSON lines, JSON, CSV or parquet file with the columns
+    sent1, sent2, ending0..ending3 and label.
 
     Args:
-        path: train.csv, val.csv or test.csv.
-        labelled: whether rows must have a label; default: whether the header has a `label` column.
+        path: the file (e.g. train.csv, val.csv, test.csv, validation.jsonl).
+        labelled: whether rows must have a label; default: whether the first record has a `label` column.
 
     Returns:
         A list of `SwagExample`.
 
     Raises:
-        SwagDataError: a required column is missing from the header, a row has a different number of
-            fields than the header, or a label is not an integer in [0, 3]; naming file and line.
+        SwagDataError (a UserInputError): the file is missing, a required column is missing, or a label is
+            not an integer in [0, 3] (-1 in unlabelled data); naming file and line. Malformed files raise
+            `dataset_files.read_records`' UserInputError.
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "val.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"sent1": "He opens the door.", "sent2": "He", "ending0": "walks in.", '
+    ...                 '"ending1": "flies.", "ending2": "sings.", "ending3": "sleeps.", "label": 0}\\n')
+    >>> (example,) = read_swag_file(path)
+    >>> example.context, example.endings[0], example.label
+    ('He opens the door.', 'walks in.', 0)
     """
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    if not os.path.isfile(path):
+        raise SwagDataError(f"{path}: no such file.")
+    records = read_records(path)
+    if not records:
+        return []
+    first_where, first = records[0]
+    if labelled is None:
+        labelled = "label" in first
+    required = _REQUIRED_COLUMNS + (("label",) if labelled else ())
+    missing = [name for name in required if name not in first]
+    if missing:
+        raise SwagDataError(f"{first_where}: no column(s) {missing}; found {sorted(first)}.")
+    name = os.path.splitext(os.path.basename(path))[0]
     examples = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None:
-            raise SwagDataError(f"{path}: empty file; expected a header line.")
-        columns = {name.strip(): i for i, name in enumerate(header)}
-        if labelled is None:
-            labelled = "label" in columns
-        required = _REQUIRED_COLUMNS + (("label",) if labelled else ())
-        missing = [name for name in required if name not in columns]
-        if missing:
-            raise SwagDataError(f"{path}:1: the header lacks the column(s) {missing}; found {header}.")
-        for row in reader:
-            line = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise SwagDataError(f"{path}:{line}: expected {len(header)} comma-separated fields, found {len(row)}.")
-            label = None
-            if labelled:
-                raw = row[columns["label"]].strip()
-                try:
-                    label = int(raw)
-                except ValueError:
-                    label = None
-                if label is None or not 0 <= label < NUM_CHOICES:
-                    raise SwagDataError(f"{path}:{line}: label {raw!r} is not one of 0..{NUM_CHOICES - 1}.")
-            examples.append(
-                SwagExample(
-                    swag_id=f"{row[columns['video-id']]}-{line}",
-                    context=row[columns["sent1"]],
-                    start_ending=row[columns["sent2"]],
-                    endings=[row[columns[f"ending{i}"]] for i in range(NUM_CHOICES)],
-                    label=label,
-                )
+    for i, (where, record) in enumerate(records):
+        label = _label(field(record, "label", where), where) if labelled else None
+        video_id = record.get("video-id")
+        examples.append(
+            SwagExample(
+                swag_id=f"{video_id}-{where.rsplit(':', 1)[1]}" if video_id else f"{name}-{i}",
+                context=_text(record, "sent1", where),
+                start_ending=_text(record, "sent2", where),
+                endings=[_text(record, f"ending{c}", where) for c in range(NUM_CHOICES)],
+                label=label,
             )
+        )
     return examples
+
+
+def _text(record, column, where):
+    return text_field(record, column, where, error=SwagDataError)
+
+
+def _label(value, where):
+    """The label as an int in [0, NUM_CHOICES) (an int, or its digits in a CSV); a SwagDataError otherwise."""
+    raw = value.strip() if isinstance(value, str) else value
+    label = None
+    if isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
+        label = int(raw)
+    elif isinstance(raw, str) and raw.lstrip("-").isdigit():
+        label = int(raw)
+    if label is None or not 0 <= label < NUM_CHOICES:
+        raise SwagDataError(f"{where}: label {raw!r} is not one of 0..{NUM_CHOICES - 1}.")
+    return label
 
 
 def encode_swag_examples(tokenizer, examples, max_seq_length):

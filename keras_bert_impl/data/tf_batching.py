@@ -23,14 +23,18 @@ def _label_signature(labels, batch, length):
     return tf.TensorSpec([batch, *array.shape[1:]], tf.float32 if array.dtype.kind == "f" else tf.int32)
 
 
-def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0, static_shapes=False, **kwargs):
+def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0, static_shapes=False, initial_epoch=0,
+                     **kwargs):
     """`batching.bucketed_batches` as a `tf.data.Dataset` for `model.fit` / `evaluate` (any Keras backend).
 
-    Every pass over the dataset (every epoch) draws a new shuffling seed (`seed`, `seed + 1`, ...).
+    Every pass over the dataset (every epoch) draws a new shuffling seed (`seed + initial_epoch`, then
+    `+ 1`, ...): a run resumed at epoch k passes `initial_epoch=k` and sees the batches an uninterrupted run
+    saw in epoch k.
     The dataset knows its number of batches, so Keras shows the progress bar's total.
 
     Args:
         features, labels, batch_size, shuffle, seed: as in `bucketed_batches`.
+        initial_epoch: the epoch (0-based) of the first pass.
         static_shapes: TPU mode: every batch padded to `max_length` (no dynamic padding) and only whole
             batches (`drop_remainder`), with those shapes in the dataset's signature.
         **kwargs: the other arguments of `bucketed_batches` (dynamic_padding, max_length, ...).
@@ -59,7 +63,7 @@ def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0
 
     x_signature = {k: feature_spec(k) for k in keys}
     signature = x_signature if labels is None else (x_signature, _label_signature(labels, batch, length))
-    epoch = [0]
+    epoch = [int(initial_epoch)]
 
     def generator():
         epoch_seed = seed + epoch[0]

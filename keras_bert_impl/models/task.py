@@ -48,9 +48,34 @@ class BertTask(keras.Model):
         missing = [
             head for head, table in self.head_weight_tables().items() if not assign_head_weights(table, weights, source)
         ]
+        self._newly_initialized_heads = ",".join(missing)
         if missing and warn:
             warnings.warn(f"{source}: no {' or '.join(missing)} weights; initialized randomly.", stacklevel=3)
         return missing
+
+    @property
+    def newly_initialized_heads(self):
+        """The names of the heads holding their random initialization: after `from_pretrained` (or
+        `load_head_weights`), those the checkpoint lacked; on a model built otherwise, every head.
+
+        What a fine-tuning driver checks before an evaluation-only run (a random head scores at chance).
+
+        Examples:
+
+        >>> from keras_bert_impl.config import BertConfig
+        >>> from keras_bert_impl.models.backbone import BertBackbone
+        >>> from keras_bert_impl.models.classifier import BertClassifier
+        >>> model = BertClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_classes=2)
+        >>> model.newly_initialized_heads
+        ['classifier']
+        >>> _ = model.load_head_weights(model.head_weights())
+        >>> model.newly_initialized_heads
+        []
+        """
+        stored = getattr(self, "_newly_initialized_heads", None)
+        if stored is None:
+            return list(self.head_weight_tables())
+        return stored.split(",") if stored else []
 
     def head_weights(self):
         """The heads' weights under Hugging Face names, in Hugging Face layout (float32 numpy)."""

@@ -5,20 +5,75 @@ the original run_*.py flags.
 
 The task recipes (`recipes/run_glue.py`, `run_ner.py`, `run_squad.py`, `run_swag.py`) are their flags
 and one call of `run_finetuning`.
+
+Order of a run: the flags are checked (`task.check_flags`, `tasks.base.check_model_flags`), the tokenizer
+loaded, every data file the flags name read and checked (`task.setup`, `task.training_set`), and only then
+the checkpoint loaded (`task.build_model`), so a user's mistake is reported within seconds
+(`UserInputError`, printed as one line by `runners.cli.run_main`).
+
+What a training run leaves in `--output_dir` (printed at the end):
+
+    train_log.jsonl            one JSON line per epoch: step, epoch, train loss/metrics, dev_<metric>s
+    train_steps_log.jsonl      the epoch's running train loss/metrics every --log_every_steps steps
+    logs/train/                the same as TensorBoard scalars (`tensorboard --logdir output_dir/logs`)
+    dev_metrics_per_epoch.json every epoch's dev metrics
+    best.weights.h5            the best epoch's weights (no optimizer state)
+    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` epoch ends, and
+                               state.json (epoch, best dev metric and history per checkpoint)
+    model/, eval_results.json, prediction files    (the task's)
+
+Resuming: when `output_dir/checkpoints` holds a checkpoint, the same command restores the latest one
+(weights, optimizer state and step, the best epoch so far) and trains the remaining epochs; every epoch
+sees the batches an uninterrupted run would have seen (the shuffle is seeded with `--seed` + epoch), so
+with the same seed and no dropout the result is the uninterrupted run's. A run whose checkpoints already
+reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
+the flags say. Delete `output_dir/checkpoints` (or use another `--output_dir`) to train from the start.
 """
 
+import json
 import math
 import os
+import sys
+import time
+import warnings
 
 import keras
 
 from keras_bert_impl.data import batching
-from keras_bert_impl.runners.flags import FlagParser
-from keras_bert_impl.tasks.base import load_backbone, load_tokenizer  # noqa: F401 (part of this module's API)
-from keras_bert_impl.training import distribute
+from keras_bert_impl.runners.flags import FlagParser, fraction, non_negative_int, positive_float, positive_int
+from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
+    check_model_flags,
+    load_backbone,
+    load_tokenizer,
+)
+from keras_bert_impl.training import distribute, resumable
 from keras_bert_impl.training.optimization import create_optimizer
-from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+
+TRAIN_LOG = "train_log.jsonl"
+STEPS_LOG = "train_steps_log.jsonl"
+TENSORBOARD_DIR = "logs"
+STATE_FILE = "state.json"
+BEST_WEIGHTS = "best.weights.h5"
+
+# What the driver and the tasks write into --output_dir, for the list printed at the end of a run.
+OUTPUT_DESCRIPTIONS = {
+    TRAIN_LOG: "train and dev metrics per epoch (JSON lines)",
+    STEPS_LOG: "running train metrics every --log_every_steps steps (JSON lines)",
+    TENSORBOARD_DIR: "TensorBoard events (tensorboard --logdir {path})",
+    resumable.CHECKPOINT_SUBDIR: "model + optimizer state per epoch: the same command resumes from it",
+    BEST_WEIGHTS: "the best epoch's weights (model.load_weights)",
+    "dev_metrics_per_epoch.json": "dev metrics of every epoch",
+    "eval_results.json": "the final dev metrics",
+    "model": "the fine-tuned model directory (from_pretrained, export_savedmodel.py)",
+    "train_data_stats.json": "counts of the training examples and features",
+    "predictions.json": "SQuAD: the answer of every question",
+    "nbest_predictions.json": "SQuAD: the n best answers of every question, with probabilities",
+    "null_odds.json": "SQuAD v2.0: score(no answer) - score(best span) per question",
+    "test_predictions.txt": "NER: the predicted tag of every test word (CoNLL columns)",
+    "test_predictions.csv": "SWAG: the predicted ending of every test example",
+}
 
 
 def finetuning_flag_parser(description, max_seq_length=128):
@@ -35,19 +90,26 @@ def finetuning_flag_parser(description, max_seq_length=128):
     p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
     p.add_argument("--vocab_file", default=None, help="vocab.txt; default: the checkpoint directory's vocab.txt.")
     p.add_bool_flag("do_lower_case", None, "Lower-case the input (uncased models). Default: the checkpoint's.")
-    p.add_argument("--output_dir", required=True, help="Where checkpoints, metrics and predictions go.")
-    p.add_argument("--max_seq_length", type=int, default=max_seq_length, help="Sequence length after WordPiece.")
+    p.add_argument("--output_dir", required=True, help="Where checkpoints, logs, metrics and predictions go; "
+                   "a run interrupted there resumes from its last epoch when started again.")
+    p.add_argument("--max_seq_length", type=positive_int, default=max_seq_length,
+                   help="Sequence length after WordPiece.")
     p.add_bool_flag("do_train", False, "Fine-tune on the training set.")
     p.add_bool_flag("do_eval", False, "Evaluate on the dev set.")
     p.add_bool_flag("do_predict", False, "Predict on the test set.")
-    p.add_argument("--train_batch_size", type=int, default=32)
-    p.add_argument("--eval_batch_size", type=int, default=8)
-    p.add_argument("--predict_batch_size", type=int, default=8)
-    p.add_argument("--learning_rate", type=float, default=5e-5, help="Peak learning rate of AdamW.")
-    p.add_argument("--num_train_epochs", type=float, default=3.0)
-    p.add_argument("--warmup_proportion", type=float, default=0.1, help="Fraction of steps of linear warmup.")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
+    p.add_argument("--train_batch_size", type=positive_int, default=32, help="Examples per training batch.")
+    p.add_argument("--eval_batch_size", type=positive_int, default=8, help="Examples per evaluation batch.")
+    p.add_argument("--predict_batch_size", type=positive_int, default=8, help="Examples per prediction batch.")
+    p.add_argument("--learning_rate", type=positive_float, default=5e-5, help="Peak learning rate of AdamW.")
+    p.add_argument("--num_train_epochs", type=positive_float, default=3.0,
+                   help="Training epochs (a fraction counts as a whole epoch).")
+    p.add_argument("--warmup_proportion", type=fraction, default=0.1, help="Fraction of steps of linear warmup.")
+    p.add_argument("--seed", type=non_negative_int, default=42, help="Seed of initialization and shuffling.")
+    p.add_argument("--steps_per_execution", type=positive_int, default=1, help="Train steps per compiled call.")
+    p.add_argument("--log_every_steps", type=non_negative_int, default=100,
+                   help="Optimizer steps between two records of output_dir/train_steps_log.jsonl (0: none).")
+    p.add_argument("--keep_checkpoint_max", type=positive_int, default=2,
+                   help="Epoch checkpoints (with optimizer state) kept in output_dir/checkpoints for resuming.")
     distribute.add_distribution_flags(p)
     return p
 
@@ -66,10 +128,12 @@ def add_task_flags(p, unit="example"):
     """The flags every task recipe adds: dynamic padding, saving the model directory, fit's verbosity.
     `unit` names what a batch holds in the help texts (example, window, feature)."""
     p.add_bool_flag("dynamic_padding", True, f"Pad each batch to its longest {unit}, bucketing by length.")
-    p.add_argument("--pad_to_multiple_of", type=int, default=8, help="Round dynamic lengths up to a multiple.")
+    p.add_argument("--pad_to_multiple_of", type=positive_int, default=8,
+                   help="Round dynamic lengths up to a multiple.")
     p.add_bool_flag("save_model", True, "Write the fine-tuned model with its vocab.txt and tokenizer_config.json "
                     "to output_dir/model (Hugging Face layout).")
-    p.add_argument("--verbose", type=int, default=1, help="Keras fit verbosity (1 = progress bar).")
+    p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
+                   help="Keras fit verbosity (1 = progress bar, 2 = one line per epoch).")
     return p
 
 
@@ -112,17 +176,20 @@ def create_finetuning_optimizer(args, total_steps):
     return create_optimizer(args.learning_rate, total_steps, int(total_steps * args.warmup_proportion))
 
 
-def training_batches(features, labels, args, **options):
+def training_batches(features, labels, args, initial_epoch=0, **options):
     """The shuffled, length-bucketed training batches of a recipe, reshuffled every epoch, for `model.fit`.
 
     A `tf.data.Dataset` on the TensorFlow backend (static whole batches when `args.static_shapes`, i.e. on
     a TPU), a Keras `PyDataset` on JAX and PyTorch (see `batching.BucketedBatches` for why). Pass
-    `shuffle=False` to `model.fit`: the batches are already shuffled within length buckets.
+    `shuffle=False` to `model.fit`: the batches are already shuffled within length buckets. Epoch k
+    (0-based) is shuffled with the seed `args.seed + k`, also when a resumed run starts at
+    `initial_epoch=k`.
 
     Args:
         features, labels: as in `batching.bucketed_batches`.
         args: the recipe's flags (train_batch_size, seed, dynamic_padding, max_seq_length,
             pad_to_multiple_of, static_shapes).
+        initial_epoch: the epoch (0-based) `fit` starts at.
         **options: more `bucketed_batches` arguments (e.g. label_padding_value).
     """
     options = {"dynamic_padding": getattr(args, "dynamic_padding", True), "max_length": args.max_seq_length,
@@ -132,10 +199,12 @@ def training_batches(features, labels, args, **options):
         from keras_bert_impl.data import tf_batching
 
         return tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
-                                            seed=args.seed, static_shapes=static_shapes, **options)
+                                            seed=args.seed, static_shapes=static_shapes,
+                                            initial_epoch=initial_epoch, **options)
     if static_shapes:
         options.update(dynamic_padding=False, drop_remainder=True)
-    return batching.BucketedBatches(features, labels, args.train_batch_size, seed=args.seed, **options)
+    return batching.BucketedBatches(features, labels, args.train_batch_size, seed=args.seed,
+                                    initial_epoch=initial_epoch, **options)
 
 
 class BestCheckpoint(keras.callbacks.Callback):
@@ -143,8 +212,10 @@ class BestCheckpoint(keras.callbacks.Callback):
 
     `evaluate_fn(model) -> dict` computes the task's metrics (the paper's metric, on the real dev
     examples, e.g. SQuAD F1 after post-processing); `metric` names the key to maximize. The best weights
-    are written to `output_dir/best.weights.h5` (atomically), every epoch's metrics to
-    `output_dir/dev_metrics_per_epoch.json`, and at the end of training the model holds the best weights.
+    are written to `output_dir/best.weights.h5` (atomically, without the optimizer's state), every
+    epoch's metrics to `output_dir/dev_metrics_per_epoch.json` and, as `dev_<name>`, into the epoch's
+    logs (for `resumable.MetricsLogger`); at the end of training the model holds the best weights.
+    `state()` / `restore(state)` carry the best value and the history across a resumed run.
 
     Args:
         evaluate_fn: callable taking the model and returning a dict of dev metrics.
@@ -178,7 +249,17 @@ class BestCheckpoint(keras.callbacks.Callback):
         self.best_value = -math.inf
         self.best_metrics = None
         self.history = []
-        self.path = os.path.join(output_dir, "best.weights.h5")
+        self.path = os.path.join(output_dir, BEST_WEIGHTS)
+
+    def state(self):
+        """What a resumed run needs: {"best_metrics": dict or None, "history": [per-epoch dicts]}."""
+        return {"best_metrics": self.best_metrics, "history": list(self.history)}
+
+    def restore(self, state):
+        """Takes back a `state()` written at a checkpoint."""
+        self.best_metrics = state.get("best_metrics")
+        self.history = list(state.get("history", []))
+        self.best_value = -math.inf if self.best_metrics is None else self.best_metrics[self.metric]
 
     def on_epoch_end(self, epoch, logs=None):
         metrics = self.evaluate_fn(self.model)
@@ -186,18 +267,125 @@ class BestCheckpoint(keras.callbacks.Callback):
             raise KeyError(f"evaluate_fn returned {sorted(metrics)}, without the metric {self.metric!r}.")
         self.history.append({"epoch": epoch + 1, **metrics})
         write_json(os.path.join(self.output_dir, "dev_metrics_per_epoch.json"), self.history)
-        print(f"\nepoch {epoch + 1}: dev " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(metrics.items())
-                                                  if isinstance(v, (int, float))))
+        numbers = {k: float(v) for k, v in sorted(metrics.items()) if isinstance(v, (int, float))}
+        print(f"\nepoch {epoch + 1}: dev " + ", ".join(f"{k}={v:.4f}" for k, v in numbers.items()))
+        if logs is not None:
+            logs.update({f"dev_{k}": v for k, v in numbers.items()})
         if metrics[self.metric] > self.best_value:
             self.best_value = metrics[self.metric]
             self.best_metrics = dict(metrics, epoch=epoch + 1)
-            with file_io.atomic_path(self.path) as tmp:
-                self.model.save_weights(tmp + ".weights.h5")  # Keras insists on the suffix
-                os.replace(tmp + ".weights.h5", tmp)
+            resumable.save_model_weights(self.model, self.path)
 
     def on_train_end(self, logs=None):
         if os.path.isfile(self.path):
-            self.model.load_weights(self.path)
+            resumable.load_model_weights(self.model, self.path)
+
+
+class EpochCheckpoint(keras.callbacks.Callback):
+    """At every epoch end: writes the driver's state for the step (`STATE_FILE`: epochs done, the
+    `BestCheckpoint` state), then the model + optimizer checkpoint (`resumable.save_checkpoint`).
+
+    The state is written first, so every checkpoint has its state; a kill between the two leaves the
+    previous checkpoint the latest, whose state is still there.
+    """
+
+    def __init__(self, directory, best=None, keep_checkpoint_max=2):
+        super().__init__()
+        self.directory = directory
+        self.best = best
+        self.keep_checkpoint_max = keep_checkpoint_max
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        states = read_checkpoint_states(self.directory)
+        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state()}
+        os.makedirs(self.directory, exist_ok=True)
+        write_json(os.path.join(self.directory, STATE_FILE), states)
+        resumable.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
+        kept = {str(s) for s, _ in resumable.list_checkpoints(self.directory)}
+        if set(states) - kept:
+            write_json(os.path.join(self.directory, STATE_FILE), {k: v for k, v in states.items() if k in kept})
+
+
+class EpochSeed(keras.callbacks.Callback):
+    """Seeds Python, NumPy and the backend with `seed + epoch` at the start of every epoch, so that what
+    `fit` shuffles itself (arrays, `shuffle=True`) is the same in a resumed epoch as in an uninterrupted run."""
+
+    def __init__(self, seed):
+        super().__init__()
+        self.seed = seed
+
+    def on_epoch_begin(self, epoch, logs=None):
+        keras.utils.set_random_seed(self.seed + epoch)
+
+
+def read_checkpoint_states(directory):
+    """{str(step): {"epoch": epochs done, "best": BestCheckpoint state or None}} of `directory` ({} if none)."""
+    path = os.path.join(directory, STATE_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def restore_training(model, directory, best=None):
+    """Restores the latest checkpoint of `directory` into the compiled `model` (and its state into `best`);
+    returns the number of epochs it completed (0 when there is none).
+
+    Raises:
+        UserInputError: the checkpoints do not fit the model (another run's output_dir) or lack their state.
+    """
+    if not resumable.list_checkpoints(directory):
+        return 0
+    try:
+        step = resumable.restore_latest_checkpoint(model, directory)
+    except (OSError, ValueError) as error:
+        first_line = str(error).splitlines()[-1]
+        raise UserInputError(f"{directory}: cannot resume from these checkpoints ({first_line}); they belong to "
+                             "another model or run: use another --output_dir or delete them") from error
+    state = read_checkpoint_states(directory).get(str(step))
+    if state is None:
+        raise UserInputError(f"{os.path.join(directory, STATE_FILE)}: no entry for the checkpoint of step {step}; "
+                             "delete the checkpoints directory to train from the start")
+    if best is not None and state.get("best"):
+        best.restore(state["best"])
+    return int(state["epoch"])
+
+
+def warn_untrained_heads(model, args):
+    """Before an evaluation-only run: one warning on stderr when the model's task head (e.g. the
+    classifier) holds its random initialization, because the checkpoint had none for it."""
+    heads = getattr(model, "newly_initialized_heads", [])
+    if not heads:
+        return
+    source = f"--init_checkpoint {args.init_checkpoint}" if args.init_checkpoint else "the model (no --init_checkpoint)"
+    print(f"warning: {source} has no trained {' or '.join(heads)} head: it is randomly initialized, so this "
+          f"evaluation scores an untrained head. Pass a fine-tuned model (an output_dir/model of a --do_train run) "
+          f"as --init_checkpoint.", file=sys.stderr)
+
+
+def print_outputs(output_dir, since):
+    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`)."""
+    if not os.path.isdir(output_dir):
+        return []
+
+    def newest(path):
+        if not os.path.isdir(path):
+            return os.path.getmtime(path)
+        times = [os.path.getmtime(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names]
+        return max(times, default=os.path.getmtime(path))
+
+    written = sorted(name for name in os.listdir(output_dir)
+                     if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
+    if written:
+        print(f"wrote to {output_dir}:")
+        width = max(len(name) for name in written) + 2
+        for name in written:
+            path = os.path.join(output_dir, name)
+            shown = name + ("/" if os.path.isdir(path) else "")
+            description = OUTPUT_DESCRIPTIONS.get(name, "").format(path=path)
+            print(f"  {shown:<{width}}{description}".rstrip())
+    return written
 
 
 # ------------------------------------------------------------------------------------------- the driver
@@ -209,44 +397,85 @@ def run_finetuning(task, args):
 
 
 def finetune(task, args):
-    """The work of `run_finetuning`, inside the strategy scope.
+    """The work of `run_finetuning`, inside the strategy scope (see the module docstring for the order,
+    the files written and resuming).
 
-    Seeds, loads the tokenizer, lets the task read its labels and dev sets and build its model; with
-    --do_train compiles BERT's AdamW schedule with the task's loss and fits, evaluating every epoch and
-    keeping the best weights (`BestCheckpoint`, by `task.main_metric`) when the task can evaluate, then
-    saves output_dir/model; evaluates (when not done by training); with --do_predict writes the task's
-    prediction files; and writes eval_results.json.
+    Checks the flags, loads the tokenizer, lets the task read every file the flags name (`setup`, and
+    `training_set` with --do_train), builds the model from the checkpoint; with --do_train compiles
+    BERT's AdamW schedule with the task's loss and fits (resuming from output_dir/checkpoints),
+    evaluating every epoch and keeping the best weights (`BestCheckpoint`, by `task.main_metric`) when the
+    task can evaluate, then saves output_dir/model; evaluates (when not done by training); with
+    --do_predict writes the task's prediction files; writes eval_results.json; prints what it wrote.
     """
+    started = time.time() - 1  # file times may be rounded to the second
     task.args = args
     task.check_flags()
+    check_model_flags(args)
     keras.utils.set_random_seed(args.seed)
-    os.makedirs(args.output_dir, exist_ok=True)
     tokenizer = load_tokenizer(args)
     task.setup(tokenizer)
-    model = task.build_model()
+    train = task.training_set() if args.do_train else None
+    os.makedirs(args.output_dir, exist_ok=True)
+    keras.utils.set_random_seed(args.seed)
+    with warnings.catch_warnings():
+        if not args.do_train:  # `warn_untrained_heads` says it once, plainly
+            warnings.filterwarnings("ignore", message=".*initialized randomly", category=UserWarning)
+        model = task.build_model()
     results = {}
     if args.do_train:
-        train = task.training_set()
-        epochs = math.ceil(args.num_train_epochs)
-        total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs)
-        model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
-                      steps_per_execution=args.steps_per_execution, **task.compile_arguments())
-        if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
-            data = training_batches(train.features, train.labels, args, **train.batching_options)
-            fit_kwargs = {"shuffle": False, **train.fit_kwargs}
-        else:
-            data = train.features
-            fit_kwargs = {"y": train.labels, "batch_size": args.train_batch_size, "shuffle": True, **train.fit_kwargs}
-        print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
-        best = BestCheckpoint(task.evaluate, task.main_metric, args.output_dir) if task.can_evaluate else None
-        model.fit(data, epochs=epochs, callbacks=[] if best is None else [best], verbose=args.verbose, **fit_kwargs)
-        if best is not None:
-            results = task.best_results(best.best_metrics)
+        results = fit_task(task, model, train, args)
         if args.save_model:
             task.save_model(model, os.path.join(args.output_dir, "model"))
+    elif args.do_eval or args.do_predict:
+        warn_untrained_heads(model, args)
     if task.can_evaluate and not results:
         results = task.evaluate(model)
     if args.do_predict:
         results = task.predict(model, results)
     task.write_results(results)
+    print_outputs(args.output_dir, started)
     return results
+
+
+def fit_task(task, model, train, args):
+    """Compiles and fits `model` on `train` (a `tasks.base.TrainingSet`) for `--num_train_epochs`, resuming
+    from output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or {} when the
+    task has no dev set."""
+    epochs = math.ceil(args.num_train_epochs)
+    total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs)
+    model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
+                  steps_per_execution=args.steps_per_execution, **task.compile_arguments())
+    checkpoint_dir = os.path.join(args.output_dir, resumable.CHECKPOINT_SUBDIR)
+    best = BestCheckpoint(task.evaluate, task.main_metric, args.output_dir) if task.can_evaluate else None
+    initial_epoch = restore_training(model, checkpoint_dir, best)
+    log_path = os.path.join(args.output_dir, TRAIN_LOG)
+    initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
+    if initial_epoch >= epochs:
+        print(f"{checkpoint_dir} holds a finished run ({initial_epoch} of {epochs} epochs): nothing left to train; "
+              "continuing with its best weights. Delete it (or use another --output_dir) to train again.")
+        if best is not None and os.path.isfile(best.path):
+            resumable.load_model_weights(model, best.path)
+    else:
+        if initial_epoch:
+            print(f"resuming from {checkpoint_dir} at epoch {initial_epoch + 1} of {epochs} (step {initial_step})")
+        steps_log_path = os.path.join(args.output_dir, STEPS_LOG)
+        for path in (log_path, steps_log_path):
+            resumable.truncate_metrics_log(path, initial_step)
+        if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
+            data = training_batches(train.features, train.labels, args, initial_epoch=initial_epoch,
+                                    **train.batching_options)
+            fit_kwargs = {"shuffle": False, **train.fit_kwargs}
+        else:
+            data = train.features
+            fit_kwargs = {"y": train.labels, "batch_size": args.train_batch_size, "shuffle": True, **train.fit_kwargs}
+        print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
+        callbacks = [EpochSeed(args.seed)] + ([] if best is None else [best]) + [
+            resumable.MetricsLogger(log_path, initial_step, os.path.join(args.output_dir, TENSORBOARD_DIR, "train"),
+                                    steps_path=steps_log_path, log_every_steps=getattr(args, "log_every_steps", 0)),
+            EpochCheckpoint(checkpoint_dir, best, args.keep_checkpoint_max),
+        ]
+        model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=args.verbose,
+                  **fit_kwargs)
+    if best is None or best.best_metrics is None:
+        return {}
+    return task.best_results(best.best_metrics)

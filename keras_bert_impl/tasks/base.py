@@ -14,19 +14,79 @@ import os
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import atomic_path, write_json
+
+CONFIG_FILE_NAMES = ("config.json", "bert_config.json")
+WEIGHT_FILE_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def _checkpoint_directory(path):
+    """The directory of `--init_checkpoint`: the path itself, or the directory of a Google checkpoint prefix."""
+    return path if os.path.isdir(path) else os.path.dirname(path) or "."
+
+
+def check_model_flags(args):
+    """Checks the flags naming the model's files before anything is read; raises `UserInputError` naming
+    the flag and the path: `--init_checkpoint` (a directory with config.json or bert_config.json and
+    weights, or a Google checkpoint prefix), `--vocab_file`, `--bert_config_file`, one of
+    `--init_checkpoint`/`--bert_config_file`, a vocabulary (`--vocab_file` or the checkpoint's vocab.txt),
+    and `--output_dir` (not a file).
+
+    Examples:
+
+    >>> import argparse
+    >>> flags = argparse.Namespace(init_checkpoint="/tmp/nope", vocab_file=None, bert_config_file=None,
+    ...                            output_dir="/tmp/out")
+    >>> check_model_flags(flags)
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --init_checkpoint: no checkpoint at /tmp/nope (expected a directory with config.json or bert_config.json, or a Google checkpoint prefix such as .../bert_model.ckpt)
+    """
+    for flag in ("vocab_file", "bert_config_file"):
+        path = getattr(args, flag, None)
+        if path and not os.path.isfile(path):
+            raise UserInputError(f"--{flag}: no file at {path}")
+    output_dir = getattr(args, "output_dir", None)
+    if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise UserInputError(f"--output_dir: {output_dir} is a file, not a directory")
+    path = args.init_checkpoint
+    if not path:
+        if not args.bert_config_file:
+            raise UserInputError("Either --init_checkpoint or --bert_config_file is required (--bert_config_file "
+                                 "alone starts from random weights).")
+        if not args.vocab_file:
+            raise UserInputError("--vocab_file is required without --init_checkpoint.")
+        return
+    if os.path.isfile(path) and path.endswith(".json"):
+        return  # a config file next to the weights, as `BertBackbone.from_pretrained` reads it
+    if not os.path.isdir(path) and not os.path.isfile(path + ".index"):
+        raise UserInputError(f"--init_checkpoint: no checkpoint at {path} (expected a directory with "
+                             f"{' or '.join(CONFIG_FILE_NAMES)}, or a Google checkpoint prefix such as "
+                             ".../bert_model.ckpt)")
+    directory = _checkpoint_directory(path)
+    if not any(os.path.isfile(os.path.join(directory, name)) for name in CONFIG_FILE_NAMES):
+        raise UserInputError(f"--init_checkpoint: {directory} has no {' or '.join(CONFIG_FILE_NAMES)}")
+    if os.path.isdir(path) and not (
+        any(os.path.isfile(os.path.join(path, name)) for name in WEIGHT_FILE_NAMES)
+        or any(name.endswith(".index") for name in os.listdir(path))
+    ):
+        raise UserInputError(f"--init_checkpoint: {path} has no weights (expected {', '.join(WEIGHT_FILE_NAMES)} "
+                             "or a Google bert_model.ckpt.index)")
+    if not args.vocab_file and not os.path.isfile(os.path.join(directory, "vocab.txt")):
+        raise UserInputError(f"--vocab_file is required: the --init_checkpoint directory {directory} holds no "
+                             "vocab.txt.")
 
 
 def load_tokenizer(args):
     """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory."""
     kwargs = {} if args.do_lower_case is None else {"do_lower_case": args.do_lower_case}
     if args.vocab_file:
+        if not os.path.isfile(args.vocab_file):
+            raise UserInputError(f"--vocab_file: no file at {args.vocab_file}")
         return BertTokenizer(args.vocab_file, **kwargs)
-    directory = args.init_checkpoint
-    if directory and not os.path.isdir(directory):
-        directory = os.path.dirname(directory)  # a Google checkpoint prefix
+    directory = _checkpoint_directory(args.init_checkpoint) if args.init_checkpoint else None
     if not directory or not os.path.isfile(os.path.join(directory, "vocab.txt")):
-        raise ValueError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
+        raise UserInputError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
     return BertTokenizer.from_pretrained(directory, **kwargs)
 
 
@@ -41,7 +101,7 @@ def load_backbone(args, **overrides):
     if args.init_checkpoint:
         return BertBackbone.from_pretrained(args.init_checkpoint, **config_overrides(args, **overrides))
     if not args.bert_config_file:
-        raise ValueError("Either --init_checkpoint or --bert_config_file is required.")
+        raise UserInputError("Either --init_checkpoint or --bert_config_file is required.")
     config = BertConfig.from_json_file(args.bert_config_file)
     if overrides:
         config = BertConfig.from_dict({**config.to_dict(), **overrides})
@@ -52,14 +112,16 @@ def save_model_directory(model, tokenizer, directory, max_seq_length, extra_conf
     """Writes a complete model directory: the model's `save_pretrained` (config.json, model.safetensors),
     the tokenizer's vocab.txt and tokenizer_config.json (with its do_lower_case), and `max_seq_length`
     plus the `extra_config` entries (e.g. SQuAD's decoding settings) in config.json. `save_kwargs` go to
-    the model's `save_pretrained` (e.g. `label_names`)."""
-    model.save_pretrained(directory, **save_kwargs)
-    tokenizer.save_pretrained(directory)
-    config_path = os.path.join(directory, "config.json")
-    with open(config_path, encoding="utf-8") as f:
-        config = json.load(f)
-    config.update(extra_config or {}, max_seq_length=int(max_seq_length))
-    write_json(config_path, config)
+    the model's `save_pretrained` (e.g. `label_names`). The directory appears complete or not at all
+    (`file_io.atomic_path`), so a run killed while saving never leaves a model directory that looks whole."""
+    with atomic_path(directory) as tmp:
+        model.save_pretrained(tmp, **save_kwargs)
+        tokenizer.save_pretrained(tmp)
+        config_path = os.path.join(tmp, "config.json")
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+        config.update(extra_config or {}, max_seq_length=int(max_seq_length))
+        write_json(config_path, config)
 
 
 def batching_options(args):
@@ -94,11 +156,12 @@ class TrainingSet:
 class FinetuningTask:
     """One family of fine-tuning runs, driven by `run_finetuning(task, args)` in this order:
 
-    `check_flags()`; `setup(tokenizer)` (label lists, dev sets); `build_model()`; with --do_train:
-    `training_set()`, `compile_arguments()`, `fit` (with `evaluate` after every epoch and the best
-    weights kept when `can_evaluate`), `best_results(metrics)`, `save_model(...)`; `evaluate(model)`
-    when `can_evaluate` and there are no results yet; with --do_predict `predict(model, results)`;
-    finally `write_results(results)`.
+    `check_flags()` (and the driver's `check_model_flags`); `setup(tokenizer)` (reads and checks every
+    file the flags name, raising `UserInputError`); with --do_train `training_set()`; `build_model()`
+    (loads the checkpoint); with --do_train: `compile_arguments()`, `fit` (with `evaluate` after every
+    epoch and the best weights kept when `can_evaluate`; resumed from output_dir/checkpoints after a
+    crash), `best_results(metrics)`, `save_model(...)`; `evaluate(model)` when `can_evaluate` and there
+    are no results yet; with --do_predict `predict(model, results)`; finally `write_results(results)`.
 
     Attributes:
         name: the task's name in log lines.
@@ -114,9 +177,9 @@ class FinetuningTask:
         self.tokenizer = None
 
     def check_flags(self):
-        """Raises ValueError for flag combinations the task cannot run."""
+        """Raises `UserInputError` for flag combinations the task cannot run."""
         if not (self.args.do_train or self.args.do_eval or self.args.do_predict):
-            raise ValueError("At least one of --do_train, --do_eval or --do_predict must be set.")
+            raise UserInputError("At least one of --do_train, --do_eval or --do_predict must be set.")
 
     def setup(self, tokenizer):
         """Reads what the model and the evaluation need before training (labels, dev sets)."""

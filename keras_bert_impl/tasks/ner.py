@@ -1,10 +1,12 @@
-"""Named-entity recognition on CoNLL-2003-format files (the paper's Section 5.3).
+"""Named-entity recognition (the paper's Section 5.3) on CoNLL-2003 text or the datasets ecosystem's
+JSON lines / JSON / CSV / parquet records, with any label set (`--labels`, else the labels of every
+split read).
 
 Two models: a `BertTokenClassifier` (fine-tuned; optionally a linear-chain CRF over the words) and the
 paper's feature-based approach, a `BertFeatureBasedTagger` (frozen BERT, concatenated hidden layers,
-BiLSTMs). Words are tagged by their first sub-token; see `data/conll_data.py` for the file format, the
-tagging schemes and the windows. Evaluates entity precision / recall / F1 (conlleval rules); writes
-test_predictions.txt (`token gold pred` lines).
+BiLSTMs). Words are tagged by their first sub-token; see `data/conll_data.py` for the file formats, the
+label lists, the tagging schemes and the windows. Evaluates entity precision / recall / F1 (conlleval
+rules); writes test_predictions.txt (`token gold pred` lines).
 """
 
 import json
@@ -22,6 +24,7 @@ from keras_bert_impl.tasks.base import (
     load_backbone,
     save_model_directory,
 )
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
 
 SPLIT_FILE_NAMES = {
@@ -29,12 +32,14 @@ SPLIT_FILE_NAMES = {
     "dev": ("dev.txt", "valid.txt", "eng.testa"),
     "test": ("test.txt", "eng.testb"),
 }
+SPLIT_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 FEATURE_BASED_WEIGHTS = "feature_based_tagger.weights.h5"
 
 
 def split_file(args, split):
-    """The path of a split's file (`--{split}_file`, else a known name in --data_dir), or None."""
-    explicit = getattr(args, f"{split}_file")
+    """The path of a split's file (`--train_file`, `--validation_file`, `--test_file`, else a known name in
+    --data_dir), or None."""
+    explicit = getattr(args, SPLIT_FLAGS[split], None) or getattr(args, f"{split}_file", None)
     if explicit:
         return explicit
     for name in SPLIT_FILE_NAMES[split]:
@@ -45,37 +50,53 @@ def split_file(args, split):
 
 
 def require_file(args, split):
-    """`split_file`, or a FileNotFoundError naming the flags and file names to use."""
+    """`split_file`, or a UserInputError naming the flags and file names to use."""
     path = split_file(args, split)
     if path is None:
-        raise FileNotFoundError(
-            f"no {split} file: pass --{split}_file or put one of {', '.join(SPLIT_FILE_NAMES[split])} in "
+        raise UserInputError(
+            f"no {split} file: pass --{SPLIT_FLAGS[split]} or put one of {', '.join(SPLIT_FILE_NAMES[split])} in "
             f"--data_dir={args.data_dir}."
         )
     return path
 
 
 def labels_from_checkpoint(path):
-    """The label list stored in a checkpoint's config.json (`id2label`), or None."""
+    """The label list stored in a checkpoint directory written by this task (label_list.json, else
+    config.json's `id2label`), or None when it has none or they are not BIO tags (e.g. `LABEL_0`)."""
+    labels = None
+    list_path = os.path.join(path or "", "label_list.json")
     config_path = os.path.join(path or "", "config.json")
-    if not os.path.isfile(config_path):
+    if os.path.isfile(list_path):
+        with open(list_path, encoding="utf-8") as f:
+            labels = json.load(f).get("labels")
+    elif os.path.isfile(config_path):
+        with open(config_path, encoding="utf-8") as f:
+            id2label = json.load(f).get("id2label")
+        labels = [id2label[str(i)] for i in range(len(id2label))] if id2label else None
+    if not labels or "O" not in labels or not all(conll_data.is_tag(label) for label in labels):
         return None
-    with open(config_path, encoding="utf-8") as f:
-        id2label = json.load(f).get("id2label")
-    if not id2label:
-        return None
-    return [id2label[str(i)] for i in range(len(id2label))]
+    return labels
+
+
+def read_split(args, path, label_names=None):
+    """The `ConllSentence`s of one file in any format (`conll_data.read_ner_file`) with the column flags."""
+    return conll_data.read_ner_file(path, getattr(args, "tokens_column", "tokens"),
+                                    getattr(args, "tags_column", "ner_tags"), label_names)
 
 
 class NerSplit:
-    """The sentences of one file and their model windows."""
+    """The sentences of one file and their model windows.
 
-    def __init__(self, path, tokenizer, label_list, args):
+    `sentences` (already read) or the file at `path`; with `strict=False` labels outside `label_list`
+    are scored but not trained on (`conll_data.convert_sentences_to_features`)."""
+
+    def __init__(self, path, tokenizer, label_list, args, sentences=None, strict=True):
         self.path = path
-        self.sentences = conll_data.read_conll_file(path)
-        conll_data.check_labels(self.sentences, label_list)
+        self.sentences = read_split(args, path) if sentences is None else sentences
+        if strict:
+            conll_data.check_labels(self.sentences, label_list, "the labels are")
         self.features = conll_data.convert_sentences_to_features(
-            self.sentences, tokenizer, label_list, args.max_seq_length, args.use_document_context
+            self.sentences, tokenizer, label_list, args.max_seq_length, args.use_document_context, strict=strict
         )
         self.x, self.labels, self.label_mask = conll_data.features_to_lists(self.features)
 
@@ -106,40 +127,65 @@ def predict_label_ids(model, split, args):
 
 
 class NerTask(FinetuningTask):
-    """CoNLL-2003 NER; the label list comes from the training file (else from the checkpoint's config)."""
+    """NER on CoNLL-2003 text or the datasets ecosystem's records (see `conll_data`).
+
+    The label list: `--labels` (a label file, `conll_data.label_list_from_names`); else, with
+    --do_train, every label of every split read (train, and dev / test when evaluated or predicted);
+    else the checkpoint's (label_list.json or config.json's id2label), else the dev / test labels. Dev
+    and test labels the model lacks (only possible with a checkpoint's list) are scored, never trained.
+    """
 
     name = "ner"
     main_metric = "f1"
 
     def __init__(self, args):
         super().__init__(args)
-        self.label_list = self.scheme = self.dev = None
-        self.train_sentences = None
+        self.label_list = self.scheme = None
+        self.splits = {}  # split -> NerSplit, built by setup
 
     def check_flags(self):
         super().check_flags()
         if self.args.feature_based and self.args.use_crf:
-            raise ValueError("--use_crf is not available with --feature_based (the paper's BiLSTM tagger is softmax).")
+            raise UserInputError("--use_crf is not available with --feature_based (the paper's BiLSTM tagger is "
+                                 "softmax).")
+
+    @property
+    def dev(self):
+        return self.splits.get("dev")
 
     def setup(self, tokenizer):
+        """Reads and checks every file the flags name (train with --do_train, dev with --do_eval, test with
+        --do_predict), settles the label list and the tagging scheme, and builds every split's windows."""
         super().setup(tokenizer)
         args = self.args
-        train_path = split_file(args, "train")
-        if args.do_train and train_path is None:
-            require_file(args, "train")
-        self.train_sentences = conll_data.read_conll_file(train_path) if train_path else None
-        label_list = conll_data.build_label_list(self.train_sentences) if self.train_sentences else None
-        if label_list is None:
+        label_names = conll_data.read_label_file(args.labels) if getattr(args, "labels", None) else None
+        wanted = [split for split, flag in (("train", args.do_train), ("dev", args.do_eval), ("test", args.do_predict))
+                  if flag]
+        paths = {split: require_file(args, split) for split in wanted}
+        sentences = {split: read_split(args, paths[split], label_names) for split in wanted}
+        for split in wanted:
+            if not sentences[split]:
+                raise UserInputError(f"{paths[split]}: no sentences; expected the {split} set.")
+        everything = [s for split in wanted for s in sentences[split]]
+        strict = True
+        if label_names is not None:
+            label_list = conll_data.label_list_from_names(label_names, args.labels)
+            conll_data.check_labels(everything, label_list, f"the labels of --labels={args.labels} are")
+        elif args.do_train:
+            label_list = conll_data.build_label_list(everything)
+        else:
             label_list = labels_from_checkpoint(args.init_checkpoint)
-        if label_list is None:
-            raise ValueError("No label list: give a training file, or an --init_checkpoint written by this recipe.")
-        scheme_source = self.train_sentences or conll_data.read_conll_file(
-            require_file(args, "dev" if args.do_eval else "test"))
+            strict = label_list is None
+            label_list = label_list or conll_data.build_label_list(everything)
         self.label_list = label_list
-        self.scheme = conll_data.resolve_tagging_scheme(args.tagging_scheme, scheme_source)
+        self.scheme = conll_data.resolve_tagging_scheme(args.tagging_scheme, sentences.get("train", everything))
         print(f"labels: {label_list}; tagging scheme: {self.scheme}")
-        if args.do_eval:
-            self.dev = NerSplit(require_file(args, "dev"), tokenizer, label_list, args)
+        for split in wanted:
+            unseen = conll_data.unknown_labels(sentences[split], label_list)
+            if unseen:
+                print(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
+            self.splits[split] = NerSplit(paths[split], tokenizer, label_list, args, sentences=sentences[split],
+                                          strict=strict)
 
     def build_model(self):
         args, num_labels = self.args, len(self.label_list)
@@ -162,7 +208,7 @@ class NerTask(FinetuningTask):
                                    use_crf=args.use_crf)
 
     def training_set(self):
-        train = NerSplit(require_file(self.args, "train"), self.tokenizer, self.label_list, self.args)
+        train = self.splits["train"]
         return TrainingSet(train.x, train.labels, len(train.features),
                            f"{len(train.sentences)} training sentences, {len(train.features)} windows",
                            batching_options={"label_padding_value": IGNORE_LABEL_ID})
@@ -190,7 +236,7 @@ class NerTask(FinetuningTask):
 
     def predict(self, model, results):
         """Writes test_predictions.txt and adds the test set's entity scores as results["test"]."""
-        test = NerSplit(require_file(self.args, "test"), self.tokenizer, self.label_list, self.args)
+        test = self.splits["test"]
         tags = self.word_tags(model, test)
         test_scores = conll_data.evaluate_word_tags(test.sentences, tags)
         path = os.path.join(self.args.output_dir, "test_predictions.txt")

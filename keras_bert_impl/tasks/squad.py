@@ -1,13 +1,13 @@
 """Extractive question answering on SQuAD v1.1 / v2.0 (google-research/bert run_squad.py) with a
 `BertSpanQA`.
 
-Reads `--train_file` / `--predict_file` (SQuAD JSON, `data/squad_data.py`), turns the logits into answers
-(`tasks/squad_postprocessing.py`) and scores them with the official v1.1 / v2.0 evaluation (v2.0 with the
-null odds as no-answer probabilities and `--null_score_diff_threshold` as the threshold). Writes
-predictions.json, nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
+Reads `--train_file` / `--predict_file` (the original SQuAD JSON or the datasets ecosystem's flattened
+records, `data/squad_data.py`), turns the logits into answers (`tasks/squad_postprocessing.py`) and
+scores them with the official v1.1 / v2.0 evaluation (v2.0 with the null odds as no-answer
+probabilities and `--null_score_diff_threshold` as the threshold). Writes predictions.json,
+nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 """
 
-import json
 import os
 
 from keras_bert_impl.data import squad_data
@@ -25,6 +25,7 @@ from keras_bert_impl.tasks.squad_postprocessing import (
     predict_raw_results,
     write_predictions,
 )
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
 
 
@@ -42,27 +43,33 @@ class SquadTask(FinetuningTask):
     def __init__(self, args):
         super().__init__(args)
         self.eval_examples = self.eval_features = self.eval_dataset = None
+        self.train = None  # (examples, features, stats) of --train_file, read by setup
         self.latest = None  # the SquadPredictions of the last evaluation (after training: of the best epoch)
         self.best_f1, self.best_predictions = float("-inf"), None
 
     def check_flags(self):
         args = self.args
         if not (args.do_train or args.do_predict):
-            raise ValueError("At least one of --do_train or --do_predict must be set.")
+            raise UserInputError("At least one of --do_train or --do_predict must be set.")
         if args.do_train and not args.train_file:
-            raise ValueError("--do_train needs --train_file.")
+            raise UserInputError("--do_train needs --train_file.")
         if args.do_predict and not args.predict_file:
-            raise ValueError("--do_predict needs --predict_file.")
+            raise UserInputError("--do_predict needs --predict_file.")
         if args.max_seq_length <= args.max_query_length + 3:
-            raise ValueError(
+            raise UserInputError(
                 f"--max_seq_length ({args.max_seq_length}) must be greater than --max_query_length "
                 f"({args.max_query_length}) + 3."
             )
 
-    def load_features(self, path, is_training):
-        """(examples, features, stats) of one SQuAD file."""
+    def load_features(self, path, is_training, dataset=None):
+        """(examples, features, stats) of one SQuAD file (or of its already loaded `dataset`)."""
         args = self.args
-        examples, stats = squad_data.read_squad_examples(path, is_training, args.version_2_with_negative)
+        dataset = squad_data.load_squad_dataset(path) if dataset is None else dataset
+        examples, stats = squad_data.squad_examples_from_json(dataset, is_training, args.version_2_with_negative,
+                                                              source=path)
+        if not examples:
+            raise UserInputError(f"{path}: no usable questions ({stats['num_questions']} read, "
+                                 f"{stats['num_misaligned_answers']} skipped as misaligned).")
         features = squad_data.convert_examples_to_features(
             examples, self.tokenizer, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
             max_query_length=args.max_query_length, is_training=is_training,
@@ -73,11 +80,15 @@ class SquadTask(FinetuningTask):
         return examples, features, stats
 
     def setup(self, tokenizer):
+        """Reads, checks and featurizes --train_file (with --do_train) and --predict_file (with --do_predict),
+        in the original SQuAD JSON or the datasets ecosystem's records, before any model is built."""
         super().setup(tokenizer)
+        if self.args.do_train:
+            self.train = self.load_features(self.args.train_file, is_training=True)
         if self.args.do_predict:
-            self.eval_examples, self.eval_features, _ = self.load_features(self.args.predict_file, is_training=False)
-            with open(self.args.predict_file, encoding="utf-8") as f:
-                self.eval_dataset = json.load(f)
+            self.eval_dataset = squad_data.load_squad_dataset(self.args.predict_file)
+            self.eval_examples, self.eval_features, _ = self.load_features(
+                self.args.predict_file, is_training=False, dataset=self.eval_dataset)
 
     @property
     def can_evaluate(self):
@@ -93,7 +104,7 @@ class SquadTask(FinetuningTask):
         """The training features: length-bucketed batches with --dynamic_padding (or static TPU shapes),
         else fixed-length arrays; `fit` shuffles the order of the batches (or of the examples) every epoch."""
         args = self.args
-        examples, features, stats = self.load_features(args.train_file, is_training=True)
+        examples, features, stats = self.train
         if stats["num_misaligned_answers"]:
             print(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
         write_json(os.path.join(args.output_dir, "train_data_stats.json"), stats)

@@ -1,8 +1,10 @@
 """SWAG fine-tuning (multiple choice; Devlin et al. §4.4) with a `BertMultipleChoice`.
 
-Reads `--data_dir`'s train.csv, val.csv and test.csv (`data/swag_data.py`); each choice is packed as
-`[CLS] sent1 [SEP] sent2 ending_i [SEP]`, the model scores the four choices and a softmax across them
-is trained with cross-entropy. Evaluates dev accuracy; writes test_predictions.csv (`id,label`).
+Reads `--data_dir`'s train.csv, val.csv and test.csv (`data/swag_data.py`), or a split from `--train_file`
+/ `--validation_file` / `--test_file` (the original CSV, or datasets' JSON lines, JSON, CSV, parquet), which
+replaces --data_dir's file of that split; every split the run needs is read in `setup`, before the model
+is built. Each choice is packed as `[CLS] sent1 [SEP] sent2 ending_i [SEP]`, the model scores the four
+choices and a softmax across them is trained with cross-entropy. Evaluates dev accuracy; writes test_predictions.csv (`id,label`).
 """
 
 import os
@@ -20,9 +22,12 @@ from keras_bert_impl.tasks.base import (
     config_overrides,
     load_backbone,
 )
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
 
 SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
+# split -> the flag of its file.
+_FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 
 
 class SwagTask(FinetuningTask):
@@ -33,20 +38,39 @@ class SwagTask(FinetuningTask):
 
     def __init__(self, args):
         super().__init__(args)
-        self.dev = None
+        self.train = self.dev = self.test = None
+
+    def split_file(self, split):
+        """The file of "train", "dev" or "test": its file flag's, else --data_dir's train.csv / val.csv /
+        test.csv."""
+        path = getattr(self.args, _FILE_FLAGS[split], None)
+        if path:
+            return path
+        if not self.args.data_dir:
+            raise UserInputError(f"--data_dir or --{_FILE_FLAGS[split]} is required for the {split} data.")
+        path = os.path.join(self.args.data_dir, SPLIT_FILES[split])
+        if not os.path.isfile(path):
+            raise UserInputError(f"{path}: no such file (--data_dir holds SWAG's {', '.join(SPLIT_FILES.values())}; "
+                                 f"--{_FILE_FLAGS[split]} names another file).")
+        return path
 
     def load_split(self, split):
         """(features, labels or None, examples) of "train", "dev" or "test"."""
-        path = os.path.join(self.args.data_dir, SPLIT_FILES[split])
+        path = self.split_file(split)
         examples = swag_data.read_swag_file(path, labelled=split != "test")
         features = swag_data.encode_swag_examples(self.tokenizer, examples, self.args.max_seq_length)
         labels = None if split == "test" else swag_data.swag_labels(examples)
         return features, labels, examples
 
     def setup(self, tokenizer):
+        """Reads, validates and encodes every split the flags ask for (train, dev, test)."""
         super().setup(tokenizer)
+        if self.args.do_train:
+            self.train = self.load_split("train")
         if self.args.do_eval:
             self.dev = self.load_split("dev")
+        if self.args.do_predict:
+            self.test = self.load_split("test")
 
     def build_model(self):
         """A BertMultipleChoice on the checkpoint, with its scoring head when it has one."""
@@ -56,7 +80,7 @@ class SwagTask(FinetuningTask):
         return BertMultipleChoice(load_backbone(self.args), num_choices=swag_data.NUM_CHOICES)
 
     def training_set(self):
-        features, labels, examples = self.load_split("train")
+        features, labels, examples = self.train
         return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
 
     def compile_arguments(self):
@@ -72,7 +96,7 @@ class SwagTask(FinetuningTask):
 
     def predict(self, model, results):
         """Writes test_predictions.csv: `id,label` with the predicted choice of every test example."""
-        features, _, examples = self.load_split("test")
+        features, _, examples = self.test
         predicted = np.argmax(self.logits(model, features, self.args.predict_batch_size), axis=-1)
         path = os.path.join(self.args.output_dir, "test_predictions.csv")
         with atomic_open(path) as f:

@@ -488,24 +488,22 @@ class BertTokenizer:
             raise ValueError(f"padding must be one of {_PADDING_MODES}, got {padding!r}.")
         if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)):
             raise TypeError(f"max_length must be an int, got {type(max_length).__name__}.")
-        minimum = 3 if pairs is None else 4
-        if max_length < minimum:
-            raise ValueError(
-                f"max_length must be at least {minimum} for {'single texts' if pairs is None else 'text pairs'} "
-                f"([CLS], [SEP]{' x2' if pairs is not None else ''} and one token), got {max_length}."
-            )
+        if max_length < 3:
+            raise ValueError(f"max_length must be at least 3 ([CLS], [SEP] and one token), got {max_length}.")
 
         rows = []  # (a_ids, a_starts, a_ends, b_ids, b_starts, b_ends)
         for i, text in enumerate(texts):
             a = self._encode_text(text, return_offsets)
             b = self._encode_text(pairs[i], return_offsets) if pairs is not None else None
+            if b is not None and not b[0]:  # the original packs a B without tokens as no B at all
+                b = None
             if truncation:
                 if b is None:
                     keep_a, keep_b = min(len(a[0]), max_length - 2), 0
                 else:
                     keep_a, keep_b = truncated_pair_lengths(len(a[0]), len(b[0]), max_length - 3)
                 a = tuple(x[:keep_a] for x in a)
-                b = None if b is None else tuple(x[:keep_b] for x in b)
+                b = None if b is None or keep_b == 0 else tuple(x[:keep_b] for x in b)
             rows.append((a, b))
 
         lengths = [len(a[0]) + 2 + (0 if b is None else len(b[0]) + 1) for a, b in rows]

@@ -255,7 +255,7 @@ class TFBertTokenizer(tf.Module):
         """
         if padding not in ("longest", "max_length"):
             raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}.")
-        minimum = 3 if pair_texts is None else 4
+        minimum = 3
         if max_length < minimum:
             raise ValueError(f"max_length must be at least {minimum}, got {max_length}.")
         texts, scalar = _as_batch(texts, "texts")
@@ -310,25 +310,30 @@ def pack(segments, max_length, padding, cls_id, sep_id, pad_id, return_offsets=F
         The dict of dense int32 tensors of `TFBertTokenizer.__call__`.
     """
     lengths = [seg[0].row_lengths() for seg in segments]
+    keep_single = tf.minimum(lengths[0], max_length - 2)
     if len(segments) == 1:
-        keeps = [tf.minimum(lengths[0], max_length - 2)]
-    else:
-        keeps = list(truncated_pair_lengths(lengths[0], lengths[1], tf.constant(max_length - 3, tf.int64)))
+        keeps = [keep_single]
+    else:  # the original: a B without tokens packs A alone, with max_length - 2 room
+        keep_a, keep_b = truncated_pair_lengths(lengths[0], lengths[1], tf.constant(max_length - 3, tf.int64))
+        keeps = [tf.where(lengths[1] > 0, keep_a, keep_single), keep_b]
     batch = tf.shape(lengths[0], out_type=tf.int64)[0]
 
-    def column(value):
+    def column(value, present=None):
+        """One `value` per row (per row where `present`: B's [SEP] only when tokens of B are left)."""
+        row_lengths = tf.ones([batch], tf.int64) if present is None else tf.cast(present, tf.int64)
         return tf.RaggedTensor.from_row_lengths(
-            tf.fill([batch], tf.constant(value, tf.int32)), tf.ones([batch], tf.int64), validate=False
+            tf.fill([tf.reduce_sum(row_lengths)], tf.constant(value, tf.int32)), row_lengths, validate=False
         )
 
     ids, seg_ids, starts, ends = [column(cls_id)], [column(0)], [column(0)], [column(0)]
     for index, ((seg_token_ids, seg_starts, seg_ends), length, keep) in enumerate(zip(segments, lengths, keeps)):
         mask = tf.ragged.range(length) < tf.expand_dims(keep, 1)
         seg_token_ids = tf.ragged.boolean_mask(seg_token_ids, mask)
-        ids += [seg_token_ids, column(sep_id)]
-        seg_ids += [tf.ones_like(seg_token_ids) * index, column(index)]
-        starts += [tf.ragged.boolean_mask(seg_starts, mask), column(0)]
-        ends += [tf.ragged.boolean_mask(seg_ends, mask), column(0)]
+        present = keep > 0 if index else None
+        ids += [seg_token_ids, column(sep_id, present)]
+        seg_ids += [tf.ones_like(seg_token_ids) * index, column(index, present)]
+        starts += [tf.ragged.boolean_mask(seg_starts, mask), column(0, present)]
+        ends += [tf.ragged.boolean_mask(seg_ends, mask), column(0, present)]
     shape = [None, max_length] if padding == "max_length" else None
 
     def dense(parts, default=0):

@@ -183,6 +183,70 @@ def restore_latest_checkpoint(model, directory):
     raise OSError("No checkpoint could be read:\n" + "\n".join(errors))
 
 
+def save_model_weights(model, path):
+    """Atomically writes the model's weights, without the optimizer's slots, as a `.weights.h5` file.
+
+    `model.save_weights` on a compiled model also stores the optimizer's variables (AdamW's two moments
+    triple the file); this writes the layers' weights only, which is what a best-epoch or final
+    checkpoint needs. `load_model_weights` (or `model.load_weights`, which then warns that it skips the
+    optimizer) reads it back.
+
+    Args:
+        model: A built Keras model, compiled or not.
+        path: The file to write (any name; the temporary file gets Keras' `.weights.h5` suffix).
+
+    Examples:
+
+    >>> import tempfile
+    >>> import h5py
+    >>> import numpy as np
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="adam", loss="mse")
+    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "best.weights.h5")
+    >>> save_model_weights(model, path)
+    >>> with h5py.File(path) as f:
+    ...     "optimizer" in f, "layers" in f
+    (False, True)
+    >>> load_model_weights(model, path)
+    """
+    from keras.src.saving import saving_lib  # Keras 3.15's writer, which can leave objects out
+
+    skipped = [model.optimizer] if getattr(model, "optimizer", None) is not None else None
+    with file_io.atomic_path(path) as tmp:
+        saving_lib.save_weights_only(model, tmp + ".weights.h5", objects_to_skip=skipped)
+        os.replace(tmp + ".weights.h5", tmp)
+
+
+def load_model_weights(model, path):
+    """Loads a `save_model_weights` file into `model`, leaving its optimizer's state as it is."""
+    skipped = [model.optimizer] if getattr(model, "optimizer", None) is not None else None
+    model.load_weights(path, objects_to_skip=skipped)
+
+
+def truncate_metrics_log(path, max_step):
+    """Drops the records of a `MetricsLogger` file after optimizer step `max_step` (atomically), so that a
+    run resumed from the checkpoint of `max_step` does not log the steps it repeats twice.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train_log.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"step": 5}\\n{"step": 10}\\n')
+    >>> truncate_metrics_log(path, 5)
+    >>> read_metrics_log(path)
+    [{'step': 5}]
+    """
+    records = read_metrics_log(path)
+    kept = [record for record in records if record.get("step", 0) <= max_step]
+    with open(path, encoding="utf-8") if os.path.exists(path) else open(os.devnull) as f:
+        num_lines = sum(1 for line in f if line.strip())
+    if len(kept) < num_lines:
+        with file_io.atomic_open(path, "w") as f:
+            f.writelines(json.dumps(record, sort_keys=True) + "\n" for record in kept)
+
+
 # -------------------------------------------------------------------------------------- callbacks
 class _StepCounter(keras.callbacks.Callback):
     """Counts optimizer steps from the batch indices `fit` reports, without touching model state.
@@ -274,26 +338,34 @@ class StopAtStep(_StepCounter):
 
 class MetricsLogger(_StepCounter):
     """Appends each epoch's (training loop's) averaged metrics, with the global step, to a JSON-lines
-    file and writes them as TensorBoard scalars (`tf.summary`) at that step.
+    file and writes them as TensorBoard scalars (`tf.summary`) at that step; optionally also the running
+    averages every `log_every_steps` steps, to `steps_path` and as TensorBoard scalars `steps/<metric>`.
 
-    Each line: `{"step": int, "epoch": int, "time": unix seconds, "<metric>": float, ...}`. The file is
-    appended to, so a resumed run continues the same curve.
+    Each line: `{"step": int, "epoch": int, "time": unix seconds, "<metric>": float, ...}` (in `steps_path`,
+    `epoch` is the epoch in progress and the metrics are its averages so far). The files are appended to,
+    so a resumed run continues the same curves.
 
     Args:
         path: The JSON-lines file.
         initial_step: Step the model starts from.
         tensorboard_dir: Directory for TensorBoard event files; `None` for none.
+        steps_path: The JSON-lines file of the records every `log_every_steps` steps; `None` for none.
+        log_every_steps: Optimizer steps between two of those records (0: none).
 
     Examples:
 
     >>> logger = MetricsLogger("out/train_log.jsonl", initial_step=0, tensorboard_dir="out/logs/train")
     """
 
-    def __init__(self, path, initial_step=0, tensorboard_dir=None):
+    def __init__(self, path, initial_step=0, tensorboard_dir=None, steps_path=None, log_every_steps=0):
         super().__init__(initial_step)
         self.path = path
         self.tensorboard_dir = tensorboard_dir
+        self.steps_path = steps_path
+        self.log_every_steps = int(log_every_steps or 0)
         self._writer = None
+        self._epoch = 0
+        self._last_logged_step = int(initial_step)
 
     def on_train_begin(self, logs=None):
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
@@ -302,10 +374,25 @@ class MetricsLogger(_StepCounter):
 
             self._writer = tf.summary.create_file_writer(self.tensorboard_dir)
 
+    def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
+        self._epoch = int(epoch)
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        # At every multiple of log_every_steps (or the first step past it, with steps_per_execution > 1).
+        if (self.steps_path and self.log_every_steps
+                and self.step // self.log_every_steps > self._last_logged_step // self.log_every_steps):
+            self._last_logged_step = self.step
+            self._write(self.steps_path, self._epoch, logs, tag_prefix="steps/")
+
     def on_epoch_end(self, epoch, logs=None):
+        self._write(self.path, epoch, logs)
+
+    def _write(self, path, epoch, logs, tag_prefix=""):
         record = {"step": self.step, "epoch": int(epoch) + 1, "time": round(time.time(), 3)}
         record.update({name: float(value) for name, value in (logs or {}).items()})
-        with open(self.path, "a", encoding="utf-8") as f:
+        with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record, sort_keys=True) + "\n")
         if self._writer is not None:
             import tensorflow as tf
@@ -313,7 +400,8 @@ class MetricsLogger(_StepCounter):
             with self._writer.as_default():
                 for name, value in record.items():
                     if name not in ("step", "epoch", "time"):
-                        tf.summary.write(name, tf.constant(value, tf.float32), step=self.step, metadata=_scalar_metadata())
+                        tf.summary.write(tag_prefix + name, tf.constant(value, tf.float32), step=self.step,
+                                         metadata=_scalar_metadata())
             self._writer.flush()
 
     def on_train_end(self, logs=None):
@@ -343,7 +431,16 @@ def read_metrics_log(path):
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        lines = [line for line in f if line.strip()]
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number < len(lines):
+                raise ValueError(f"{path}:{number}: not a JSON line") from None
+            # The last line of a process killed while appending: left out (`truncate_metrics_log` drops it).
+    return records
 
 
 # ------------------------------------------------------------------------------------------ driver

@@ -1,0 +1,198 @@
+"""The fine-tuning driver's trail and resume, on run_glue.py with a tiny model (hidden 16, 1 layer, no
+dropout): a run killed with SIGKILL in its second epoch, started again with the same command, resumes at
+its epoch-1 checkpoint and ends with the uninterrupted run's dev metrics, losses and weights; the run
+leaves train_log.jsonl, TensorBoard events, dev metrics per epoch and a best.weights.h5 without optimizer
+state; a finished run started again trains nothing."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from keras_bert_impl.runners import finetuning
+from keras_bert_impl.training import resumable
+from tests.finetuning_files import PYTHON, RUN_GLUE, load_run_glue, run_glue_flags, subprocess_env, write_sst2_task
+
+# Runs run_glue.py, stalling in the 3rd batch of the 2nd epoch (after the epoch-1 checkpoint) so that the
+# test can kill it there with SIGKILL: a crash in the middle of an epoch, after optimizer steps that no
+# checkpoint holds.
+STALLING_RUN = """
+import runpy, sys, time
+from keras_bert_impl.runners import finetuning
+
+marker = sys.argv[1]
+
+
+class Stall(finetuning.EpochSeed):
+    def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.epoch == 1 and batch == 2:
+            open(marker, "w").close()
+            time.sleep(600)
+
+finetuning.EpochSeed = Stall
+sys.argv = [sys.argv[2]] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.fixture(scope="module")
+def task_files(tmp_path_factory):
+    return write_sst2_task(str(tmp_path_factory.mktemp("sst2")))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(task_files, tmp_path_factory):
+    """The output_dir of an uninterrupted 3-epoch run (in this process) and its printed output."""
+    output_dir = str(tmp_path_factory.mktemp("uninterrupted"))
+    import contextlib
+    import io
+
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        load_run_glue().main(run_glue_flags(task_files, output_dir))
+    return output_dir, stdout.getvalue()
+
+
+def _h5_arrays(path):
+    arrays = {}
+    with h5py.File(path) as f:
+        f.visititems(lambda name, item: arrays.update({name: item[()]}) if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+def _read(output_dir):
+    """What a run ends with: eval_results, per-epoch dev metrics, logged losses, the model's weights."""
+    with open(os.path.join(output_dir, "eval_results.json")) as f:
+        results = json.load(f)
+    with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
+        history = json.load(f)
+    log = resumable.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
+    log += resumable.read_metrics_log(os.path.join(output_dir, finetuning.STEPS_LOG))
+    weights = load_file(os.path.join(output_dir, "model", "model.safetensors"))
+    return results, history, log, weights
+
+
+def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(task_files, uninterrupted, tmp_path,
+                                                                                 capsys):
+    output_dir = str(tmp_path / "out")
+    marker = str(tmp_path / "stalled")
+    argv = run_glue_flags(task_files, output_dir)
+    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, RUN_GLUE, *argv], env=subprocess_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 240
+        while not os.path.exists(marker) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert os.path.exists(marker), f"the run did not reach epoch 2: {proc.poll()} {proc.stderr.read()[-2000:]}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    checkpoint_dir = os.path.join(output_dir, resumable.CHECKPOINT_SUBDIR)
+    assert [step for step, _ in resumable.list_checkpoints(checkpoint_dir)] == [10]  # epoch 1 of 10 steps
+    assert not os.path.exists(os.path.join(output_dir, "eval_results.json"))
+
+    load_run_glue().main(argv)  # the same command again
+    assert "resuming from" in capsys.readouterr().out
+
+    results, history, log, weights = _read(output_dir)
+    reference_results, reference_history, reference_log, reference_weights = _read(uninterrupted[0])
+    assert results == reference_results
+    assert history == reference_history
+    # Each epoch logged once (train_log.jsonl), then every 4 steps (train_steps_log.jsonl).
+    assert [record["step"] for record in log] == [10, 20, 30, 4, 8, 12, 16, 20, 24, 28]
+    assert [record["epoch"] for record in log] == [1, 2, 3, 1, 1, 2, 2, 2, 3, 3]
+    for record, reference in zip(log, reference_log):
+        np.testing.assert_allclose(record["loss"], reference["loss"], rtol=1e-5)
+        assert record.get("dev_accuracy") == reference.get("dev_accuracy")
+    assert sorted(weights) == sorted(reference_weights)  # the best epoch's weights
+    for name in weights:
+        np.testing.assert_allclose(weights[name], reference_weights[name], atol=1e-6, err_msg=name)
+    # The last epoch's model and optimizer state (the best epoch may be one the killed run finished).
+    last, reference_last = (_h5_arrays(resumable.list_checkpoints(os.path.join(d, "checkpoints"))[-1][1])
+                            for d in (output_dir, uninterrupted[0]))
+    assert sorted(last) == sorted(reference_last) and any(name.startswith("optimizer") for name in last)
+    for name in last:
+        np.testing.assert_allclose(last[name], reference_last[name], atol=1e-6, err_msg=name)
+
+
+def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(uninterrupted):
+    output_dir, stdout = uninterrupted
+    log = resumable.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
+    assert [(r["epoch"], r["step"]) for r in log] == [(1, 10), (2, 20), (3, 30)]
+    assert all({"loss", "accuracy", "dev_accuracy"} <= set(r) for r in log)
+    with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
+        history = json.load(f)
+    assert [r["dev_accuracy"] for r in log] == [h["accuracy"] for h in history]
+    events = os.listdir(os.path.join(output_dir, "logs", "train"))
+    assert any(name.startswith("events.out.tfevents") for name in events)
+    import tensorflow as tf
+
+    tags = set()
+    for name in events:
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(output_dir, "logs", "train", name)):
+            tags.update((value.tag, event.step) for value in event.summary.value)
+    assert {("loss", 10), ("loss", 30), ("dev_accuracy", 20), ("steps/loss", 4), ("steps/loss", 28)} <= tags
+    with open(os.path.join(output_dir, "checkpoints", finetuning.STATE_FILE)) as f:
+        states = json.load(f)
+    assert sorted(states) == ["20", "30"] and states["30"]["epoch"] == 3  # --keep_checkpoint_max=2
+    for name in ("train_log.jsonl", "train_steps_log.jsonl", "logs/", "checkpoints/", "best.weights.h5", "eval_results.json", "model/"):
+        assert f"  {name}" in stdout
+    assert f"wrote to {output_dir}:" in stdout
+
+
+def test_best_weights_hold_the_model_without_optimizer_state(uninterrupted):
+    output_dir = uninterrupted[0]
+    path = os.path.join(output_dir, finetuning.BEST_WEIGHTS)
+    names = []
+    with h5py.File(path) as f:
+        f.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
+        assert "optimizer" not in f
+    weights = load_file(os.path.join(output_dir, "model", "model.safetensors"))
+    num_values = sum(v.size for v in weights.values())
+    with h5py.File(path) as f:
+        assert sum(f[name].size for name in names) == num_values  # every model weight, nothing else
+    checkpoint = resumable.list_checkpoints(os.path.join(output_dir, "checkpoints"))[-1][1]
+    checkpoint_values = sum(v.size for v in _h5_arrays(checkpoint).values())
+    assert checkpoint_values > 3 * num_values  # the resume checkpoints hold AdamW's two moments besides
+
+
+def test_a_finished_run_started_again_trains_nothing_and_keeps_its_best_results(task_files, uninterrupted, tmp_path,
+                                                                                 capsys):
+    output_dir = str(tmp_path / "out")
+    import shutil
+
+    shutil.copytree(uninterrupted[0], output_dir)
+    os.remove(os.path.join(output_dir, "eval_results.json"))
+    log_before = open(os.path.join(output_dir, finetuning.TRAIN_LOG)).read()
+    load_run_glue().main(run_glue_flags(task_files, output_dir))
+    out = capsys.readouterr().out
+    assert "nothing left to train" in out
+    assert open(os.path.join(output_dir, finetuning.TRAIN_LOG)).read() == log_before
+    with open(os.path.join(output_dir, "eval_results.json")) as f, \
+            open(os.path.join(uninterrupted[0], "eval_results.json")) as g:
+        assert json.load(f) == json.load(g)
+
+
+def test_the_log_of_a_killed_run_loses_only_its_partial_line_and_the_repeated_epochs(tmp_path):
+    path = str(tmp_path / finetuning.TRAIN_LOG)
+    with open(path, "w") as f:
+        f.write('{"step": 10, "loss": 0.7}\n{"step": 20, "loss": 0.6}\n{"step": 30, "lo')  # killed mid-append
+    assert resumable.read_metrics_log(path) == [{"step": 10, "loss": 0.7}, {"step": 20, "loss": 0.6}]
+    resumable.truncate_metrics_log(path, 10)  # resumed from the checkpoint of step 10
+    assert open(path).read() == '{"loss": 0.7, "step": 10}\n'
+    resumable.truncate_metrics_log(path, 10)
+    assert resumable.read_metrics_log(path) == [{"step": 10, "loss": 0.7}]
