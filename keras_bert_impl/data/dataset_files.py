@@ -6,9 +6,12 @@ column -> value) into its own examples; the original formats (GLUE TSVs, CoNLL, 
 are read by the task modules themselves.
 """
 
+import ast
 import csv
+import io
 import json
 import os
+import tokenize
 
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -132,3 +135,96 @@ def text_field(record, name, where, error=UserInputError):
     if not isinstance(value, str):
         raise error(f"{where}: column {name!r} is {value!r}; expected a text (a string).")
     return value
+
+
+class _NotALiteral(Exception):
+    pass
+
+
+_LAYOUT_TOKENS = (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+_CLOSING = {"[": "]", "(": ")", "{": "}"}
+
+
+def cell_value(value, where, column):
+    """The list (or dict) a CSV cell prints; any value that is not a string is returned unchanged.
+
+    CSV has no lists, so writers print them: as JSON (`["EU", "rejects"]`), as Python literals
+    (`['EU', 'rejects']`), or as numpy prints them, which is what `datasets`' `to_csv` writes (through
+    pandas): elements separated by spaces, `['EU' 'rejects']`, `[3 0 7]`, and the arrays inside a dict as
+    `array([...], dtype=...)`. Nothing is evaluated: the text is tokenized, and only brackets, braces,
+    strings, numbers, True/False/None and `array(..., dtype=...)` are accepted. (Python's own
+    `ast.literal_eval` would read `['EU' 'rejects']` as `['EUrejects']`.)
+
+    Raises:
+        UserInputError: naming `where` and `column` for a text that is none of these, or a list that numpy
+            shortened with "..." (more than 1000 elements).
+
+    Examples:
+
+    >>> cell_value("['EU' 'rejects'\\n 'German']", "train.csv:2", "tokens")
+    ['EU', 'rejects', 'German']
+    >>> cell_value("{'text': array(['France'], dtype=object), 'answer_start': array([159], dtype=int32)}",
+    ...            "dev.csv:2", "answers")
+    {'text': ['France'], 'answer_start': [159]}
+    """
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in _LAYOUT_TOKENS]
+        parsed, end = _literal(tokens, 0)
+        if end != len(tokens):
+            raise _NotALiteral(f"unexpected {tokens[end].string!r}")
+    except (_NotALiteral, tokenize.TokenError, SyntaxError, ValueError, IndexError) as error:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        reason = str(error) if isinstance(error, _NotALiteral) else "not a list"
+        raise UserInputError(f"{where}: column {column!r} holds {shown!r} ({reason}); expected a list written as "
+                             "JSON, a Python literal or numpy's print.") from None
+    return parsed
+
+
+def _literal(tokens, i):
+    """(value, index after it) of the literal starting at tokens[i]."""
+    token = tokens[i]
+    if token.type == tokenize.STRING:
+        value = ast.literal_eval(token.string)
+        if not isinstance(value, str):
+            raise _NotALiteral(f"unexpected {token.string!r}")
+        return value, i + 1
+    if token.type == tokenize.NUMBER:
+        return ast.literal_eval(token.string), i + 1
+    if token.string in ("-", "+") and tokens[i + 1].type == tokenize.NUMBER:
+        value = ast.literal_eval(tokens[i + 1].string)
+        return (-value if token.string == "-" else value), i + 2
+    if token.string in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[token.string], i + 1
+    if token.string == "array" and tokens[i + 1].string == "(":  # numpy's repr: array([...], dtype=int32)
+        value, i = _literal(tokens, i + 2)
+        if tokens[i].string == ",":
+            if [t.string for t in tokens[i + 1 : i + 3]] != ["dtype", "="]:
+                raise _NotALiteral("unexpected array(...) arguments")
+            i += 4  # , dtype = NAME
+        if tokens[i].string != ")":
+            raise _NotALiteral("unexpected array(...) arguments")
+        return value, i + 1
+    if token.string == "...":
+        raise _NotALiteral("shortened with '...': write the file as JSON lines or parquet")
+    if token.string not in _CLOSING:
+        raise _NotALiteral(f"unexpected {token.string!r}")
+    closing, i = _CLOSING[token.string], i + 1
+    items = [] if token.string != "{" else {}
+    while tokens[i].string != closing:
+        value, i = _literal(tokens, i)
+        if token.string == "{":
+            if tokens[i].string != ":":
+                raise _NotALiteral(f"expected ':' after {value!r}")
+            items[value], i = _literal(tokens, i + 1)
+        else:
+            items.append(value)
+        if tokens[i].string == ",":
+            i += 1
+    return items, i + 1

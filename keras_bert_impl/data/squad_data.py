@@ -48,7 +48,7 @@ import warnings
 import numpy as np
 
 from keras_bert_impl.data import dataset_files
-from keras_bert_impl.data.conll_data import cell_value
+from keras_bert_impl.data.dataset_files import cell_value
 from keras_bert_impl.utils.errors import UserInputError
 
 # The first unique_id of the original (features are numbered from here, in order).
@@ -241,7 +241,7 @@ def squad_dataset_from_records(records, source="<records>"):
     Each record is one question: `id`, `question`, `context`, `title` (optional) and `answers`
     `{"text": [...], "answer_start": [...]}` (or the flattened columns `answers.text`,
     `answers.answer_start`); no answers means an impossible question (SQuAD v2.0). A CSV cell holding the
-    answers is read as JSON, a Python literal or numpy's print (`conll_data.cell_value`). Consecutive
+    answers is read as JSON, a Python literal or numpy's print (`dataset_files.cell_value`). Consecutive
     records of one title form an article, of one context a paragraph, as in the original files.
 
     Args:
