@@ -304,7 +304,9 @@ WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": tra
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    p.add_argument("--workload", required=True,
+                   help=f"One of {sorted(WORKLOADS)}, or several separated by commas (run one after another in "
+                        "this process, one RESULT line each: the smoke run's way of starting fewer processes).")
     p.add_argument("--library", default="ours", choices=("ours", "keras_hub", "transformers"))
     p.add_argument("--size", default="bert_base", choices=sorted(SIZES))
     p.add_argument("--batch", type=int, default=8)
@@ -314,19 +316,26 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
+    workloads = args.workload.split(",")
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        p.error(f"unknown workload(s) {unknown}; choose from {sorted(WORKLOADS)}")
     backend = "torch" if args.library == "transformers" else os.environ.get("KERAS_BACKEND", "tensorflow")
     if args.library != "transformers":
         import keras
 
-        keras.utils.set_random_seed(0)
         backend = keras.backend.backend()
-    result = WORKLOADS[args.workload](args)
-    result.update(workload=args.workload, library=args.library, backend=backend, size=args.size, batch=args.batch,
-                  seq=args.seq, median_s=statistics.median(result["times"]),
-                  peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    if "float32_times" in result:
-        result["float32_median_s"] = statistics.median(result["float32_times"])
-    print("RESULT " + json.dumps(result), flush=True)
+    for workload in workloads:
+        if args.library != "transformers":
+            keras.utils.set_random_seed(0)
+        result = WORKLOADS[workload](args)
+        # peak_rss_mb is the process's peak so far: with several workloads in one process, the largest of them.
+        result.update(workload=workload, library=args.library, backend=backend, size=args.size, batch=args.batch,
+                      seq=args.seq, median_s=statistics.median(result["times"]),
+                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        if "float32_times" in result:
+            result["float32_median_s"] = statistics.median(result["float32_times"])
+        print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

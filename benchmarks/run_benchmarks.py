@@ -5,7 +5,7 @@
     python benchmarks/run_benchmarks.py --smoke               # tiny shapes, one repeat: checks the plumbing
 
 Every measurement runs in a fresh process (`benchmarks/bench_case.py`, one backend per process, as Keras
-needs), one after another, so that cases do not share caches, threads or memory; each reports the median
+needs; `--smoke` runs a library's workloads in one process), one after another, so that cases do not share caches, threads or memory; each reports the median
 over repeated runs after warm-up and its peak resident memory. The ratios are "their seconds / our
 seconds" (> 1 means we are faster) between cases of the same run on the same machine. Writes
 `benchmarks/results/results.json` and `benchmarks/results/results.md` (the table the README links), with
@@ -48,24 +48,38 @@ SMOKE = {"size": "bert_tiny", "batch": 4, "seq": 32, "examples": 32, "warmup": 1
 
 
 def run_case(workload, library, backend, args):
+    """One measurement in a fresh process. With --smoke, the first case of a library and backend runs every
+    workload of the run that compares that library in one process (tiny shapes: the process start is most of
+    the time), and later cases read the stored result."""
+    if args.smoke:
+        key = (library, backend)
+        if key not in args.smoke_results:
+            workloads = [w for w in args.workloads if library == "ours" or library in WORKLOADS[w][4]]
+            args.smoke_results[key] = _run_bench_case(workloads, library, backend, [
+                f"--size={SMOKE['size']}", f"--batch={SMOKE['batch']}", f"--seq={SMOKE['seq']}",
+                f"--examples={SMOKE['examples']}", f"--warmup={SMOKE['warmup']}", f"--repeats={SMOKE['repeats']}"])
+        return args.smoke_results[key][workload]
     size, batch, seq, extra, _, _, _ = WORKLOADS[workload]
     repeats = args.repeats if workload != "epoch" else max(1, args.repeats // 2)
-    flags = [f"--workload={workload}", f"--library={library}", f"--size={size}", f"--batch={batch}", f"--seq={seq}",
-             f"--warmup={args.warmup}", f"--repeats={repeats}", *extra]
-    if args.smoke:
-        flags = [f"--workload={workload}", f"--library={library}", f"--size={SMOKE['size']}",
-                 f"--batch={SMOKE['batch']}", f"--seq={SMOKE['seq']}", f"--examples={SMOKE['examples']}",
-                 f"--warmup={SMOKE['warmup']}", f"--repeats={SMOKE['repeats']}"]
+    flags = [f"--size={size}", f"--batch={batch}", f"--seq={seq}", f"--warmup={args.warmup}",
+             f"--repeats={repeats}", *extra]
+    return _run_bench_case([workload], library, backend, flags)[workload]
+
+
+def _run_bench_case(workloads, library, backend, flags):
+    """Runs bench_case.py for `workloads` in one process; returns {workload: its RESULT dict}."""
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    command = [sys.executable, os.path.join(HERE, "bench_case.py"), *flags]
-    print(f"[{backend}] {workload} {library} ...", flush=True)
+    command = [sys.executable, os.path.join(HERE, "bench_case.py"), f"--workload={','.join(workloads)}",
+               f"--library={library}", *flags]
+    print(f"[{backend}] {','.join(workloads)} {library} ...", flush=True)
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
+    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode != 0 or len(results) != len(workloads):
         raise RuntimeError(f"{' '.join(command)} (KERAS_BACKEND={backend}) failed:\n{proc.stderr[-3000:]}")
-    result = json.loads(lines[-1][len("RESULT "):])
-    print(f"    median {result['median_s']:.4f} s, peak RSS {result['peak_rss_mb']:.0f} MB", flush=True)
-    return result
+    for result in results:
+        print(f"    {result['workload']}: median {result['median_s']:.4f} s, peak RSS {result['peak_rss_mb']:.0f} MB",
+              flush=True)
+    return {result["workload"]: result for result in results}
 
 
 def ratio(theirs, ours):
@@ -207,6 +221,7 @@ def main(argv=None):
     args.backends = [b for b in args.backends.split(",") if b]
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.extras = [e for e in args.extras.split(",") if e]
+    args.smoke_results = {}
     unknown = [b for b in args.backends if b not in BACKENDS] + [w for w in args.workloads if w not in WORKLOADS]
     if unknown:
         raise SystemExit(f"Unknown backends/workloads {unknown}; backends {BACKENDS}, workloads {tuple(WORKLOADS)}.")

@@ -31,6 +31,7 @@ from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.training.divergence import DivergenceGuard
 from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
 
 __version__ = "0.1.0"
@@ -52,6 +53,7 @@ __all__ = [
     "BertTokenClassifier",
     "BertTokenizer",
     "CRF",
+    "DivergenceGuard",
     "MaskedLMHead",
     "Lamb",
     "WarmupLinearDecay",

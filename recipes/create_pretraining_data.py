@@ -23,7 +23,9 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from keras_bert_impl.runners.cli import run_main  # noqa: E402
 from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
+from keras_bert_impl.utils.errors import UserInputError  # noqa: E402
 
 def build_parser():
     """The argument parser, with the original's flag names and defaults."""
@@ -76,15 +78,19 @@ def _glob_inputs(input_file):
         if pattern:
             matched = sorted(tf.io.gfile.glob(pattern))
             if not matched:
-                raise FileNotFoundError(f"--input_file: nothing matches {pattern!r}")
+                raise UserInputError(f"--input_file: nothing matches {pattern!r}")
             files.extend(matched)
     return files
 
 
 def main(argv=None, tokenizer=None):
-    """Runs the script; `tokenizer` replaces the one built from `--vocab_file` (tests)."""
-    args = build_parser().parse_args(argv)
+    """Runs the script; `tokenizer` replaces the one built from `--vocab_file` (tests). A user's mistake (a
+    vocabulary without [MASK], a corpus without text) exits with status 2 and a one-line message."""
+    return run_main(build_parser, lambda args: run(args, tokenizer), argv)
 
+
+def run(args, tokenizer=None):
+    """Writes the TFRecords of the parsed flags; returns the number of instances written."""
     import tensorflow as tf
 
     from keras_bert_impl.data import pretraining_data
@@ -94,6 +100,9 @@ def main(argv=None, tokenizer=None):
         from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
         tokenizer = BertTokenizer(args.vocab_file, do_lower_case=args.do_lower_case)
+    if "[MASK]" not in tokenizer.vocab:
+        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', args.vocab_file)}: no [MASK] token; pretraining "
+                             "data masks tokens with it (else they would be written as [UNK]).")
 
     input_files = _glob_inputs(args.input_file)
     output_files = [f for f in args.output_file.split(",") if f]
@@ -142,6 +151,7 @@ def main(argv=None, tokenizer=None):
         with_masks=not args.dynamic_masking,
         progress_fn=progress,
         progress_every=args.progress_every,
+        source=f"--input_file {args.input_file}",
     )
     log(f"Wrote {total} total instances from {stats.get('documents_read', 0)} documents; dropped "
         f"{stats.get('markup_lines_dropped', 0)} WikiExtractor <doc ...>/</doc> lines")

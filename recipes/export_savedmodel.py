@@ -10,6 +10,8 @@ unless `--vocab_file` / `--do_lower_case` say it. A token classifier keeps its C
 by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and for SQuAD v2.0
 `--null_score_diff_threshold`, each defaulting to config.json's "squad" entry, then to run_squad.py's
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
+The SavedModel is written under a temporary name and renamed once complete. A mistake in a flag or in the
+model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
 import os
@@ -17,7 +19,9 @@ import os
 os.environ["KERAS_BACKEND"] = "tensorflow"  # the export is a TensorFlow graph, whatever trained the model
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from keras_bert_impl.runners.cli import run_main  # noqa: E402
 from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
+from keras_bert_impl.utils.errors import UserInputError  # noqa: E402
 
 
 def build_parser():
@@ -39,10 +43,11 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
-    args = build_parser().parse_args(argv)
-
-    from keras_bert_impl.export.tf_saved_model import export_from_directory
+def run(args):
+    """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
+    if not os.path.isdir(args.model_dir):
+        raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
+    from keras_bert_impl.export.tf_saved_model import export_from_directory  # TensorFlow: imported once needed
 
     try:
         task, export_dir = export_from_directory(
@@ -51,9 +56,17 @@ def main(argv=None):
             do_lower_case=args.do_lower_case, max_answer_length=args.max_answer_length,
             n_best_size=args.n_best_size, version_2_with_negative=args.version_2_with_negative,
         )
-    except ValueError as error:  # a directory lacking what the export needs: one line, naming the file
-        raise SystemExit(str(error)) from None
+    except UserInputError:
+        raise
+    except ValueError as error:  # a directory lacking what the export needs: its message names the file
+        raise UserInputError(str(error)) from error
     print(f"Exported the {task} of {args.model_dir} to {export_dir}")
+    return task, export_dir
+
+
+def main(argv=None):
+    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+    return run_main(build_parser, run, argv)
 
 
 if __name__ == "__main__":

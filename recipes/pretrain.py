@@ -10,12 +10,17 @@ Same flags as the original, on any Keras backend (KERAS_BACKEND=tensorflow|jax|t
 The input files are those of recipes/create_pretraining_data.py (or of the original script).
 Run the same command again after an interruption (even kill -9): it restores the latest complete
 checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trains on to the same
-`--num_train_steps`; the input pipeline restarts rather than skipping what was read (as the
-Estimator did), with its shuffle seed offset by the restored step. Outputs in `output_dir`:
+`--num_train_steps`. With `--seed` the input pipeline skips the batches the restored steps read, and the
+checkpoint holds the dropout and backend random states, so the resumed run is bitwise the uninterrupted
+one; without `--seed` the pipeline restarts unseeded (as the Estimator did). Outputs in `output_dir`:
 `checkpoints/`, `train_log.jsonl` (metrics per loop of `--iterations_per_loop` steps), `logs/`
 (TensorBoard), `final/` (a Hugging Face BertForPreTraining directory, read by
 `BertPretrainer.from_pretrained`) and `metrics.json` (final train metrics and, with --do_eval,
 eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given.
+
+A NaN or infinite loss stops the run: one line `error: training diverged: step N: loss is nan; the newest
+finite checkpoint is ...` and exit status 1, with no `final/` and no `metrics.json`; the newest checkpoint is
+the last finite one, which a rerun (e.g. with a lower --learning_rate) resumes from.
 
 Differences from the original: `--config` (a `BertConfig` preset name) may replace
 `--bert_config_file`; `--optimizer=lamb` selects LAMB; `--steps_per_execution`, `--seed`,
@@ -30,6 +35,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from keras_bert_impl.training.distribute import add_distribution_flags  # noqa: E402
+from keras_bert_impl.runners.cli import run_main  # noqa: E402
 from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
 
 
@@ -94,8 +100,14 @@ def build_model(args):
 
 
 def main(argv=None):
-    """Runs the recipe; returns the dict written to output_dir/metrics.json."""
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    """Runs the recipe; returns the dict written to output_dir/metrics.json. A user's mistake is one line on
+    stderr and exit status 2, a diverged run (a non-finite loss or weight) one line and exit status 1
+    (--debug: their traceback)."""
+    return run_main(build_parser, run, sys.argv[1:] if argv is None else argv)
+
+
+def run(args):
+    """The recipe with parsed flags `args`; returns the dict written to output_dir/metrics.json."""
     if not args.do_train and not args.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     if not args.input_file:
@@ -121,6 +133,7 @@ def train_and_evaluate(args, distribution):
     """The recipe's work, inside the strategy scope of `main`."""
     import keras
 
+    from keras_bert_impl.training import divergence
     from keras_bert_impl.training import resumable as training
     from keras_bert_impl.utils import file_io
     from keras_bert_impl.training.optimization import create_optimizer
@@ -138,10 +151,17 @@ def train_and_evaluate(args, distribution):
     if args.do_train:
 
         def train_dataset(initial_step):
-            seed = None if args.seed is None else args.seed + initial_step
             return pretraining_dataset(
                 args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
-                is_training=True, seed=seed,
+                is_training=True, seed=None,
+            )
+
+        if args.seed is not None:
+            # One seeded pipeline: run_training skips the batches the restored steps read, so a resumed run
+            # sees exactly the batches of an uninterrupted one.
+            train_dataset = pretraining_dataset(
+                args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
+                is_training=True, seed=args.seed,
             )
 
         outcome = training.run_training(
@@ -154,7 +174,11 @@ def train_and_evaluate(args, distribution):
             keep_checkpoint_max=args.keep_checkpoint_max,
             steps_per_execution=args.steps_per_execution,
             verbose=verbose,
+            # A non-finite loss stops the run naming the step; the newest checkpoint stays a finite one.
+            callbacks=[divergence.DivergenceGuard(os.path.join(args.output_dir, training.CHECKPOINT_SUBDIR))],
         )
+        # The last update can make the weights non-finite while every logged loss was finite.
+        divergence.check_finite_weights(model, f"step {outcome['global_step']}")
         print(f"Trained from step {outcome['initial_step']} to step {outcome['global_step']}.", flush=True)
         results.update(
             initial_step=outcome["initial_step"], global_step=outcome["global_step"], train=outcome["train_metrics"]

@@ -339,8 +339,8 @@ def test_export_refuses_a_directory_without_casing_vocab_or_labels(served):
     proc = subprocess.run([sys.executable, EXPORT_RECIPE, f"--model_dir={no_casing}",
                            f"--export_dir={root / 'refused'}"], env=env, capture_output=True, text=True, timeout=300,
                           check=False)
-    assert proc.returncode != 0 and not os.path.exists(root / "refused")
-    assert proc.stderr.strip().splitlines()[-1].startswith(os.path.join(no_casing, "tokenizer_config.json"))
+    assert proc.returncode == 2 and not os.path.exists(root / "refused")
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: " + os.path.join(no_casing, "tokenizer_config.json"))
 
 
 def test_serve_qa_candidate_rule_equals_compute_predictions_on_random_logits(minilm_path):

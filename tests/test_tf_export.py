@@ -69,14 +69,18 @@ def exported(minilm_path, tmp_path_factory):
         else:
             model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
-    # Exports always run in a TensorFlow process, whatever this backend is: the recipe for the classifier,
-    # the package function it calls for the others (one process, to keep the suite fast).
-    _run([os.path.join(REPO, "recipes", "export_savedmodel.py"), f"--model_dir={root / 'classifier'}",
-          f"--export_dir={root / 'saved' / 'classifier'}", "--max_seq_length=32", "--text_pair"])
-    _run(["-c", "import sys; from keras_bert_impl.export.tf_saved_model import export_from_directory as export\n"
-                "for name, threshold in (('backbone', None), ('token_classifier', None), ('span_qa', 0.5)):\n"
-                "    export(f'{sys.argv[1]}/{name}', f'{sys.argv[1]}/saved/{name}', max_seq_length=32,\n"
-                "           null_score_diff_threshold=threshold)", str(root)])
+    # Exports always run in a TensorFlow process, whatever this backend is, all four in one process (to keep
+    # the suite fast): the recipe's main() for the classifier, the package function it calls for the others.
+    script = ("import importlib.util, sys\n"
+              "from keras_bert_impl.export.tf_saved_model import export_from_directory as export\n"
+              "spec = importlib.util.spec_from_file_location('export_recipe', sys.argv[2])\n"
+              "recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)\n"
+              "recipe.main([f'--model_dir={sys.argv[1]}/classifier', f'--export_dir={sys.argv[1]}/saved/classifier',\n"
+              "             '--max_seq_length=32', '--text_pair'])\n"
+              "for name, threshold in (('backbone', None), ('token_classifier', None), ('span_qa', 0.5)):\n"
+              "    export(f'{sys.argv[1]}/{name}', f'{sys.argv[1]}/saved/{name}', max_seq_length=32,\n"
+              "           null_score_diff_threshold=threshold)")
+    _run(["-c", script, str(root), os.path.join(REPO, "recipes", "export_savedmodel.py")])
     jobs = [
         [str(root / "saved" / "backbone"), "serving_default", {"text": TEXTS}],
         [str(root / "saved" / "classifier"), "serving_default", {"text": TEXTS, "text_pair": PAIRS}],

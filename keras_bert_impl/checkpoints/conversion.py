@@ -22,8 +22,11 @@ import warnings
 
 import numpy as np
 
+from keras_bert_impl.checkpoints import checkpoint_files
+from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError, CorruptCheckpointError
 from keras_bert_impl.config import BertConfig, find_config_file
 from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.errors import UserInputError
 
 # Names of head weights a checkpoint may carry, in Hugging Face's naming. They are not part of the
 # backbone; from_pretrained keeps them in `backbone.head_weights` for the task and pretraining models.
@@ -122,44 +125,47 @@ def canonical_name(name):
     return name
 
 
-def _read_safetensors(path):
-    from safetensors.numpy import load_file
-
-    return load_file(path)
-
-
-def _read_torch_bin(path):
-    try:
-        import torch
-    except ImportError:
-        raise ImportError(f"{path} is a PyTorch pickle; reading it needs torch (`pip install torch`).") from None
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    return {k: v.float().numpy() if v.is_floating_point() else v.numpy() for k, v in state.items()}
+def _safetensors_shards(index):
+    """The shard file names of a `model.safetensors.index.json`, each checked to exist."""
+    with open(index, encoding="utf-8") as f:
+        try:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+            raise CorruptCheckpointError(
+                f"{index}: not a safetensors index (expected JSON with a \"weight_map\" of name -> shard file)."
+            ) from None
+    directory = os.path.dirname(index)
+    missing = [shard for shard in shards if not os.path.isfile(os.path.join(directory, str(shard)))]
+    if missing:
+        raise CorruptCheckpointError(f"{index}: names shard {missing[0]}, which is not in {directory}.")
+    return shards
 
 
 def read_hf_weights(directory):
-    """Reads the weights of a Hugging Face BERT directory into the canonical dict."""
+    """Reads the weights of a Hugging Face BERT directory into the canonical dict.
+
+    Raises `CorruptCheckpointError` (a `UserInputError`) naming the file when a weights file is truncated
+    or corrupt (`keras_bert_impl.checkpoints.checkpoint_files`).
+    """
     single = os.path.join(directory, "model.safetensors")
     index = os.path.join(directory, "model.safetensors.index.json")
     torch_bin = os.path.join(directory, "pytorch_model.bin")
     if os.path.isfile(single):
-        raw = _read_safetensors(single)
+        raw = checkpoint_files.read_safetensors(single)
     elif os.path.isfile(index):
-        with open(index, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
         raw = {}
-        for shard in shards:
-            raw.update(_read_safetensors(os.path.join(directory, shard)))
+        for shard in _safetensors_shards(index):
+            raw.update(checkpoint_files.read_safetensors(os.path.join(directory, shard)))
     elif os.path.isfile(torch_bin):
-        raw = _read_torch_bin(torch_bin)
+        raw = checkpoint_files.read_torch_bin(torch_bin)
     else:
-        raise FileNotFoundError(
+        raise CheckpointNotFoundError(
             f"{directory}: no weights found; expected model.safetensors, model.safetensors.index.json "
             "or pytorch_model.bin (Hugging Face), or bert_model.ckpt.index (Google)."
         )
     foreign = sorted({k.split(".")[0] for k in raw if k.split(".")[0] in ("roberta", "albert", "distilbert", "electra")})
     if foreign:
-        raise ValueError(f"{directory}: unsupported architecture: the weights are those of {foreign[0]}, not BERT.")
+        raise UserInputError(f"{directory}: unsupported architecture: the weights are those of {foreign[0]}, not BERT.")
     return {canonical_name(k): np.asarray(v) for k, v in raw.items() if not _IGNORED.search(k)}
 
 
@@ -178,6 +184,18 @@ def find_tf1_checkpoint(path):
     return None
 
 
+def _read_config(path, config_overrides):
+    """`BertConfig.from_pretrained` with its errors as user errors (their messages name the file)."""
+    try:
+        return BertConfig.from_pretrained(path, **config_overrides)
+    except FileNotFoundError as error:
+        raise CheckpointNotFoundError(str(error)) from None
+    except UserInputError:
+        raise
+    except ValueError as error:  # not JSON, a missing or out-of-range field
+        raise UserInputError(str(error)) from None
+
+
 def load_weights_dict(path, **config_overrides):
     """Reads any supported checkpoint: returns (BertConfig, canonical weight dict).
 
@@ -185,18 +203,23 @@ def load_weights_dict(path, **config_overrides):
         path: a Hugging Face directory, a Google TF1 checkpoint directory or prefix, or a directory
             written by `BertBackbone.save_pretrained`.
         **config_overrides: fields replacing those of the stored config.
+
+    Raises:
+        CheckpointNotFoundError: nothing at `path`, or no config file (a `FileNotFoundError`).
+        UserInputError: the config file is not JSON or has a bad field; `CorruptCheckpointError` (one) when
+            a weights file is truncated or corrupt. Each message names the file.
     """
     path = os.fspath(path)
     if not os.path.exists(path) and not os.path.isfile(path + ".index"):
-        raise FileNotFoundError(f"No checkpoint at {path}")
+        raise CheckpointNotFoundError(f"No checkpoint at {path}")
     tf1_prefix = find_tf1_checkpoint(path)
     if tf1_prefix is not None:
         from keras_bert_impl.checkpoints import tf1_checkpoint  # TensorFlow by nature; imported only for TF1 files.
 
         config_dir = path if os.path.isdir(path) else os.path.dirname(tf1_prefix)
-        config = BertConfig.from_pretrained(config_dir, **config_overrides)
+        config = _read_config(config_dir, config_overrides)
         return config, tf1_checkpoint.read_tf1_checkpoint(tf1_prefix)
-    config = BertConfig.from_pretrained(path, **config_overrides)
+    config = _read_config(path, config_overrides)
     directory = path if os.path.isdir(path) else os.path.dirname(find_config_file(path))
     return config, read_hf_weights(directory)
 
@@ -216,14 +239,15 @@ def split_head_weights(weights):
 def assign_backbone_weights(backbone, weights, source="checkpoint", require_pooler=True):
     """Assigns canonical backbone weights to a built `BertBackbone`, checking names and shapes.
 
-    Raises `ValueError` naming the variable and both shapes on a mismatch, listing missing weights, and
-    when the checkpoint's layer count contradicts the config. Unexpected extra weights give a warning.
+    Raises `UserInputError` (a `ValueError`) naming the variable and both shapes on a mismatch, listing
+    missing weights, and when the checkpoint's layer count contradicts the config. Unexpected extra
+    weights give a warning.
     With `require_pooler=False`, a checkpoint without `pooler.dense.*` (transformers' BertFor
     QuestionAnswering and BertForTokenClassification have none) leaves the pooler as initialized.
     """
     layers_in_checkpoint = _checkpoint_layer_count(weights)
     if layers_in_checkpoint != backbone.config.num_hidden_layers:
-        raise ValueError(
+        raise UserInputError(
             f"{source}: the config says num_hidden_layers={backbone.config.num_hidden_layers} but the "
             f"checkpoint has {layers_in_checkpoint} encoder layers."
         )
@@ -233,7 +257,7 @@ def assign_backbone_weights(backbone, weights, source="checkpoint", require_pool
     missing = [name for name, *_ in table if name not in weights]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise ValueError(f"{source}: missing weights {shown}.")
+        raise UserInputError(f"{source}: missing weights {shown}.")
     assign_table(table, weights, source)
     unused = sorted(set(weights) - {name for name, *_ in table})
     if unused:
@@ -251,7 +275,7 @@ BACKBONE_MISMATCH = (
 def assign_table(table, weights, source="checkpoint", mismatch=BACKBONE_MISMATCH):
     """Assigns `weights[hf_name]` to every variable of `table`, first checking every shape.
 
-    Raises `ValueError` with `mismatch` (a format string over `source`, `name`, `kind`, `found` and
+    Raises `UserInputError` (a `ValueError`) with `mismatch` (a format string over `source`, `name`, `kind`, `found` and
     `expected`, the shapes in Hugging Face layout) when a shape differs; nothing is assigned then.
     """
     for name, variable, _, from_keras in table:
@@ -259,7 +283,7 @@ def assign_table(table, weights, source="checkpoint", mismatch=BACKBONE_MISMATCH
         expected = tuple(from_keras(np.zeros(tuple(variable.shape), "float32")).shape)
         if found != expected:
             kind = name.rsplit(".", 1)[-1]
-            raise ValueError(mismatch.format(source=source, name=name, kind=kind, found=found, expected=expected))
+            raise UserInputError(mismatch.format(source=source, name=name, kind=kind, found=found, expected=expected))
     for name, variable, to_keras, _ in table:
         variable.assign(to_keras(weights[name]).astype("float32"))
 
@@ -293,6 +317,12 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
 
     `architecture` goes to config.json's `architectures` (e.g. "BertForSequenceClassification"), and
     `extra_config` entries (e.g. `id2label`) are added to config.json.
+
+    model.safetensors carries the SHA-256 of its tensors in its metadata, verified when it is read
+    (`checkpoint_files.read_safetensors`). Each file is written under a temporary name and renamed
+    (`file_io.atomic_path`), config.json last and any older config.json removed first: a run killed
+    while saving leaves no config.json, so the directory never looks loadable with weights and config
+    that do not belong together. A write that fails (a full disk) raises `UserInputError` naming the file.
     """
     from safetensors.numpy import save_file
 
@@ -301,6 +331,19 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
     for name, value in (head_weights or {}).items():
         weights[name] = np.ascontiguousarray(np.asarray(value, dtype="float32"))
     config = dict(backbone.config.to_dict(), model_type="bert", architectures=[architecture], **(extra_config or {}))
-    with file_io.atomic_path(os.path.join(directory, "model.safetensors")) as tmp:
-        save_file(weights, tmp, metadata={"format": "pt"})
-    file_io.write_json(os.path.join(directory, "config.json"), config)
+    from safetensors import SafetensorError
+
+    config_path = os.path.join(directory, "config.json")
+    weights_path = os.path.join(directory, "model.safetensors")
+    if os.path.lexists(config_path):
+        os.remove(config_path)
+    try:
+        with file_io.atomic_path(weights_path) as tmp:
+            metadata = {"format": "pt", checkpoint_files.DIGEST_METADATA_KEY: checkpoint_files.weights_digest(weights)}
+            save_file(weights, tmp, metadata=metadata)
+    except (OSError, SafetensorError) as error:  # a full disk, no permission: nothing is left under the name
+        raise UserInputError(f"{weights_path}: cannot write the weights: {error}") from None
+    try:
+        file_io.write_json(config_path, config)
+    except OSError as error:
+        raise UserInputError(f"{config_path}: cannot write the config: {error.strerror or error}") from None

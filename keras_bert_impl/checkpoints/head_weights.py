@@ -21,6 +21,7 @@ from keras_bert_impl.checkpoints.conversion import (
     table_entry,
     table_weights_dict,
 )
+from keras_bert_impl.utils.errors import UserInputError
 
 CRF_TRANSITIONS_NAME = "classifier.crf_transitions"
 
@@ -81,7 +82,9 @@ def assign_head_weights(table, weights, source="checkpoint"):
         return False
     if len(present) < len(names):
         missing = [name for name in names if name not in weights]
-        raise ValueError(f"{source}: has {', '.join(present)} but not {', '.join(missing)}; the head is incomplete.")
+        raise UserInputError(
+            f"{source}: has {', '.join(present)} but not {', '.join(missing)}; the head is incomplete."
+        )
     assign_table(table, weights, source, mismatch=_HEAD_MISMATCH)
     return True
 

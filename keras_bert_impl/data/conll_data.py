@@ -45,6 +45,7 @@ import numpy as np
 from keras_bert_impl.data import dataset_files
 from keras_bert_impl.metrics.ner_metrics import ner_scores
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import atomic_open, open_text
 
 IGNORE_LABEL_ID = -100
 DOCSTART = "-DOCSTART-"
@@ -136,7 +137,7 @@ def read_conll_file(path):
 
     if not os.path.isfile(path):
         raise UserInputError(f"{path}: no such file.")
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         for line_number, raw in enumerate(f, start=1):
             line = raw.rstrip("\n").rstrip("\r")
             columns = line.split()
@@ -166,7 +167,7 @@ def read_conll_file(path):
 def read_ner_file(path, tokens_column="tokens", tags_column="ner_tags", label_names=None):
     """The sentences of a NER file in any format of the module docstring: records (`read_ner_records`)
     for JSON lines, JSON, CSV or parquet and for a .tsv whose header names `tokens_column`, CoNLL text
-    (`read_conll_file`) for anything else.
+    (`read_conll_file`) for anything else. A file without a sentence raises a `UserInputError` naming it.
 
     Examples:
 
@@ -181,12 +182,12 @@ def read_ner_file(path, tokens_column="tokens", tags_column="ner_tags", label_na
     path = os.fspath(path)
     kind = dataset_files.record_format(path)
     if kind == "tsv" and os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
+        with open_text(path) as f:
             if tokens_column not in f.readline().rstrip("\r\n").split("\t"):
                 kind = None  # a CoNLL file named .tsv
     if kind is None:
-        return read_conll_file(path)
-    return read_ner_records(path, tokens_column, tags_column, label_names)
+        return dataset_files.require_examples(read_conll_file(path), path)
+    return dataset_files.require_examples(read_ner_records(path, tokens_column, tags_column, label_names), path)
 
 
 def read_ner_records(path, tokens_column="tokens", tags_column="ner_tags", label_names=None):
@@ -284,7 +285,7 @@ def read_label_file(path):
     if not os.path.isfile(path):
         raise UserInputError(f"{path}: no such file (--labels: a file with one label per line).")
     names, seen = [], {}
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         for number, raw in enumerate(f, start=1):
             label = raw.strip()
             if not label:
@@ -679,8 +680,9 @@ def evaluate_word_tags(sentences, predicted_tags):
 
 def write_predictions(path, sentences, predicted_tags):
     """Writes `token gold pred` lines (conlleval's input), a blank line after every sentence and a
-    `-DOCSTART- O O` line (and a blank line) where the source file had a -DOCSTART- line."""
-    with open(path, "w", encoding="utf-8") as f:
+    `-DOCSTART- O O` line (and a blank line) where the source file had a -DOCSTART- line. The file appears
+    under `path` only once complete (`file_io.atomic_open`)."""
+    with atomic_open(path) as f:
         for sentence, tags in zip(sentences, predicted_tags):
             if sentence.starts_document:
                 f.write(f"{DOCSTART} O O\n\n")

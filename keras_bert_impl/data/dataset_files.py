@@ -14,6 +14,7 @@ import os
 import tokenize
 
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import open_text
 
 RECORD_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
 
@@ -56,7 +57,7 @@ def read_records(path):
         return _read_parquet(path)
     if kind in ("csv", "tsv"):
         return _read_csv(path, "\t" if kind == "tsv" else ",")
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         text = f.read()
     if kind == "json":
         try:
@@ -96,7 +97,7 @@ def _json_records(path, value):
 
 
 def _read_csv(path, delimiter):
-    with open(path, encoding="utf-8", newline="") as f:
+    with open_text(path, newline="") as f:
         reader = csv.reader(f, delimiter=delimiter)
         header = next(reader, None)
         if not header:
@@ -119,6 +120,37 @@ def _read_parquet(path):
         raise UserInputError(f"{path}: reading parquet needs pyarrow (pip install pyarrow).") from None
     rows = pq.read_table(path).to_pylist()
     return [(f"{path}:[{i}]", row) for i, row in enumerate(rows)]
+
+
+def require_examples(examples, path):
+    """`examples` when there is at least one; else a `UserInputError` naming `path` and why it has none:
+    the file is empty, or (a CSV/TSV) holds only its header line, or holds no example.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("sentence\\tlabel\\n")
+    >>> try:
+    ...     require_examples([], path)
+    ... except UserInputError as error:
+    ...     print(os.path.basename(str(error)))
+    train.tsv: no examples (header only).
+    """
+    if examples:
+        return examples
+    if record_format(path) == "parquet":
+        raise UserInputError(f"{path}: no examples (no rows).")
+    with open_text(path) as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+    if not lines:
+        reason = "the file is empty"
+    elif len(lines) == 1 and record_format(path) in ("csv", "tsv"):
+        reason = "header only"
+    else:
+        reason = "no line of it is an example"
+    raise UserInputError(f"{path}: no examples ({reason}).")
 
 
 def field(record, name, where):

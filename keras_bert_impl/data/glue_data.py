@@ -27,8 +27,8 @@ wnli        train, dev, test          index, sentence1, sentence2, label  3     
 ==========  ========================  ==================================  =========  ===============================
 
 Every file but CoLA's train/dev has a header line. A line with the wrong number of columns, an STS-B
-score that is not a number, or a label outside the task's labels raises `GlueDataError` naming the file
-and line number.
+score that is not a number in [0, 5], or a label outside the task's labels raises `GlueDataError` naming
+the file and line number; a file without examples (empty, or its header only) raises one naming the file.
 
 The files of the datasets ecosystem (`read_glue_records`: JSON lines, JSON, CSV, parquet, and a TSV whose
 header names the columns) hold one example per record, with the column names of Hugging Face's `glue`
@@ -63,10 +63,13 @@ from typing import Optional, Union
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, read_records, text_field
+from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
 from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
+
+# STS-B's similarity scores lie in [0, 5]; a score outside them is a mistake in the file.
+STSB_MIN_SCORE, STSB_MAX_SCORE = 0.0, 5.0
 
 GLUE_TASKS = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli")
 
@@ -243,8 +246,9 @@ def read_glue_file(task_name, path, split):
         A list of `InputExample`.
 
     Raises:
-        GlueDataError: a line has the wrong number of columns, an STS-B score is not a number, or a
-            label is not one of the task's labels; the message names the file and line.
+        GlueDataError: a line has the wrong number of columns, an STS-B score is not a number in [0, 5],
+            or a label is not one of the task's labels; the message names the file and line. A file
+            without examples raises a UserInputError naming it.
     """
     task = canonical_task(task_name)
     labelled = not split.startswith("test")
@@ -275,6 +279,7 @@ def read_glue_file(task_name, path, split):
                     label = float(raw)
                 except ValueError:
                     raise GlueDataError(f"{where}: the {task} score {raw!r} is not a number.") from None
+                _check_score(task, label, raw, where)
             elif raw not in allowed:
                 raise GlueDataError(
                     f"{where}: unknown label {raw!r} for {task}; the allowed labels are {allowed}."
@@ -283,7 +288,7 @@ def read_glue_file(task_name, path, split):
                 label = raw
         text_b = None if layout.text_b is None else row[layout.text_b]
         examples.append(InputExample(f"{split}-{line_number}", row[layout.text_a], text_b, label))
-    return examples
+    return require_examples(examples, path)
 
 
 def read_glue_examples(task_name, data_dir, split):
@@ -348,7 +353,7 @@ def read_glue_records(task_name, path, split, text_column=None, text_pair_column
         if labelled and label is None:
             raise GlueDataError(f"{where}: label -1 (unlabelled) in the {split} data; expected a label of {task}.")
         examples.append(InputExample(f"{split}-{i}", text_a, text_b, label))
-    return examples
+    return require_examples(examples, path)
 
 
 def _tsv_records(path, columns):
@@ -383,7 +388,9 @@ def _record_label(task, value, where):
             score = float(value)
         except (TypeError, ValueError):
             raise GlueDataError(f"{where}: the {task} score {value!r} is not a number.") from None
-        return None if score == -1 else score
+        if score == -1:
+            return None
+        return _check_score(task, score, value, where)
     if isinstance(value, str) and value in allowed:
         return value
     names = DATASET_LABEL_NAMES[task]
@@ -401,6 +408,13 @@ def _record_label(task, value, where):
         raise GlueDataError(f"{where}: unknown label {value!r} for {task}; expected one of {allowed}, a datasets "
                             f"label id 0..{len(names) - 1} ({', '.join(names)}) or -1 (unlabelled).")
     return _from_dataset_name(task, names[index])
+
+
+def _check_score(task, score, raw, where):
+    """`score` when it is a finite similarity score in [0, 5] (STS-B's range); else a GlueDataError."""
+    if not STSB_MIN_SCORE <= score <= STSB_MAX_SCORE:  # also False for NaN
+        raise GlueDataError(f"{where}: the {task} score {raw!r} is outside {STSB_MIN_SCORE:g}..{STSB_MAX_SCORE:g}.")
+    return score
 
 
 def _from_dataset_name(task, name):

@@ -40,6 +40,9 @@ from typing import Callable, Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import open_text
+
 CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
 MASK_TOKEN = "[MASK]"
@@ -109,7 +112,7 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
     Args:
         input_files: Paths of text files, read in this order.
         tokenizer: Anything with `tokenize(text) -> list[str]` (e.g. `keras_bert_impl.tokenizers.bert_tokenizer.BertTokenizer`).
-        open_fn: `open_fn(path)` returning a text file object; defaults to `open(path, encoding="utf-8")`.
+        open_fn: `open_fn(path)` returning a text file object; defaults to `file_io.open_text(path)` (UTF-8).
             Pass `tf.io.gfile.GFile` to read from GCS and other TensorFlow file systems.
         stats: Optional dict whose `markup_lines_dropped` counts the WikiExtractor lines dropped.
 
@@ -137,7 +140,7 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
     if open_fn is None:
 
         def open_fn(path):
-            return open(path, "r", encoding="utf-8")
+            return open_text(path)
 
     for input_file in input_files:
         document: Document = []
@@ -579,13 +582,15 @@ def create_training_instances(
     Examples:
 
     >>> docs = [[["a", "b"], ["c", "d"]], [["x", "y"], ["z"]]]
-    >>> insts = list(create_training_instances(docs, ["a", "b", "c"], random.Random(12345), max_seq_length=8,
+    >>> insts = list(create_training_instances(docs, ["[MASK]", "a", "b", "c"], random.Random(12345), max_seq_length=8,
     ...                                        dupe_factor=2))
     >>> len(insts) > 0 and all(len(i.tokens) <= 8 for i in insts)
     True
     """
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length must be >= 5 ([CLS] a [SEP] b [SEP]), got {max_seq_length}")
+    if do_masking and MASK_TOKEN not in vocab_words:  # else every masked token would be written as [UNK]
+        raise UserInputError(f"the vocabulary has no {MASK_TOKEN} token; masked-LM data needs it.")
     if stats is None:
         stats = {}
     stats.setdefault("documents_read", 0)

@@ -50,6 +50,7 @@ import numpy as np
 from keras_bert_impl.data import dataset_files
 from keras_bert_impl.data.dataset_files import cell_value
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import open_text
 
 # The first unique_id of the original (features are numbered from here, in order).
 FIRST_UNIQUE_ID = 1000000000
@@ -206,7 +207,7 @@ def load_squad_dataset(path):
     if not os.path.isfile(source):
         raise SquadFormatError(f"{source}: no such file.")
     if dataset_files.record_format(source) in (None, "json"):
-        with open(source, encoding="utf-8") as f:
+        with open_text(source) as f:
             text = f.read()
         try:
             data = json.loads(text)
@@ -318,8 +319,12 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
         is_training: read the answers as training targets: the first answer of each answerable question
             (training files have one; dev files list several, as transformers' run_qa.py trains on the first;
             the original refuses more than one).
-        version_2_with_negative: read `is_impossible` (a missing `is_impossible` means False).
+        version_2_with_negative: read `is_impossible`, a JSON boolean (a missing `is_impossible` means False).
         source: the file name for error messages.
+
+    Raises:
+        SquadFormatError: naming the file and the question: a missing key, a value of the wrong type
+            (`is_impossible` that is not true/false), or, when not training, a question id read twice.
 
     Returns:
         (examples, stats) with stats a dict: `num_questions` (read from the file), `num_examples`
@@ -330,6 +335,7 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
     examples = []
     misaligned = []
     num_questions = 0
+    first_place = {}  # question id -> where it was first read
     for a, article in enumerate(articles):
         paragraphs = _get(article, "paragraphs", source, f"data[{a}]", list)
         for p, paragraph in enumerate(paragraphs):
@@ -339,10 +345,15 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
             for q, qa in enumerate(_get(paragraph, "qas", source, where_p, list)):
                 where_q = f"{where_p}.qas[{q}]"
                 qas_id = _get(qa, "id", source, where_q)
+                if not is_training and qas_id in first_place:
+                    raise SquadFormatError(f"{source}: {where_q}: question id {qas_id!r} repeats "
+                                           f"{first_place[qas_id]}; predictions are keyed by id, so ids must be "
+                                           "unique.")
+                first_place.setdefault(qas_id, where_q)
                 where_q = f"{where_q} (question id {qas_id!r})"
                 question_text = _get(qa, "question", source, where_q, str)
                 num_questions += 1
-                is_impossible = bool(qa.get("is_impossible", False)) if version_2_with_negative else False
+                is_impossible = _is_impossible(qa, source, where_q) if version_2_with_negative else False
                 start_position = end_position = None
                 orig_answer_text = ""
                 if is_training:
@@ -403,6 +414,16 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
         "misaligned_qids": misaligned,
     }
     return examples, stats
+
+
+def _is_impossible(qa, source, where):
+    """A question's `is_impossible`: a JSON boolean (False when absent); a SquadFormatError for anything
+    else, such as the string "false" (which `bool` would read as True)."""
+    value = qa.get("is_impossible", False)
+    if not isinstance(value, bool):
+        raise SquadFormatError(f"{source}: {where}.is_impossible is {value!r}; expected a JSON boolean, "
+                               "true or false.")
+    return value
 
 
 # ----------------------------------------------------------------------------------------- features

@@ -22,7 +22,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, read_records, text_field
+from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
 from keras_bert_impl.utils.errors import UserInputError
 
 NUM_CHOICES = 4
@@ -64,8 +64,8 @@ def read_swag_file(path, labelled=None):
         A list of `SwagExample`.
 
     Raises:
-        SwagDataError (a UserInputError): the file is missing, a required column is missing, or a label is
-            not an integer in [0, 3] (-1 in unlabelled data); naming file and line. Malformed files raise
+        SwagDataError (a UserInputError): the file is missing or holds no example, a required column is
+            missing, an ending is empty, or a label is not an integer in [0, 3]; naming file and line. Malformed files raise
             `dataset_files.read_records`' UserInputError.
 
     Examples:
@@ -81,9 +81,7 @@ def read_swag_file(path, labelled=None):
     """
     if not os.path.isfile(path):
         raise SwagDataError(f"{path}: no such file.")
-    records = read_records(path)
-    if not records:
-        return []
+    records = require_examples(read_records(path), path)
     first_where, first = records[0]
     if labelled is None:
         labelled = "label" in first
@@ -101,7 +99,7 @@ def read_swag_file(path, labelled=None):
                 swag_id=f"{video_id}-{where.rsplit(':', 1)[1]}" if video_id else f"{name}-{i}",
                 context=_text(record, "sent1", where),
                 start_ending=_text(record, "sent2", where),
-                endings=[_text(record, f"ending{c}", where) for c in range(NUM_CHOICES)],
+                endings=[_ending(record, c, where) for c in range(NUM_CHOICES)],
                 label=label,
             )
         )
@@ -110,6 +108,14 @@ def read_swag_file(path, labelled=None):
 
 def _text(record, column, where):
     return text_field(record, column, where, error=SwagDataError)
+
+
+def _ending(record, choice, where):
+    """The text of ending `choice`; a SwagDataError for an empty one (the model would score a bare context)."""
+    text = _text(record, f"ending{choice}", where)
+    if not text.strip():
+        raise SwagDataError(f"{where}: ending{choice} is empty; expected the text of choice {choice}.")
+    return text
 
 
 def _label(value, where):

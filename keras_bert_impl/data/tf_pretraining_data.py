@@ -42,6 +42,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_impl.data import pretraining_data as pd_lib
+from keras_bert_impl.utils.errors import UserInputError
 
 # ---------------------------------------------------------------------------------------------------
 # Writing
@@ -102,6 +103,7 @@ def write_instances_to_example_files(
     with_masks: bool = True,
     progress_fn: Optional[Callable[[int], None]] = None,
     progress_every: int = 10000,
+    source: str = "the corpus",
 ) -> int:
     """Writes instances to TFRecord files, round-robin over `output_files` (as the original), atomically.
 
@@ -120,9 +122,13 @@ def write_instances_to_example_files(
         progress_fn: Called with the number of instances written so far, every `progress_every` instances
             and once at the end.
         progress_every: Instances between two `progress_fn` calls.
+        source: what the instances come from, for the message when there are none.
 
     Returns:
         The number of instances written.
+
+    Raises:
+        UserInputError: `instances` is empty (naming `source`); no output file is left.
 
     Examples:
 
@@ -160,6 +166,9 @@ def write_instances_to_example_files(
         for writer in writers:
             writer.close()
         writers = []
+        if total_written == 0:
+            raise UserInputError(f"{source}: no training instances (no document has text); wrote nothing to "
+                                 f"{', '.join(output_files)}.")
         for tmp, final in zip(tmp_files, output_files):
             tf.io.gfile.rename(tmp, final, overwrite=True)
     except BaseException:
@@ -289,6 +298,31 @@ def _list_files(file_patterns) -> list:
     return files
 
 
+def check_record_shapes(files, expected):
+    """Refuses TFRecord files that hold no record, are not TFRecords, or whose first record's features
+    have other lengths than the flags: `expected` maps feature name -> (flag, length).
+
+    Raises:
+        UserInputError: naming the file(s), and for a length the feature and the flag.
+    """
+    for path in files:
+        try:
+            first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+            raise UserInputError(f"{path}: not a TFRecord file ({error.message.splitlines()[0]}).") from None
+        if first is None:
+            continue
+        features = tf.train.Example.FromString(first.numpy()).features.feature
+        for name, (flag, length) in expected.items():
+            if name in features:
+                found = len(features[name].int64_list.value)
+                if found != length:
+                    raise UserInputError(f"{path}: {name} has length {found}, but {flag}={length}; give the "
+                                         "value the file was written with.")
+        return
+    raise UserInputError(f"{', '.join(files)}: no records (0 pretraining instances); nothing to train on.")
+
+
 def _records(files, is_training, shuffle_buffer_size, cycle_length, seed, repeat):
     """Serialized records: as `run_pretraining.py`'s input_fn (shuffled files, interleave, shuffle) for training."""
     if is_training:
@@ -366,6 +400,8 @@ def pretraining_dataset(
     if repeat is None:
         repeat = is_training
     files = _list_files(file_patterns)
+    check_record_shapes(files, {"input_ids": ("--max_seq_length", max_seq_length),
+                                "masked_lm_positions": ("--max_predictions_per_seq", max_predictions_per_seq)})
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
     d = _records(files, is_training, shuffle_buffer_size, cycle_length, seed, repeat)
     # Batch the serialized records first: one vectorized parse per batch.

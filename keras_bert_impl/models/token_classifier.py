@@ -25,6 +25,7 @@ from keras_bert_impl.checkpoints.head_weights import CRF_TRANSITIONS_NAME, class
 from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.utils.errors import UserInputError
 
 # Label id of positions that are not predicted (as in Hugging Face / PyTorch's CrossEntropyLoss).
 IGNORE_LABEL_ID = -100
@@ -93,7 +94,12 @@ def _stored_config(path):
     if not os.path.isfile(config_file):
         return {}
     with open(config_file, encoding="utf-8") as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise UserInputError(
+                f"{config_file}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}"
+            ) from None
 
 
 def decode_tags(logits, label_mask, transitions=None, start_transitions=None, end_transitions=None):
@@ -282,13 +288,13 @@ class BertTokenClassifier(BertTask):
         if use_crf is None:
             use_crf = has_crf
         elif has_crf and not use_crf:
-            raise ValueError(
+            raise UserInputError(
                 f"{path}: the checkpoint has a CRF ({CRF_TRANSITIONS_NAME} / config.json use_crf); use_crf=False "
                 "would drop its transitions. Pass use_crf=None (the checkpoint's) or True."
             )
         if num_labels is None:
             if "classifier.weight" not in heads:
-                raise ValueError(f"{path}: no classifier weights in the checkpoint; pass num_labels.")
+                raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_labels.")
             num_labels = int(np.asarray(heads["classifier.weight"]).shape[0])
         model = cls(backbone, num_labels=num_labels, dropout=dropout, use_crf=use_crf)
         model.load_head_weights(heads, source=str(path))

@@ -22,6 +22,12 @@ What a training run leaves in `--output_dir` (printed at the end):
                                state.json (epoch, best dev metric and history per checkpoint)
     model/, eval_results.json, prediction files    (the task's)
 
+Divergence: a NaN or infinite train loss or metric (`training.divergence.DivergenceGuard`, first of the fit
+callbacks), a non-finite main dev metric (`BestCheckpoint`) or non-finite weights about to be saved as best
+or final stop the run with `TrainingDivergedError` naming the step or epoch (one line and exit status 1
+through `runners.cli.run_main`); the epoch's checkpoint, best.weights.h5 and model/ are not written from it,
+so the newest checkpoint and best.weights.h5 stay finite.
+
 Resuming: when `output_dir/checkpoints` holds a checkpoint, the same command restores the latest one
 (weights, optimizer state and step, the best epoch so far) and trains the remaining epochs; every epoch
 sees the batches an uninterrupted run would have seen (the shuffle is seeded with `--seed` + epoch), so
@@ -46,9 +52,9 @@ from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of t
     load_backbone,
     load_tokenizer,
 )
-from keras_bert_impl.training import distribute, resumable
+from keras_bert_impl.training import distribute, divergence, resumable
 from keras_bert_impl.training.optimization import create_optimizer
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.file_io import write_json
 
 TRAIN_LOG = "train_log.jsonl"
@@ -265,13 +271,25 @@ class BestCheckpoint(keras.callbacks.Callback):
         metrics = self.evaluate_fn(self.model)
         if self.metric not in metrics:
             raise KeyError(f"evaluate_fn returned {sorted(metrics)}, without the metric {self.metric!r}.")
-        self.history.append({"epoch": epoch + 1, **metrics})
-        write_json(os.path.join(self.output_dir, "dev_metrics_per_epoch.json"), self.history)
         numbers = {k: float(v) for k, v in sorted(metrics.items()) if isinstance(v, (int, float))}
         print(f"\nepoch {epoch + 1}: dev " + ", ".join(f"{k}={v:.4f}" for k, v in numbers.items()))
+        main_value = numbers.get(self.metric, math.nan)
+        if not math.isfinite(main_value):
+            # `nan > best` is False, so a NaN epoch would never be best, and the run would end with no best
+            # epoch at all: it is stopped here instead, before this epoch's checkpoint is written.
+            raise TrainingDivergedError(
+                f"epoch {epoch + 1}: dev {self.metric} is {metrics[self.metric]} (the model's dev predictions are "
+                "not finite, or all equal).")
+        # Another metric can be undefined where the main one is not (e.g. Pearson's r of a constant
+        # prediction): it is recorded as null, which strict JSON (and `write_json`) accepts.
+        finite = {k: v for k, v in numbers.items() if math.isfinite(v)}
+        self.history.append({"epoch": epoch + 1, **{k: (None if k in numbers and k not in finite else v)
+                                                    for k, v in metrics.items()}})
+        write_json(os.path.join(self.output_dir, "dev_metrics_per_epoch.json"), self.history)
         if logs is not None:
-            logs.update({f"dev_{k}": v for k, v in numbers.items()})
-        if metrics[self.metric] > self.best_value:
+            logs.update({f"dev_{k}": v for k, v in finite.items()})
+        if main_value > self.best_value:
+            divergence.check_finite_weights(self.model, f"epoch {epoch + 1}")
             self.best_value = metrics[self.metric]
             self.best_metrics = dict(metrics, epoch=epoch + 1)
             resumable.save_model_weights(self.model, self.path)
@@ -469,13 +487,18 @@ def fit_task(task, model, train, args):
             data = train.features
             fit_kwargs = {"y": train.labels, "batch_size": args.train_batch_size, "shuffle": True, **train.fit_kwargs}
         print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
-        callbacks = [EpochSeed(args.seed)] + ([] if best is None else [best]) + [
+        # The guard comes first: a non-finite loss stops the run before anything of that batch or epoch is
+        # logged or saved.
+        guard = divergence.DivergenceGuard(checkpoint_dir)
+        callbacks = [guard, EpochSeed(args.seed)] + ([] if best is None else [best]) + [
             resumable.MetricsLogger(log_path, initial_step, os.path.join(args.output_dir, TENSORBOARD_DIR, "train"),
                                     steps_path=steps_log_path, log_every_steps=getattr(args, "log_every_steps", 0)),
             EpochCheckpoint(checkpoint_dir, best, args.keep_checkpoint_max),
         ]
         model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=args.verbose,
                   **fit_kwargs)
+    # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
+    divergence.check_finite_weights(model, "the end of training")
     if best is None or best.best_metrics is None:
         return {}
     return task.best_results(best.best_metrics)

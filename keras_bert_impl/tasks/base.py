@@ -11,9 +11,9 @@ import dataclasses
 import json
 import os
 
-from keras_bert_impl.config import BertConfig
+from keras_bert_impl.config import BertConfig, find_config_file
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab_size
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
 
@@ -88,6 +88,26 @@ def load_tokenizer(args):
     if not directory or not os.path.isfile(os.path.join(directory, "vocab.txt")):
         raise UserInputError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
     return BertTokenizer.from_pretrained(directory, **kwargs)
+
+
+def model_config_file(args):
+    """The config file whose `vocab_size` the model of the flags gets: `--bert_config_file` (it replaces the
+    checkpoint's fields), else the `--init_checkpoint`'s config.json / bert_config.json; None without either."""
+    if getattr(args, "bert_config_file", None):
+        return args.bert_config_file
+    path = getattr(args, "init_checkpoint", None)
+    if not path:
+        return None
+    return find_config_file(path if os.path.isfile(path) else _checkpoint_directory(path))
+
+
+def check_tokenizer_fits_model(tokenizer, args):
+    """Refuses (`UserInputError`) a tokenizer with more ids than the `vocab_size` of the model the flags
+    load (`model_config_file`), before the model is built: out-of-table ids fail on TensorFlow and give
+    NaN losses on JAX."""
+    path = model_config_file(args)
+    if path is not None:
+        check_vocab_size(tokenizer, BertConfig.from_json_file(path).vocab_size, path)
 
 
 def config_overrides(args, **overrides):
@@ -182,7 +202,9 @@ class FinetuningTask:
             raise UserInputError("At least one of --do_train, --do_eval or --do_predict must be set.")
 
     def setup(self, tokenizer):
-        """Reads what the model and the evaluation need before training (labels, dev sets)."""
+        """Reads what the model and the evaluation need before training (labels, dev sets); checks that the
+        tokenizer's ids fit the model's vocab_size (`check_tokenizer_fits_model`)."""
+        check_tokenizer_fits_model(tokenizer, self.args)
         self.tokenizer = tokenizer
 
     @property

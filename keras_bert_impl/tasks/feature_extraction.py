@@ -20,8 +20,34 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
+from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.file_io import atomic_open
 
 _PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+def read_input_lines(path):
+    """The lines of the text file `path` (UTF-8, universal newlines, as the original's reader).
+
+    Raises:
+        UserInputError: no file at `path`, or a line that is not UTF-8, naming `path:line`.
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "input.txt")
+    >>> _ = open(path, "wb").write(b"Hello\\r\\nna\\xefve\\n")
+    >>> try:
+    ...     read_input_lines(path)
+    ... except UserInputError as error:
+    ...     print(str(error).replace(path, "input.txt"))
+    input.txt:2: not valid UTF-8 text (invalid continuation byte 0xef at byte 2 of the line).
+    """
+    if not file_io.isfile(path):
+        raise UserInputError(f"{path}: no such input file.")
+    with file_io.open_text(path) as f:
+        return f.readlines()
 
 
 def read_examples(lines):
@@ -78,7 +104,7 @@ def convert_example(tokenizer, text_a, text_b, max_seq_length):
 
 
 def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4), max_seq_length=128, batch_size=32):
-    """Yields one JSON-ready dict per input line, in the original's structure (module docstring).
+    """One JSON-ready dict per input line, in the original's structure (module docstring).
 
     Args:
         backbone: a `BertBackbone` built with `output_hidden_states=True`.
@@ -88,8 +114,12 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
         max_seq_length: window length (longer inputs are truncated as the original does).
         batch_size: lines per forward pass.
 
-    Yields:
-        `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": j, "values": [...]}]}]}`.
+    Returns:
+        An iterator of `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": j, "values":
+        [...]}]}]}`, one per line, computed as it is consumed.
+
+    Raises:
+        UserInputError: a layer index out of range (at the call, before anything is computed).
 
     Examples:
 
@@ -111,8 +141,16 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
     layer_indexes = [int(i) for i in layer_indexes]
     for index in layer_indexes:
         if not -num_layers <= index < num_layers:
-            raise ValueError(f"layer index {index} out of range for a model with {num_layers} encoder layers.")
-    examples = read_examples(lines)
+            raise UserInputError(
+                f"layer index {index} out of range for a model with {num_layers} encoder layers "
+                f"(expected {-num_layers}..{num_layers - 1})."
+            )
+    # The checks above run at the call, before any output is opened; the records come lazily.
+    return _feature_records(backbone, tokenizer, read_examples(lines), layer_indexes, max_seq_length, batch_size)
+
+
+def _feature_records(backbone, tokenizer, examples, layer_indexes, max_seq_length, batch_size):
+    """The records of `extract_features`, one batch of `examples` per forward pass."""
     for start in range(0, len(examples), batch_size):
         batch = [convert_example(tokenizer, a, b, max_seq_length) + (uid,)
                  for uid, a, b in examples[start : start + batch_size]]
@@ -136,10 +174,30 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
 
 
 def write_features(output_file, records):
-    """Writes the records as the original does: `json.dumps(record) + "\\n"` per line. Returns the count."""
+    """Writes the records as the original does: `json.dumps(record) + "\\n"` per line. Returns the count.
+
+    The lines go to a temporary file renamed to `output_file` once all are written and flushed
+    (`file_io.atomic_open`): an error while computing the records, a full disk or a kill leaves no
+    `output_file` at all, never a truncated one.
+
+    Raises:
+        UserInputError: the file cannot be written (a full disk, no permission), naming it.
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "features.jsonl")
+    >>> write_features(path, iter([{"linex_index": 0, "features": []}]))
+    1
+    >>> open(path).read()
+    '{"linex_index": 0, "features": []}\\n'
+    """
     count = 0
-    with open(output_file, "w", encoding="utf-8") as writer:
-        for record in records:
-            writer.write(json.dumps(record) + "\n")
-            count += 1
+    try:
+        with atomic_open(output_file, "w") as writer:
+            for record in records:
+                writer.write(json.dumps(record) + "\n")
+                count += 1
+    except OSError as error:
+        raise UserInputError(f"{output_file}: cannot write the features: {error.strerror or error}.") from None
     return count

@@ -201,6 +201,11 @@ def _orig_text_char_to_context(example, orig_doc_start, orig_doc_end, position):
     return example.doc_token_char_starts[orig_doc_end] + len(last)
 
 
+# The null odds of a question whose context is empty: the original's initial `score_null`, "large and
+# positive", so the null answer wins at any threshold.
+_NO_CONTEXT_NULL_ODDS = 1000000.0
+
+
 def compute_predictions(
     examples,
     features,
@@ -224,7 +229,8 @@ def compute_predictions(
         null_score_diff_threshold: v2.0: answer "" when score_null - best_non_null > this.
 
     Returns:
-        `SquadPredictions`.
+        `SquadPredictions`. A question without features (an empty context) is answered "" (the null
+        answer), with a one-entry n-best list of "".
     """
     example_index_to_features = collections.defaultdict(list)
     for feature in features:
@@ -237,6 +243,14 @@ def compute_predictions(
     answer_char_spans = {}
     for example_index, example in enumerate(examples):
         example_features = example_index_to_features[example_index]
+        if not example_features:  # an empty context has no window: nothing can be answered
+            all_predictions[example.qas_id] = ""
+            all_nbest[example.qas_id] = [{"text": "", "probability": 1.0, "start_logit": 0.0, "end_logit": 0.0,
+                                          "start_char": None, "end_char": None}]
+            if version_2_with_negative:
+                null_odds[example.qas_id] = _NO_CONTEXT_NULL_ODDS
+            answer_char_spans[example.qas_id] = None
+            continue
         prelim_predictions = []
         score_null = 1000000  # large and positive, as the original
         min_null_feature_index = 0

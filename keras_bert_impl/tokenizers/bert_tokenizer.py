@@ -23,9 +23,11 @@ import operator
 import os
 import re
 import unicodedata
+import warnings
 
 import numpy as np
 
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open
 
 MAX_INPUT_CHARS_PER_WORD = 200
@@ -166,8 +168,23 @@ def basic_tokenize(text, do_lower_case=True):
 def load_vocab(vocab_file):
     """Reads a vocab.txt (one token a line, ids by line number) into an ordered list of tokens.
 
-    Like the original, each line is stripped of surrounding whitespace. Raises `ValueError` for a
-    missing or empty file and for bytes that are not UTF-8 (naming the file and the line).
+    Like the original, each line is stripped of surrounding whitespace, and a blank line is the token ""
+    at its id (kept with a warning naming the file and line: it shifts no id, but no text maps to it).
+    Raises `ValueError` for a missing or empty file, and `UserInputError` (a ValueError) naming the file
+    and line for bytes that are not UTF-8 and for a token that repeats an earlier line (the original
+    would silently map it to its last id, leaving the earlier id unused).
+
+    Examples:
+
+    >>> import tempfile
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nrun\\n##ning\\nrun\\n")
+    >>> try:
+    ...     load_vocab(vocab_file)
+    ... except ValueError as error:
+    ...     print(os.path.basename(str(error)))
+    vocab.txt:7: the token 'run' repeats line 5; expected each token once (its line number is its id).
     """
     if not isinstance(vocab_file, (str, os.PathLike)):
         raise TypeError(f"vocab_file must be a path (str or os.PathLike), got {type(vocab_file).__name__}.")
@@ -181,15 +198,26 @@ def load_vocab(vocab_file):
         lines.pop()
     if not lines or not any(line.strip() for line in lines):
         raise ValueError(f"Vocabulary file {vocab_file!r} is empty.")
-    tokens = []
+    tokens, first_line, blank_lines = [], {}, []
     for number, line in enumerate(lines, start=1):
         try:
-            tokens.append(line.decode("utf-8").strip())
+            token = line.decode("utf-8").strip()
         except UnicodeDecodeError as e:
-            raise ValueError(
-                f"Vocabulary file {vocab_file!r}, line {number}: bytes {line[e.start:e.end]!r} are not "
-                f"valid UTF-8 ({e.reason})."
+            raise UserInputError(
+                f"{vocab_file}:{number}: the bytes {line[e.start:e.end]!r} of line {number} are not valid UTF-8 "
+                f"({e.reason})."
             ) from None
+        if not token:
+            blank_lines.append(number)
+        elif token in first_line:
+            raise UserInputError(f"{vocab_file}:{number}: the token {token!r} repeats line {first_line[token]}; "
+                                 "expected each token once (its line number is its id).")
+        first_line.setdefault(token, number)
+        tokens.append(token)
+    if blank_lines:
+        warnings.warn(f"{vocab_file}:{blank_lines[0]}: blank line ({len(blank_lines)} in all); kept as the token "
+                      "'' so that the ids of the lines below stay their line numbers, as the original "
+                      "load_vocab does, but no text maps to it.", stacklevel=2)
     return tokens
 
 
@@ -245,7 +273,7 @@ class BertTokenizer:
         tokens = load_vocab(vocab_file)
         vocab = {}
         for index, token in enumerate(tokens):
-            vocab[token] = index  # The original keeps the last id of a duplicated token.
+            vocab[token] = index  # Only blank lines ("") repeat (load_vocab refuses other repeats): the last id.
         missing = [t for t in _REQUIRED_TOKENS if t not in vocab]
         if missing:
             raise ValueError(f"Vocabulary file {os.fspath(vocab_file)!r} lacks the required token(s) {missing}.")
@@ -542,6 +570,41 @@ class BertTokenizer:
         if return_offsets:
             out["offsets"] = offsets
         return out
+
+
+def check_vocab_size(tokenizer, vocab_size, where):
+    """Refuses a tokenizer whose ids do not all fit the model's embedding table of `vocab_size` rows.
+
+    An id >= `vocab_size` is out of the table: TensorFlow fails in the gather, JAX silently reads
+    garbage (NaN losses). A vocabulary smaller than the table is accepted (the original's checkpoints pad
+    their tables, e.g. multilingual models).
+
+    Args:
+        tokenizer: a `BertTokenizer` (or anything with `vocab_size` and `vocab_file`).
+        vocab_size: the model's `vocab_size` (rows of its token embedding table).
+        where: what holds the model's `vocab_size`, for the message (a config file or a flag).
+
+    Raises:
+        UserInputError: naming the vocabulary file, its size, `where` and its `vocab_size`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with open(vocab_file, "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"]))
+    >>> check_vocab_size(BertTokenizer(vocab_file), 6, "config.json")
+    >>> try:
+    ...     check_vocab_size(BertTokenizer(vocab_file), 5, "config.json")
+    ... except ValueError as error:
+    ...     print(os.path.basename(str(error)))
+    vocab.txt: 6 tokens (ids 0..5), but config.json has vocab_size 5; the vocabulary must be the model's (at most vocab_size tokens).
+    """
+    size = int(tokenizer.vocab_size)
+    if size > int(vocab_size):
+        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', 'the vocabulary')}: {size} tokens (ids 0..{size - 1}), "
+                             f"but {where} has vocab_size {int(vocab_size)}; the vocabulary must be the model's "
+                             "(at most vocab_size tokens).")
 
 
 def truncated_pair_lengths(len_a, len_b, budget):

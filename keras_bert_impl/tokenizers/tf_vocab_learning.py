@@ -17,6 +17,8 @@ import os
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from keras_bert_impl.tokenizers.bert_tokenizer import basic_tokenize
+from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import atomic_open
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -30,10 +32,10 @@ def expand_input_files(input_files):
             continue
         matches = sorted(glob.glob(pattern))
         if not matches:
-            raise ValueError(f"No input file matches {pattern!r}.")
+            raise UserInputError(f"No input file matches {pattern!r}.")
         files.extend(matches)
     if not files:
-        raise ValueError("No input files given.")
+        raise UserInputError("No input files given.")
     return files
 
 
@@ -114,7 +116,7 @@ def learn_vocab_from_counts(
     reserved = list(reserved_tokens)
     word_counts = [(w, c) for w, c in dict(word_counts).items() if w]
     if not word_counts:
-        raise ValueError("No words to learn a vocabulary from (the input files are empty?).")
+        raise UserInputError("No words to learn a vocabulary from (the input files are empty?).")
     words = learner.get_input_words(word_counts, reserved, max_token_length)
     allowed = learner.get_allowed_chars(words, max_unique_chars)
     words = learner.filter_input_words(words, allowed, max_input_tokens)
@@ -122,7 +124,7 @@ def learn_vocab_from_counts(
     base = reserved + [c for c in chars if c not in reserved]
     base += [t for t in ("##" + c for c in chars) if t not in set(base)]
     if len(base) > vocab_size:
-        raise ValueError(
+        raise UserInputError(
             f"vocab_size={vocab_size} is smaller than the {len(reserved)} reserved tokens plus the "
             f"{2 * len(chars)} single characters (alone and as ##continuations) of the corpus; raise "
             "vocab_size or lower max_unique_chars."
@@ -204,9 +206,17 @@ def learn_vocab(
 
 
 def write_vocab(vocab, output_file):
-    """Writes one token a line (UTF-8), the format `BertTokenizer` reads."""
-    directory = os.path.dirname(os.path.abspath(output_file))
-    os.makedirs(directory, exist_ok=True)
-    with open(output_file, "w", encoding="utf-8", newline="\n") as f:
-        for token in vocab:
-            f.write(token + "\n")
+    """Writes one token a line (UTF-8), the format `BertTokenizer` reads.
+
+    The file is written under a temporary name and renamed once complete (`file_io.atomic_open`): a
+    full disk or a kill leaves no `output_file`, never a vocabulary cut short.
+
+    Raises:
+        UserInputError: the file cannot be written (a full disk, no permission), naming it.
+    """
+    try:
+        with atomic_open(output_file, "w") as f:
+            for token in vocab:
+                f.write(token + "\n")
+    except OSError as error:
+        raise UserInputError(f"{output_file}: cannot write the vocabulary: {error.strerror or error}.") from None

@@ -6,16 +6,26 @@ after an interruption, restored the latest one and trained on to the same `num_t
 module does the same on every Keras backend:
 
 * `CheckpointCallback` writes `ckpt-<step>.weights.h5` (model weights + optimizer state, including
-  `optimizer.iterations`, which is the step) every `save_every_steps` optimizer steps. The file is
-  written under a temporary name and renamed with `os.replace`, so a process killed mid-write (even
-  with SIGKILL) leaves at most a `.tmp-*` file that is never taken for a checkpoint.
-* `restore_latest_checkpoint` loads the newest complete checkpoint (falling back to older ones if
-  it cannot be read) and returns its step.
+  `optimizer.iterations`, which is the step, + every random state training consumes: the dropout
+  layers' `SeedGenerator` states, Keras' global seed generator and, on torch, torch's generators, which
+  its unseeded dropout draws from) every `save_every_steps` optimizer steps, with its sha256 in
+  `ckpt-<step>.weights.h5.sha256` (`sha256sum -c` format). The file is built in memory, then written
+  under a temporary name and renamed with `os.replace`, so a process killed mid-write (even with
+  SIGKILL) leaves at most a `.tmp-*` file that is never taken for a checkpoint, and a full disk raises
+  an `OSError` naming the file before h5py ever sees a failing file (h5py segfaults on one).
+  A model with a non-finite variable is refused (`TrainingDivergedError`), so a diverged state is
+  never the newest checkpoint.
+* `restore_latest_checkpoint` loads the newest checkpoint whose sha256 matches and that reads
+  (falling back to older ones, with a warning naming the skipped file), restores the random states,
+  and returns its step.
 * `run_training` ties these to `model.fit`: it restores, then fits the remaining steps, so the
   total number of optimizer steps equals `num_train_steps` however often the run is interrupted.
-  As in the Estimator, the input pipeline is NOT fast-forwarded on resume: it is simply rebuilt
-  (pass a `dataset_fn(initial_step)` to vary its shuffle seed with the step, as `recipes/pretrain.py`
-  does, so a resumed run does not replay the same batch order).
+  A `tf.data.Dataset` input is fast-forwarded past the `initial_step` batches the restored steps
+  consumed (`dataset.skip`), so with a seeded dataset, a seeded model (`keras.utils.set_random_seed`)
+  and the random states of the checkpoint, a run interrupted any number of times ends bitwise
+  identical to an uninterrupted one. A callable `dataset_fn(initial_step)` is called instead and
+  positions the input itself (the Estimator's way: rebuild, e.g. with a shuffle seed offset by the
+  step, which costs no reading but is not the uninterrupted run's order).
 * `MetricsLogger` appends each loop's averaged metrics with the global step to a JSON-lines file and
   to TensorBoard scalars (tf.summary, readable by `tensorboard --logdir output_dir/logs`).
 
@@ -34,6 +44,9 @@ resumed run would overwrite the first run's. The scalars here are written with t
 --logdir output_dir/logs` shows them as usual.
 """
 
+import errno
+import hashlib
+import io
 import json
 import math
 import os
@@ -42,12 +55,16 @@ import time
 import warnings
 
 import keras
+import numpy as np
 
 from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 
 CHECKPOINT_SUBDIR = "checkpoints"
 _CHECKPOINT_RE = re.compile(r"^ckpt-(\d+)\.weights\.h5$")
 _TEMP_PREFIX = ".tmp-"
+_CHECKSUM_SUFFIX = ".sha256"
+_RANDOM_STATE_GROUP = "random_state"
 
 
 def checkpoint_path(directory, step):
@@ -92,11 +109,12 @@ def list_checkpoints(directory):
 
 
 def save_checkpoint(model, directory, keep_checkpoint_max=5):
-    """Atomically writes the model's weights and optimizer state; returns `(step, path)`.
+    """Atomically writes the model's weights, optimizer state and random states; returns `(step, path)`.
 
-    The step is `model.optimizer.iterations`. The file is written as `.tmp-ckpt-*.weights.h5`, flushed
-    to disk, then renamed to `ckpt-<step>.weights.h5`; older checkpoints beyond `keep_checkpoint_max`
-    are deleted afterwards.
+    The step is `model.optimizer.iterations`. The `.weights.h5` file (Keras' layout, plus a
+    `random_state` group: see `random_states`) is built in memory, its sha256 is written to
+    `<path>.sha256`, then the file is written as `.tmp-*`, flushed to disk and renamed to
+    `ckpt-<step>.weights.h5`; older checkpoints beyond `keep_checkpoint_max` are deleted afterwards.
 
     Args:
         model: A compiled Keras model whose optimizer is built.
@@ -106,36 +124,93 @@ def save_checkpoint(model, directory, keep_checkpoint_max=5):
     Returns:
         `(step, path)` of the new checkpoint.
 
+    Raises:
+        TrainingDivergedError: A variable of the model or optimizer is not finite (nothing is written).
+        OSError: The disk is full (or read-only); the message names the file, the newest checkpoint
+            stays the previous one.
+
     Examples:
 
     >>> import tempfile
-    >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile(optimizer="sgd", loss="mse")
     >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=2, verbose=0)  # 2 optimizer steps
-    >>> step, path = save_checkpoint(model, tempfile.mkdtemp())
-    >>> step, os.path.basename(path)
-    (2, 'ckpt-00000002.weights.h5')
+    >>> directory = tempfile.mkdtemp()
+    >>> step, path = save_checkpoint(model, directory)
+    >>> step, os.path.basename(path), sorted(os.listdir(directory))
+    (2, 'ckpt-00000002.weights.h5', ['ckpt-00000002.weights.h5', 'ckpt-00000002.weights.h5.sha256'])
     """
     os.makedirs(directory, exist_ok=True)
     step = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     final = checkpoint_path(directory, step)
-    with file_io.atomic_path(final) as tmp:
-        model.save_weights(tmp + ".weights.h5")  # Keras insists on the suffix
-        os.replace(tmp + ".weights.h5", tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
+    bad = _first_non_finite(list(model.variables) + list(model.optimizer.variables))
+    if bad is not None:
+        newest = list_checkpoints(directory)
+        newest = f"the newest checkpoint is {newest[-1][1]}" if newest else "there is no checkpoint yet"
+        raise TrainingDivergedError(f"step {step}: variable {bad} is not finite; not saving {final} ({newest}).")
+    data = _weights_h5_bytes(model, include_optimizer=True, random_state=random_states(model))
+    checksum_path = final + _CHECKSUM_SUFFIX
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        # The checksum first: a checkpoint under its final name always has one.
+        _write_file(checksum_path, f"{digest}  {os.path.basename(final)}\n".encode())
+        _write_file(final, data)
+    except OSError:
+        if not os.path.exists(final) and os.path.exists(checksum_path):
+            os.remove(checksum_path)
+        raise
     if keep_checkpoint_max:
         for _, old in list_checkpoints(directory)[:-keep_checkpoint_max]:
             os.remove(old)
+            if os.path.exists(old + _CHECKSUM_SUFFIX):
+                os.remove(old + _CHECKSUM_SUFFIX)
     return step, final
 
 
-def restore_latest_checkpoint(model, directory):
-    """Loads the newest readable checkpoint of `directory` into `model` (weights + optimizer state).
+def verify_checkpoint(path):
+    """Why the checkpoint `path` cannot be trusted (a one-line reason), or `None` if its sha256 matches.
 
-    Leftover temporary files of an interrupted write are deleted. If the newest checkpoint cannot be
-    read, older ones are tried (with a warning).
+    The expected digest is the first field of `<path>.sha256`. A checkpoint without that file (written
+    before checksums existed) is not refused: `None` is returned and a warning names it.
+
+    Examples:
+
+    >>> import tempfile
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> model.optimizer.build(model.trainable_variables)
+    >>> _, path = save_checkpoint(model, tempfile.mkdtemp())
+    >>> verify_checkpoint(path) is None
+    True
+    >>> with open(path, "r+b") as f:
+    ...     _ = f.seek(-8, os.SEEK_END)
+    ...     _ = f.write(b"garbage!")
+    >>> verify_checkpoint(path)
+    'its sha256 does not match ckpt-00000000.weights.h5.sha256 (the file changed after it was written)'
+    """
+    checksum_path = path + _CHECKSUM_SUFFIX
+    if not os.path.exists(checksum_path):
+        warnings.warn(f"{path} has no {os.path.basename(checksum_path)}; loading it unverified.", stacklevel=2)
+        return None
+    with open(checksum_path, encoding="utf-8", errors="replace") as f:
+        fields = f.read().split()
+    if not fields:
+        return f"{os.path.basename(checksum_path)} is empty"
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != fields[0].lower():
+        return f"its sha256 does not match {os.path.basename(checksum_path)} (the file changed after it was written)"
+    return None
+
+
+def restore_latest_checkpoint(model, directory):
+    """Loads the newest verified checkpoint of `directory` into `model` (weights, optimizer, random states).
+
+    Leftover temporary files of an interrupted write are deleted. A checkpoint whose sha256 does not
+    match its `.sha256` file, or that cannot be read, is skipped with one warning naming it, and the
+    previous one is tried.
 
     Args:
         model: The compiled model the checkpoints were written from (same architecture and optimizer).
@@ -144,10 +219,13 @@ def restore_latest_checkpoint(model, directory):
     Returns:
         The restored step (`model.optimizer.iterations`), 0 when there is no checkpoint.
 
+    Raises:
+        UserInputError: There are checkpoints but none verifies and reads (the message names the
+            directory and each file's reason).
+
     Examples:
 
     >>> import tempfile
-    >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile(optimizer="sgd", loss="mse")
     >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=2, verbose=0)  # 2 optimizer steps
@@ -170,17 +248,25 @@ def restore_latest_checkpoint(model, directory):
         model.optimizer.build(model.trainable_variables)
     errors = []
     for step, path in reversed(checkpoints):
-        try:
-            model.load_weights(path)
-        except Exception as error:  # a truncated or corrupt file: fall back to the previous one
-            errors.append(f"{path}: {error}")
-            warnings.warn(f"Could not read checkpoint {path} ({error}); trying an older one.", stacklevel=2)
+        reason = verify_checkpoint(path)
+        if reason is None:
+            try:
+                model.load_weights(path)
+                _restore_random_states(model, path)
+            except Exception as error:  # noqa: BLE001  (a truncated or unreadable file: the previous one)
+                reason = f"cannot be read ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        if reason is not None:
+            errors.append(f"{os.path.basename(path)}: {reason}")
+            warnings.warn(f"Skipping checkpoint {path}: {reason}; trying the previous one.", stacklevel=2)
             continue
         restored = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
         if restored != step:
             raise ValueError(f"{path} holds optimizer.iterations={restored}, not the step {step} of its name.")
         return step
-    raise OSError("No checkpoint could be read:\n" + "\n".join(errors))
+    raise UserInputError(
+        f"{directory}: none of its {len(checkpoints)} checkpoints can be trusted ({'; '.join(errors)}); "
+        "remove them to start over."
+    )
 
 
 def save_model_weights(model, path):
@@ -189,17 +275,21 @@ def save_model_weights(model, path):
     `model.save_weights` on a compiled model also stores the optimizer's variables (AdamW's two moments
     triple the file); this writes the layers' weights only, which is what a best-epoch or final
     checkpoint needs. `load_model_weights` (or `model.load_weights`, which then warns that it skips the
-    optimizer) reads it back.
+    optimizer) reads it back. The file is built in memory and then written, so a full disk raises an
+    `OSError` naming `path` (never reaching h5py, which segfaults on a failing file).
 
     Args:
         model: A built Keras model, compiled or not.
-        path: The file to write (any name; the temporary file gets Keras' `.weights.h5` suffix).
+        path: The file to write (any name).
+
+    Raises:
+        TrainingDivergedError: A weight is not finite (nothing is written).
+        OSError: The disk is full (or read-only); the message names `path`.
 
     Examples:
 
     >>> import tempfile
     >>> import h5py
-    >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile(optimizer="adam", loss="mse")
     >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), verbose=0)
@@ -210,18 +300,145 @@ def save_model_weights(model, path):
     (False, True)
     >>> load_model_weights(model, path)
     """
-    from keras.src.saving import saving_lib  # Keras 3.15's writer, which can leave objects out
-
-    skipped = [model.optimizer] if getattr(model, "optimizer", None) is not None else None
-    with file_io.atomic_path(path) as tmp:
-        saving_lib.save_weights_only(model, tmp + ".weights.h5", objects_to_skip=skipped)
-        os.replace(tmp + ".weights.h5", tmp)
+    bad = _first_non_finite(model.variables)
+    if bad is not None:
+        raise TrainingDivergedError(f"variable {bad} is not finite; not saving {path}.")
+    _write_file(path, _weights_h5_bytes(model, include_optimizer=False))
 
 
 def load_model_weights(model, path):
     """Loads a `save_model_weights` file into `model`, leaving its optimizer's state as it is."""
     skipped = [model.optimizer] if getattr(model, "optimizer", None) is not None else None
     model.load_weights(path, objects_to_skip=skipped)
+
+
+# ---------------------------------------------------------------------------------- random states
+def _seed_generators(model):
+    """The `keras.random.SeedGenerator`s of `model`'s layers (dropout's), in a fixed order."""
+    generators, seen = [], set()
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        for generator in getattr(layer, "_seed_generators", []):
+            if id(generator) not in seen:
+                seen.add(id(generator))
+                generators.append(generator)
+    return generators
+
+
+def random_states(model):
+    """Every random state `fit` consumes, as `{name: numpy array}`.
+
+    `seed_generator/<i>`: the state (seed, counter) of each `SeedGenerator` of the model's layers (the
+    dropout masks on TensorFlow and JAX; `model.save_weights` leaves them out); `global_seed_generator`:
+    Keras' global one (`keras.random.*` with `seed=None`); on torch, `torch_cpu` and `torch_cuda/<i>`:
+    torch's generators, which Keras' unseeded torch dropout draws from. The input position is the step
+    (see `run_training`).
+
+    Examples:
+
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dropout(0.1), keras.layers.Dense(1)])
+    >>> sorted(name for name in random_states(model) if name.startswith("seed_generator"))
+    ['seed_generator/0']
+    """
+    from keras.src.backend.common import global_state
+
+    states = {}
+    for i, generator in enumerate(_seed_generators(model)):
+        states[f"seed_generator/{i}"] = np.asarray(keras.ops.convert_to_numpy(generator.state.value))
+    global_generator = global_state.get_global_attribute("global_seed_generator")
+    if global_generator is not None:
+        states["global_seed_generator"] = np.asarray(keras.ops.convert_to_numpy(global_generator.state.value))
+    if keras.backend.backend() == "torch":
+        import torch
+
+        states["torch_cpu"] = torch.get_rng_state().numpy()
+        if torch.cuda.is_available():
+            for i, state in enumerate(torch.cuda.get_rng_state_all()):
+                states[f"torch_cuda/{i}"] = state.cpu().numpy()
+    return states
+
+
+def _set_random_states(model, states):
+    """Sets the random states `random_states(model)` returned (missing names are left as they are)."""
+    from keras.src.random import seed_generator
+
+    generators = _seed_generators(model)
+    saved = sorted(name for name in states if name.startswith("seed_generator/"))
+    if saved and len(saved) != len(generators):
+        raise ValueError(f"the checkpoint holds {len(saved)} seed generator states; the model has {len(generators)}.")
+    for i, generator in enumerate(generators):
+        if f"seed_generator/{i}" in states:
+            generator.state.assign(states[f"seed_generator/{i}"].astype(generator.state.dtype))
+    if "global_seed_generator" in states:
+        generator = seed_generator.global_seed_generator()
+        generator.state.assign(states["global_seed_generator"].astype(generator.state.dtype))
+    if keras.backend.backend() == "torch":
+        import torch
+
+        if "torch_cpu" in states:
+            torch.set_rng_state(torch.from_numpy(states["torch_cpu"].copy()))
+        cuda = sorted(name for name in states if name.startswith("torch_cuda/"))
+        if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all([torch.from_numpy(states[f"torch_cuda/{i}"].copy()) for i in range(len(cuda))])
+
+
+def _restore_random_states(model, path):
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if _RANDOM_STATE_GROUP not in f:
+            return
+        states = {}
+        f[_RANDOM_STATE_GROUP].visititems(
+            lambda name, item: states.__setitem__(name, np.asarray(item)) if isinstance(item, h5py.Dataset) else None
+        )
+    _set_random_states(model, states)
+
+
+# ----------------------------------------------------------------------------------- file writing
+def _first_non_finite(variables):
+    """The path of the first floating-point variable holding a NaN or infinity, or `None`."""
+    for variable in variables:
+        if "float" not in str(variable.dtype):
+            continue
+        value = np.asarray(keras.ops.convert_to_numpy(variable.value), dtype=np.float32)
+        if not np.isfinite(value).all():
+            return variable.path
+    return None
+
+
+def _weights_h5_bytes(model, include_optimizer, random_state=None):
+    """The bytes of the `.weights.h5` file `model.save_weights` writes (without the optimizer's variables
+    unless `include_optimizer`), plus a `random_state` group holding `random_state` (a dict of arrays)."""
+    from keras.src.saving import saving_lib  # Keras 3.15's writer, which can write into memory
+
+    buffer = io.BytesIO()
+    store = saving_lib.H5IOStore(buffer, mode="w")
+    skipped = set()
+    if not include_optimizer and getattr(model, "optimizer", None) is not None:
+        skipped.add(id(model.optimizer))
+    saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="", visited_saveables=skipped)
+    for name, value in (random_state or {}).items():
+        store.h5_file.create_dataset(f"{_RANDOM_STATE_GROUP}/{name}", data=value)
+    store.close()
+    return buffer.getvalue()
+
+
+def _write_file(path, data):
+    """Writes `data` (bytes) to `path` atomically (see `file_io.atomic_path`), flushed to disk.
+
+    An `OSError` (full or read-only disk) is raised again naming `path`; no partial file is left.
+    """
+    try:
+        with file_io.atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        if error.errno == errno.ENOSPC:
+            reason = "no space left on device"
+        raise OSError(error.errno, f"{reason} while writing {path}") from error
 
 
 def truncate_metrics_log(path, max_step):
@@ -468,12 +685,15 @@ def run_training(
     Args:
         model: A compiled model (`model.compile(optimizer=...)`); its `steps_per_execution` should be
             `steps_per_execution`.
-        dataset: An endlessly repeating `tf.data.Dataset` (or any `fit` input) of `(x, y)`, or a
-            callable `dataset_fn(initial_step)` returning one, called after the restore.
+        dataset: An endlessly repeating `tf.data.Dataset` of `(x, y)` batches, fast-forwarded past the
+            `initial_step` batches already trained on (for an exact resume, seed its shuffles), or a
+            callable `dataset_fn(initial_step)` returning one (not fast-forwarded), called after the
+            restore.
         num_train_steps: Total optimizer steps of the run.
         output_dir: Run directory.
         save_checkpoints_steps: Optimizer steps between checkpoints.
-        iterations_per_loop: Steps per `fit` epoch; default `min(save_checkpoints_steps, num_train_steps)`.
+        iterations_per_loop: Steps per `fit` epoch (at most `num_train_steps`); default
+            `save_checkpoints_steps`. The progress bar shows loop `global_step // iterations_per_loop + 1`.
         keep_checkpoint_max: Newest checkpoints kept.
         steps_per_execution: The model's `steps_per_execution`; `num_train_steps`,
             `save_checkpoints_steps` and `iterations_per_loop` must be multiples of it, so that the
@@ -501,7 +721,8 @@ def run_training(
     >>> run_training(model, dataset, 6, out, save_checkpoints_steps=3, verbose=0)["history"]  # nothing left to train
     {}
     """
-    iterations_per_loop = int(iterations_per_loop or min(save_checkpoints_steps, num_train_steps))
+    # A loop longer than the run would show a progress bar target (e.g. 1000) the run never reaches.
+    iterations_per_loop = min(int(iterations_per_loop or save_checkpoints_steps), num_train_steps)
     for name, value in (
         ("num_train_steps", num_train_steps),
         ("save_checkpoints_steps", save_checkpoints_steps),
@@ -517,10 +738,17 @@ def run_training(
     if initial_step < num_train_steps:
         if callable(dataset):
             dataset = dataset(initial_step)
+        elif initial_step and hasattr(dataset, "skip"):
+            # The restored steps consumed the first initial_step batches: continue where they stopped.
+            dataset = dataset.skip(initial_step)
         # If initial_step is not a multiple of the loop (e.g. the flags changed), the loops are just
         # shifted; StopAtStep still ends the run at exactly num_train_steps.
         initial_epoch = initial_step // iterations_per_loop
         epochs = math.ceil(num_train_steps / iterations_per_loop)
+        if initial_step and verbose != 0:
+            # fit's progress bar counts loops ("Epoch k/epochs") and the steps inside the current loop.
+            print(f"Resuming at step {initial_step} of {num_train_steps} (loop {initial_epoch + 1}/{epochs}, "
+                  f"{iterations_per_loop} steps per loop).", flush=True)
         own_callbacks = [
             StopAtStep(num_train_steps, initial_step),
             CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),

@@ -1,8 +1,9 @@
-"""The error a user's mistake raises: a missing or malformed file, a bad flag value.
+"""The errors a run ends with on purpose: a user's mistake, and training that diverged.
 
-Recipes print a `UserInputError` as one line and exit non-zero, without a traceback
-(`keras_bert_impl.runners.cli.run_main`); every other exception is a bug and keeps its traceback.
-The message names the file, line or field and says what was expected.
+Recipes print a `UserInputError` or a `TrainingDivergedError` as one line and exit non-zero, without a
+traceback (`keras_bert_impl.runners.cli.run_main`); every other exception is a bug and keeps its
+traceback. A `UserInputError` names the file, line or field and says what was expected; a
+`TrainingDivergedError` names the step (or epoch) and the value that was not finite.
 """
 
 
@@ -16,4 +17,19 @@ class UserInputError(ValueError):
     ... except ValueError as error:
     ...     print(error)
     train.tsv:3: expected 2 tab-separated fields, found 1.
+    """
+
+
+class TrainingDivergedError(RuntimeError):
+    """Training produced a non-finite loss, metric or weight; the message names the step and the value.
+
+    Raised instead of saving: no checkpoint, best or final model is written from a diverged state.
+
+    Examples:
+
+    >>> try:
+    ...     raise TrainingDivergedError("step 12: loss is nan; the newest checkpoint is step 10.")
+    ... except RuntimeError as error:
+    ...     print(error)
+    step 12: loss is nan; the newest checkpoint is step 10.
     """

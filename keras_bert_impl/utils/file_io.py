@@ -8,6 +8,7 @@ the readers stay usable without TensorFlow for local files.
 
 import contextlib
 import json
+import math
 import os
 import shutil
 
@@ -18,12 +19,88 @@ def is_remote(path):
 
 
 def open_text(path, newline=None):
-    """A text file object (UTF-8) for reading `path`, local or remote."""
+    """A text file object (UTF-8) for reading `path`, local or remote.
+
+    Bytes that are not UTF-8 raise `UserInputError("path:LINE: not valid UTF-8 text (...)")`, naming the
+    line that holds them, instead of a `UnicodeDecodeError` naming no file, while the object is read or
+    iterated. `newline` is `open`'s (`""` keeps line endings as they are, as the csv module wants).
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+    >>> _ = open(path, "wb").write(b"sentence\\tlabel\\ngood\\t1\\nbad \\xff\\t0\\n")
+    >>> try:
+    ...     lines = list(open_text(path))
+    ... except ValueError as error:
+    ...     print(str(error).replace(path, "train.tsv"))
+    train.tsv:3: not valid UTF-8 text (invalid start byte 0xff at byte 4 of the line).
+    """
     if is_remote(path):
         import tensorflow as tf
 
-        return tf.io.gfile.GFile(path, "r")
-    return open(path, encoding="utf-8", newline=newline)
+        return _Utf8Text(tf.io.gfile.GFile(path, "r"), path)
+    return _Utf8Text(open(path, encoding="utf-8", newline=newline), path)
+
+
+class _Utf8Text:
+    """A text file object whose decoding errors are `UserInputError`s naming the file and line."""
+
+    def __init__(self, file, path):
+        self._file = file
+        self._path = path
+
+    def __getattr__(self, name):  # everything else (name, seek, close, ...) is the file's
+        return getattr(self._file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._file.close()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._decoded(self._file.__next__)
+
+    def read(self, *args):
+        return self._decoded(self._file.read, *args)
+
+    def readline(self, *args):
+        return self._decoded(self._file.readline, *args)
+
+    def readlines(self, *args):
+        return self._decoded(self._file.readlines, *args)
+
+    def _decoded(self, method, *args):
+        try:
+            return method(*args)
+        except UnicodeDecodeError as error:
+            raise _decoding_error(self._path, error) from None
+
+
+def _decoding_error(path, error):
+    """The `UserInputError` of `UnicodeDecodeError` `error` in `path`: its first undecodable line, found by
+    decoding the file's bytes line by line (a text file decodes in blocks, so `error` itself says neither)."""
+    from keras_bert_impl.utils.errors import UserInputError
+
+    if is_remote(path):
+        import tensorflow as tf
+
+        raw = tf.io.gfile.GFile(path, "rb")
+    else:
+        raw = open(path, "rb")
+    with raw:
+        for number, line in enumerate(raw, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as line_error:
+                bad = line_error.object[line_error.start:line_error.end]
+                return UserInputError(f"{path}:{number}: not valid UTF-8 text ({line_error.reason} "
+                                      f"0x{bad.hex()} at byte {line_error.start} of the line).")
+    return UserInputError(f"{path}: not valid UTF-8 text ({error.reason}).")
 
 
 def join(directory, name):
@@ -100,7 +177,11 @@ def atomic_open(path, mode="w"):
 
 
 def write_json(path, value):
-    """Writes `value` as indented JSON (sorted keys) to `path` atomically (see `atomic_path`).
+    """Writes `value` as strict, indented JSON (sorted keys) to `path` atomically (see `atomic_path`).
+
+    Strict: a NaN or an infinity, which `json` would write as the bare tokens `NaN` / `Infinity` that other
+    JSON readers refuse, raises `ValueError` naming `path` and the key path, and nothing is written. A value
+    that is undefined on purpose is written as `None` (null) by its producer.
 
     Examples:
 
@@ -109,10 +190,36 @@ def write_json(path, value):
     >>> write_json(target, {"f1": 0.9, "exact": 0.8})
     >>> json.load(open(target))
     {'exact': 0.8, 'f1': 0.9}
+    >>> try:
+    ...     write_json(target, {"train": {"loss": float("nan")}})
+    ... except ValueError as error:
+    ...     print(str(error).replace(target, "eval_results.json"))
+    eval_results.json: train.loss is nan, which strict JSON cannot hold.
     """
+    where = _first_non_finite(value)
+    if where is not None:
+        raise ValueError(f"{path}: {where[0] or 'the value'} is {where[1]}, which strict JSON cannot hold.")
     with atomic_open(path) as f:
-        json.dump(value, f, indent=2, sort_keys=True)
+        json.dump(value, f, indent=2, sort_keys=True, allow_nan=False)
         f.write("\n")
+
+
+def _first_non_finite(value, key_path=""):
+    """`(key path, value)` of the first NaN or infinite float in the JSON-like `value`, or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (key_path, value)
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda item: str(item[0]))
+        for key, item in items:
+            found = _first_non_finite(item, f"{key_path}.{key}" if key_path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _first_non_finite(item, f"{key_path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _remove(path):
