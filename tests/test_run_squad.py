@@ -17,11 +17,13 @@ RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
 TRAIN_FILE = os.path.join(REPO, "data", "qa", "train.json")
 DEV_FILE = os.path.join(REPO, "data", "qa", "dev.json")
 
-# Fine-tuning settings of the end-to-end test (short sequences: every data/qa feature fits in 128): batches
-# of 8 for 2 epochs at 5e-5 (the paper's grid). On TensorFlow 2.21 / Keras 3.15 this gives HasAns F1 97.3;
-# at 1e-4 the same run stays at 86.0 after both epochs.
-E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", "--learning_rate=5e-5",
-             "--num_train_epochs=2", "--predict_batch_size=64"]
+# Fine-tuning settings of the end-to-end test (short sequences: every data/qa feature fits in 128): one
+# epoch of batches of 8 at 1e-4, the suite's budget. This gives HasAns F1 86.7 / best_f1 85.0 on
+# TensorFlow 2.21 and 80.7 / 81.5 on JAX (Keras 3.15); a model that learned nothing scores near 0 (the
+# bars below are 75). Two epochs at 5e-5 (the paper's grid: `--num_train_epochs=2 --learning_rate=5e-5`)
+# give HasAns F1 97.3 on TensorFlow.
+E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", "--learning_rate=1e-4",
+             "--num_train_epochs=1", "--predict_batch_size=64"]
 
 
 def load_recipe():
@@ -47,8 +49,8 @@ def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in sorted(results.items())})
     # The dev answers (new people, towns, numbers, jobs, pets) never occur in train.json (test_squad_data).
     assert results["HasAns_total"] >= 50 and results["NoAns_total"] >= 20
-    assert results["HasAns_f1"] >= 90.0, results
-    assert results["best_f1"] >= 90.0, results
+    assert results["HasAns_f1"] >= 75.0, results
+    assert results["best_f1"] >= 75.0, results
     # No-answer questions: with the best threshold found by the official search, most are answered "".
     with open(os.path.join(output_dir, "null_odds.json")) as f:
         null_odds = json.load(f)
@@ -57,9 +59,9 @@ def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
     impossible = [qa["id"] for p in dev["data"][0]["paragraphs"] for qa in p["qas"] if qa["is_impossible"]]
     no_answer_accuracy = sum(null_odds[q] > results["best_f1_thresh"] for q in impossible) / len(impossible)
     print(f"NoAns accuracy at best_f1_thresh={results['best_f1_thresh']:.3f}: {no_answer_accuracy:.3f}")
-    assert no_answer_accuracy >= 0.8
+    assert no_answer_accuracy >= 0.7
     with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
-        assert len(json.load(f)) == 2
+        assert len(json.load(f)) == 1
 
 
 def test_recipe_subprocess_writes_every_output_file(minilm_vocab_file, tmp_path):

@@ -381,6 +381,26 @@ def _set_random_states(model, states):
             torch.cuda.set_rng_state_all([torch.from_numpy(states[f"torch_cuda/{i}"].copy()) for i in range(len(cuda))])
 
 
+class _TorchGeneratorsAtFirstStep(keras.callbacks.Callback):
+    """Sets torch's global generators back to the restored states just before the first step of `fit`.
+
+    On torch, `fit`'s setup before its first step (the symbolic build of the model on a batch) draws
+    from torch's global generator, which Keras' unseeded torch dropout also draws from; an
+    uninterrupted run drew it before step 0, a resumed one would draw it after the restore and shift
+    every dropout mask after it. (On TensorFlow and JAX the dropout states are the SeedGenerators'
+    variables, which nothing but the steps advance; nothing is done there.)"""
+
+    def __init__(self, model):
+        super().__init__()
+        self._states = {name: value for name, value in random_states(model).items() if name.startswith("torch_")}
+        self._pending = bool(self._states)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._pending:
+            self._pending = False
+            _set_random_states(self.model, self._states)
+
+
 def _restore_random_states(model, path):
     import h5py
 
@@ -406,21 +426,42 @@ def _first_non_finite(variables):
     return None
 
 
+class _MemoryH5Store:
+    """Keras 3.15's `.weights.h5` writer (`saving_lib.H5IOStore`) on an HDF5 file held in memory by HDF5's
+    own "core" driver. Why not the `io.BytesIO` that `H5IOStore` accepts: h5py then reads and writes
+    through Python callbacks, which corrupted the heap ("corrupted size vs. prev_size", SIGABRT) in a
+    TensorFlow training process; the core driver keeps the file in C memory and hands back its image."""
+
+    @staticmethod
+    def open():
+        import h5py
+        from keras.src.saving import saving_lib
+
+        class Store(saving_lib.H5IOStore):
+            def _get_h5_file(self, path_or_io, mode=None):
+                return h5py.File(f"memory-{id(self)}.h5", mode="w", driver="core", backing_store=False)
+
+        return Store(io.BytesIO(), mode="w")
+
+
 def _weights_h5_bytes(model, include_optimizer, random_state=None):
     """The bytes of the `.weights.h5` file `model.save_weights` writes (without the optimizer's variables
     unless `include_optimizer`), plus a `random_state` group holding `random_state` (a dict of arrays)."""
-    from keras.src.saving import saving_lib  # Keras 3.15's writer, which can write into memory
+    from keras.src.saving import saving_lib
 
-    buffer = io.BytesIO()
-    store = saving_lib.H5IOStore(buffer, mode="w")
+    store = _MemoryH5Store.open()
     skipped = set()
     if not include_optimizer and getattr(model, "optimizer", None) is not None:
         skipped.add(id(model.optimizer))
-    saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="", visited_saveables=skipped)
-    for name, value in (random_state or {}).items():
-        store.h5_file.create_dataset(f"{_RANDOM_STATE_GROUP}/{name}", data=value)
-    store.close()
-    return buffer.getvalue()
+    try:
+        saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="",
+                               visited_saveables=skipped)
+        for name, value in (random_state or {}).items():
+            store.h5_file.create_dataset(f"{_RANDOM_STATE_GROUP}/{name}", data=value)
+        store.h5_file.flush()
+        return bytes(store.h5_file.id.get_file_image())
+    finally:
+        store.close()
 
 
 def _write_file(path, data):
@@ -523,6 +564,14 @@ class CheckpointCallback(_StepCounter):
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
+        # A checkpoint due at the last step of an epoch (a loop) is saved at the epoch's end, after the
+        # callbacks listed before this one (run_training's MetricsLogger) logged the epoch: a kill between
+        # the two then leaves a log ahead of the newest checkpoint (truncated on resume), never behind it.
+        last_of_epoch = self.params is not None and batch + 1 == self.params.get("steps")
+        if self.step - self.last_saved_step >= self.save_every_steps and not last_of_epoch:
+            self._save()
+
+    def on_epoch_end(self, epoch, logs=None):
         if self.step - self.last_saved_step >= self.save_every_steps:
             self._save()
 
@@ -736,6 +785,9 @@ def run_training(
     initial_step = restore_latest_checkpoint(model, checkpoint_dir)
     history = {}
     if initial_step < num_train_steps:
+        # Records of steps after the restored checkpoint (a run killed after logging a loop but before
+        # its checkpoint, or whose newest checkpoint was refused) are written again by this run.
+        truncate_metrics_log(log_path, initial_step)
         if callable(dataset):
             dataset = dataset(initial_step)
         elif initial_step and hasattr(dataset, "skip"):
@@ -750,16 +802,18 @@ def run_training(
             print(f"Resuming at step {initial_step} of {num_train_steps} (loop {initial_epoch + 1}/{epochs}, "
                   f"{iterations_per_loop} steps per loop).", flush=True)
         own_callbacks = [
+            _TorchGeneratorsAtFirstStep(model) if initial_step else None,
             StopAtStep(num_train_steps, initial_step),
-            CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),
+            # The logger before the checkpoints: a loop's log record is written before its checkpoint.
             MetricsLogger(log_path, initial_step, os.path.join(output_dir, "logs", "train")),
+            CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),
         ]
         fit_history = model.fit(
             dataset,
             epochs=epochs,
             initial_epoch=initial_epoch,
             steps_per_epoch=iterations_per_loop,
-            callbacks=own_callbacks + list(callbacks or []),
+            callbacks=[c for c in own_callbacks if c is not None] + list(callbacks or []),
             verbose=verbose,
         )
         history = fit_history.history
