@@ -4,6 +4,9 @@ import dataclasses
 import json
 import os
 
+from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.errors import UserInputError
+
 # Names of hidden activations this package implements (see keras_bert_impl/layers/activations.py).
 # "gelu" is the exact erf form used by Hugging Face checkpoints; "gelu_new", "gelu_approximate" and
 # "gelu_pytorch_tanh" are the tanh approximation that google-research/bert's modeling.py computes.
@@ -154,12 +157,13 @@ class BertConfig:
     def from_json_file(cls, path):
         """Reads Google's `bert_config.json` or Hugging Face's `config.json`."""
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"BERT config file not found: {path}")
+            raise UserInputError(f"BERT config file not found: {path}")
         with open(path, encoding="utf-8") as f:
             try:
                 values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                where = f"line {e.lineno}, column {e.colno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else e
+                raise UserInputError(f"{path}: not valid JSON ({where})") from None
         return cls.from_dict(values, source=path)
 
     @classmethod
@@ -180,7 +184,8 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, path):
-        with open(path, "w", encoding="utf-8") as f:
+        """Writes `to_json_string()` to `path`, atomically (a killed write leaves no partial file)."""
+        with file_io.atomic_open(os.fspath(path), "w") as f:
             f.write(self.to_json_string())
 
 

@@ -127,3 +127,18 @@ def test_file_errors_name_the_file(tmp_path):
 def test_unsupported_architectures_are_refused(extra, message):
     with pytest.raises(ValueError, match=message):
         BertConfig.from_dict(dict(GOOGLE_BERT_BASE_CONFIG, **extra))
+
+
+def test_config_file_errors_are_user_errors_and_the_file_is_written_whole(tmp_path):
+    from keras_bert_impl.utils.errors import UserInputError
+
+    with pytest.raises(UserInputError, match=r"BERT config file not found: .*missing\.json"):
+        BertConfig.from_json_file(tmp_path / "missing.json")
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"note": "caf\u00e9"}'.encode("latin-1"))
+    with pytest.raises(UserInputError, match=r"latin1\.json: not valid JSON \(.*utf-8"):
+        BertConfig.from_json_file(latin1)
+    path = tmp_path / "bert_config.json"
+    BertConfig.from_dict(GOOGLE_BERT_BASE_CONFIG).to_json_file(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bert_config.json", "latin1.json"]  # no temporary left
+    assert BertConfig.from_json_file(path) == BertConfig.from_dict(GOOGLE_BERT_BASE_CONFIG)

@@ -217,34 +217,6 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
     assert again["initial_step"] == 12 and again["global_step"] == 12 and again["history"] == {}
 
 
-def test_resumed_training_equals_uninterrupted_training_without_dropout(data, tmp_path):
-    """With dropout off and the same batches, 4 steps + restore + 4 steps gives the weights of 8 steps
-    straight: nothing of the optimizer state (moments, step, learning-rate schedule) is lost."""
-    config = dict(tiny_config().to_dict(), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-
-    def model_and_batches():
-        keras.utils.set_random_seed(7)
-        model = BertPretrainer(BertBackbone(BertConfig(**config)))
-        model.compile(optimizer=create_optimizer(1e-3, 8, 2))
-        batches = list(tiny_dataset(data["train"], is_training=False).take(8).as_numpy_iterator())
-        return model, batches
-
-    straight, batches = model_and_batches()
-    for x, y in batches:
-        straight.train_on_batch(x, y)
-
-    first, _ = model_and_batches()
-    for x, y in batches[:4]:
-        first.train_on_batch(x, y)
-    training.save_checkpoint(first, str(tmp_path))
-    second, _ = model_and_batches()
-    assert training.restore_latest_checkpoint(second, str(tmp_path)) == 4
-    for x, y in batches[4:]:
-        second.train_on_batch(x, y)
-    for a, b in zip(straight.weights, second.weights):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=1e-5, atol=1e-6)
-
-
 def test_steps_must_be_multiples_of_steps_per_execution(data, tmp_path):
     with pytest.raises(ValueError, match="multiple of steps_per_execution"):
         training.run_training(compiled_model(), tiny_dataset(data["train"]), 10, str(tmp_path),
