@@ -12,7 +12,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Under pytest-xdist, torch computes on the worker's share of the cores (cores // workers threads: 1 on
 # the 2-core CI machine); with a thread per core in every worker, its OpenMP threads spin while they wait
 # for each other and two workers are slower than one. Recipe subprocesses inherit the setting. TensorFlow
-# and XLA keep their defaults: one thread per worker did not make their suites faster (docs/performance.md).
+# and XLA run with their default threads (measurements in docs/performance.md).
 if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
