@@ -26,6 +26,9 @@ if os.environ.get("KERAS_BACKEND") == "jax" and "JAX_COMPILATION_CACHE_DIR" not 
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
+# Fixtures shared by several test modules (tiny_backbone, model_dir).
+pytest_plugins = ["tests.tiny_model_files"]
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -55,14 +55,19 @@ def run_glue_flags(data_flags, output_dir, *more):
             "--warmup_proportion=0", "--classifier_dropout=0", "--seed=7", "--log_every_steps=4", "--verbose=0", *more]
 
 
-def load_run_glue():
-    """recipes/run_glue.py as a module (its `main(argv)` runs the recipe in this process)."""
+def load_recipe(name):
+    """recipes/<name>.py as a module (its `main(argv)` runs the recipe in this process)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("run_glue_recipe", RUN_GLUE)
+    spec = importlib.util.spec_from_file_location(f"{name}_recipe", os.path.join(REPO, "recipes", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_run_glue():
+    """recipes/run_glue.py as a module."""
+    return load_recipe("run_glue")
 
 
 def subprocess_env():

@@ -4,7 +4,6 @@ happens) and checks that no partial file is left under the final name and no tem
 a bad flag or input stops a recipe with one line and exit status 2 before any output is opened."""
 
 import errno
-import importlib.util
 import json
 import os
 
@@ -13,24 +12,15 @@ import pytest
 
 from keras_bert_impl.checkpoints import conversion
 from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError
-from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tasks import feature_extraction
 from keras_bert_impl.tokenizers import tf_vocab_learning
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
+from tests.finetuning_files import load_recipe
+from tests.tiny_model_files import TINY
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = dict(vocab_size=24, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-            max_position_embeddings=16)
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]
-
-
-def _recipe(name):
-    spec = importlib.util.spec_from_file_location(f"{name}_recipe", os.path.join(REPO, "recipes", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _leftovers(directory):
@@ -43,19 +33,6 @@ def _records(count, fail_after=None, error=None):
         if fail_after is not None and i == fail_after:
             raise error
         yield {"linex_index": i, "features": []}
-
-
-@pytest.fixture(scope="module")
-def tiny_backbone():
-    return BertBackbone(BertConfig(**TINY))
-
-
-@pytest.fixture
-def model_dir(tiny_backbone, tmp_path):
-    directory = tmp_path / "model"
-    tiny_backbone.save_pretrained(str(directory))
-    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return directory
 
 
 # ------------------------------------------------------------------------------------------ features
@@ -91,7 +68,7 @@ def test_extract_features_bad_flag_exits_2_before_any_output(model_dir, tmp_path
     input_file.write_text("hello world\nhello ||| world\n", encoding="utf-8")
     output = tmp_path / "out" / "features.jsonl"
     with pytest.raises(SystemExit) as exit_info:
-        _recipe("extract_features").main([f"--input_file={input_file}", f"--output_file={output}",
+        load_recipe("extract_features").main([f"--input_file={input_file}", f"--output_file={output}",
                                           f"--init_checkpoint={model_dir}", "--max_seq_length=16", flag])
     assert exit_info.value.code == 2
     stderr = capsys.readouterr().err.strip().splitlines()
@@ -104,7 +81,7 @@ def test_extract_features_non_utf8_input_names_file_and_line(model_dir, tmp_path
     input_file.write_bytes(b"hello world\nhello \xff world\n")
     output = tmp_path / "features.jsonl"
     with pytest.raises(SystemExit) as exit_info:
-        _recipe("extract_features").main([f"--input_file={input_file}", f"--output_file={output}",
+        load_recipe("extract_features").main([f"--input_file={input_file}", f"--output_file={output}",
                                           f"--init_checkpoint={model_dir}", "--layers=-1"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().startswith(f"error: {input_file}:2: not valid UTF-8")
@@ -115,7 +92,7 @@ def test_extract_features_writes_every_line_when_nothing_fails(model_dir, tmp_pa
     input_file = tmp_path / "input.txt"
     input_file.write_text("hello world\nhello ||| world\n", encoding="utf-8")
     output = tmp_path / "features.jsonl"
-    count = _recipe("extract_features").main([f"--input_file={input_file}", f"--output_file={output}",
+    count = load_recipe("extract_features").main([f"--input_file={input_file}", f"--output_file={output}",
                                               f"--init_checkpoint={model_dir}", "--layers=-1,0", "--batch_size=1",
                                               "--max_seq_length=16"])
     records = [json.loads(line) for line in output.read_text().splitlines()]
@@ -211,7 +188,7 @@ def test_vocab_write_failing_half_way_leaves_no_vocab(tmp_path):
 def test_learn_vocab_without_input_exits_2_and_writes_nothing(tmp_path, capsys):
     output = tmp_path / "vocab.txt"
     with pytest.raises(SystemExit) as exit_info:
-        _recipe("learn_vocab").main([f"--input_files={tmp_path / 'none-*.txt'}", f"--output_file={output}",
+        load_recipe("learn_vocab").main([f"--input_files={tmp_path / 'none-*.txt'}", f"--output_file={output}",
                                      "--quiet"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == f"error: No input file matches {str(tmp_path / 'none-*.txt')!r}."
@@ -224,7 +201,7 @@ def test_export_recipe_refuses_a_missing_model_dir_with_exit_2(tmp_path, capsys,
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     export_dir = tmp_path / "exported"
     with pytest.raises(SystemExit) as exit_info:
-        _recipe("export_savedmodel").main([f"--model_dir={tmp_path / 'missing'}", f"--export_dir={export_dir}"])
+        load_recipe("export_savedmodel").main([f"--model_dir={tmp_path / 'missing'}", f"--export_dir={export_dir}"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == f"error: --model_dir: no directory at {tmp_path / 'missing'}"
     assert not export_dir.exists()

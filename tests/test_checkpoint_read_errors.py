@@ -12,30 +12,11 @@ import pytest
 
 from keras_bert_impl.checkpoints import checkpoint_files
 from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError, CorruptCheckpointError
-from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.utils.errors import UserInputError
+from tests.tiny_model_files import TINY
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = dict(vocab_size=24, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-            max_position_embeddings=16)
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]
-
-
-@pytest.fixture(scope="module")
-def tiny_backbone():
-    return BertBackbone(BertConfig(**TINY))
-
-
-@pytest.fixture
-def model_dir(tiny_backbone, tmp_path):
-    """A complete tiny model directory: config.json, model.safetensors, vocab.txt."""
-    directory = tmp_path / "model"
-    tiny_backbone.save_pretrained(str(directory))
-    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return directory
-
-
 def _one_line_error(error_info, path, *words):
     """The error's message starts with `path`, is one line and holds every word of `words`."""
     message = str(error_info.value)

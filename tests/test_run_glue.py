@@ -3,7 +3,6 @@ data/sentiment set reaches >= 90% held-out dev accuracy; a subprocess run writes
 GLUE submission files (MNLI matched and mismatched); the SWAG recipe trains, evaluates and predicts."""
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,16 +11,10 @@ import sys
 import pytest
 
 from keras_bert_impl.config import BertConfig
+from tests.finetuning_files import load_recipe
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENTIMENT = os.path.join(REPO, "data", "sentiment")
-
-
-def _recipe(name):
-    spec = importlib.util.spec_from_file_location(f"{name}_recipe", os.path.join(REPO, "recipes", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tiny_config(tmp_path):
@@ -37,7 +30,7 @@ def test_minilm_fine_tuned_on_the_sentiment_set_generalizes_to_held_out_dev(mini
     # lr 5e-5 (in the paper's grid): one epoch reached 0.994-1.0 on every backend over several seeds, where
     # 1e-4 gave 0.94-1.0 but 0.82 for one torch seed.
     output_dir = str(tmp_path / "sentiment")
-    results = _recipe("run_glue").main([
+    results = load_recipe("run_glue").main([
         "--task_name=sst2", f"--data_dir={SENTIMENT}", f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}",
         "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=32",
         "--eval_batch_size=64", "--predict_batch_size=64", "--learning_rate=5e-5", "--num_train_epochs=1",
@@ -99,7 +92,7 @@ def test_run_swag_trains_evaluates_and_predicts(tmp_path, minilm_vocab_file):
             lines.append(row + (f",{i % 4}" if labelled else ""))
         (data_dir / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     output_dir = str(tmp_path / "out")
-    results = _recipe("run_swag").main([
+    results = load_recipe("run_swag").main([
         f"--data_dir={data_dir}", f"--bert_config_file={_tiny_config(tmp_path)}", f"--vocab_file={minilm_vocab_file}",
         f"--output_dir={output_dir}", "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32",
         "--train_batch_size=4", "--num_train_epochs=1", "--nosave_model", "--verbose=0",

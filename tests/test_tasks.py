@@ -15,7 +15,8 @@ from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
 from keras_bert_impl.tasks.ner import NerSplit, predict_label_ids
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from tests.test_run_glue import _mnli_dir, _recipe, _tiny_config
+from tests.finetuning_files import load_recipe
+from tests.test_run_glue import _mnli_dir, _tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,7 +25,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_glue_model_directory_holds_the_tokenizer_with_the_runs_do_lower_case(do_lower_case, tmp_path,
                                                                               minilm_vocab_file):
     output_dir = str(tmp_path / "out")
-    _recipe("run_glue").main([
+    load_recipe("run_glue").main([
         "--task_name=MNLI", f"--data_dir={_mnli_dir(tmp_path)}", f"--bert_config_file={_tiny_config(tmp_path)}",
         f"--vocab_file={minilm_vocab_file}", f"--do_lower_case={str(do_lower_case).lower()}",
         f"--output_dir={output_dir}", "--do_train", "--max_seq_length=32", "--train_batch_size=4",
