@@ -56,6 +56,7 @@ import warnings
 
 import keras
 import numpy as np
+from keras.src.saving import saving_lib  # Keras 3.15's .weights.h5 writer, which can write into memory
 
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
@@ -426,30 +427,23 @@ def _first_non_finite(variables):
     return None
 
 
-class _MemoryH5Store:
-    """Keras 3.15's `.weights.h5` writer (`saving_lib.H5IOStore`) on an HDF5 file held in memory by HDF5's
-    own "core" driver. Why not the `io.BytesIO` that `H5IOStore` accepts: h5py then reads and writes
-    through Python callbacks, which corrupted the heap ("corrupted size vs. prev_size", SIGABRT) in a
-    TensorFlow training process; the core driver keeps the file in C memory and hands back its image."""
+class _MemoryH5Store(saving_lib.H5IOStore):
+    """Keras 3.15's `.weights.h5` writer on an HDF5 file held in memory by HDF5's own "core" driver. Why
+    not the `io.BytesIO` that `H5IOStore` accepts: h5py then reads and writes through Python callbacks,
+    which corrupted the heap ("corrupted size vs. prev_size", SIGABRT) in a TensorFlow training process;
+    the core driver keeps the file in C memory and hands back its image. (The `io.BytesIO` passed to the
+    constructor only satisfies `H5IOStore`'s type check; nothing is written to it.)"""
 
-    @staticmethod
-    def open():
+    def _get_h5_file(self, path_or_io, mode=None):
         import h5py
-        from keras.src.saving import saving_lib
 
-        class Store(saving_lib.H5IOStore):
-            def _get_h5_file(self, path_or_io, mode=None):
-                return h5py.File(f"memory-{id(self)}.h5", mode="w", driver="core", backing_store=False)
-
-        return Store(io.BytesIO(), mode="w")
+        return h5py.File(f"memory-{id(self)}.h5", mode="w", driver="core", backing_store=False)
 
 
 def _weights_h5_bytes(model, include_optimizer, random_state=None):
     """The bytes of the `.weights.h5` file `model.save_weights` writes (without the optimizer's variables
     unless `include_optimizer`), plus a `random_state` group holding `random_state` (a dict of arrays)."""
-    from keras.src.saving import saving_lib
-
-    store = _MemoryH5Store.open()
+    store = _MemoryH5Store(io.BytesIO(), mode="w")
     skipped = set()
     if not include_optimizer and getattr(model, "optimizer", None) is not None:
         skipped.add(id(model.optimizer))
