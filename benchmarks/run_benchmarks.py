@@ -44,7 +44,7 @@ WORKLOADS = {
     "train_step_bf16": ("bert_small", 16, 128, [], ("keras_hub",), 1.0, "vs keras-hub, both bf16"),
     "pretrain": ("bert_small", 16, 128, ["--predictions=20"], ("transformers",), None, "vs transformers"),
 }
-SMOKE = {"size": "bert_tiny", "batch": 4, "seq": 32, "examples": 32, "warmup": 1, "repeats": 1}
+SMOKE = {"size": "bert_tiny", "batch": 8, "seq": 32, "examples": 32, "warmup": 1, "repeats": 1}
 
 
 def run_case(workload, library, backend, args):

@@ -23,7 +23,7 @@ def trainable_gradients(model, inputs, loss_fn):
             outputs, _ = model.stateless_call(trainable_values, non_trainable, inputs, training=True)
             return loss_fn(outputs)
 
-        grads = jax.grad(compute)(trainable)
+        grads = jax.jit(jax.grad(compute))(trainable)  # one compilation, not one per operation
     elif backend == "torch":
         for v in model.trainable_variables:
             v.value.grad = None

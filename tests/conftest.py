@@ -9,13 +9,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-# Under pytest-xdist, torch computes on the worker's share of the cores (cores // workers threads: 1 on
-# the 2-core CI machine); with a thread per core in every worker, its OpenMP threads spin while they wait
-# for each other and two workers are slower than one. Recipe subprocesses inherit the setting. TensorFlow
-# and XLA run with their default threads (measurements in docs/performance.md).
-if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+# Under pytest-xdist, torch and TensorFlow compute on the worker's share of the cores (cores // workers
+# threads: 1 on the 2-core CI machine): with a thread per core in every worker, their threads spin while
+# they wait for each other and two workers are slower than one. Recipe subprocesses inherit the setting.
+# XLA under JAX runs with its default threads (measurements in docs/performance.md).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    threads = str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    os.environ.setdefault("OMP_NUM_THREADS", threads)
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", threads)
+
+# JAX: XLA compiles at backend optimization level 0. A test compiles many small step functions and runs
+# each a few times, so compiling is most of its time: tests/test_task_models.py takes 85 s instead of 148 s
+# on a 2-core CPU, and the MiniLM fine-tuning of tests/test_run_glue.py (matmuls in library kernels, which
+# the level does not change) 42 s either way. Recipe subprocesses inherit the setting.
+if os.environ.get("KERAS_BACKEND") == "jax" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 # JAX: one compilation cache for the whole run, shared by the pytest workers and the recipe subprocesses
 # (they inherit the environment), so that a step function compiled again (a resumed or rerun training, the
@@ -55,13 +63,15 @@ def minilm_vocab_file(minilm_path):
 
 
 # The test files that take longest (tens of seconds to minutes per backend on a 2-core CPU), run first:
-# `.ci/run` hands whole files to two pytest-xdist workers in collection order (--dist loadfile), so a long
-# file collected last would leave one worker running it alone at the end.
+# `.ci/run` hands whole files to two pytest-xdist workers in collection order (--dist loadfile
+# --no-loadscope-reorder), so a long file collected last would leave one worker running it alone at the end.
 LONGEST_FIRST = [
-    "test_run_squad.py", "test_tf_export.py", "test_serving_equivalence.py", "test_benchmarks.py",
-    "test_task_models.py", "test_run_glue.py", "test_run_ner.py", "test_mixed_precision.py",
-    "test_recipe_distribution.py", "test_pretrain_recipe.py", "test_training.py", "test_distribute.py",
-    "test_feature_based_tagger.py", "test_finetuning_resume.py", "test_tasks.py",
+    "test_run_squad.py", "test_task_models.py", "test_tf_export.py", "test_run_ner.py", "test_run_glue.py",
+    "test_benchmarks.py", "test_docstrings.py", "test_recipe_distribution.py", "test_pretrain_recipe.py",
+    "test_divergence.py", "test_token_classifier.py", "test_serialization.py", "test_training.py",
+    "test_mixed_precision.py", "test_pretrainer.py", "test_distribute.py", "test_tf_tokenization.py",
+    "test_checkpoint_conversion.py", "test_span_qa.py", "test_feature_based_tagger.py",
+    "test_finetuning_resume.py", "test_tasks.py",
 ]
 
 

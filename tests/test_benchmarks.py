@@ -43,4 +43,4 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
     assert [r["workload"] for r in stored["rows"]] == ["forward", "epoch", "train_step_bf16"]
     assert stored["versions"]["keras"]
     table = (tmp_path / "results_smoke.md").read_text()
-    assert "| forward | bert_tiny 4×32 | " + backend in table and "× keras-hub" in table
+    assert "| forward | bert_tiny 8×32 | " + backend in table and "× keras-hub" in table

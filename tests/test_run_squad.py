@@ -1,8 +1,7 @@
 """End to end: recipes/run_squad.py fine-tunes the real MiniLM checkpoint on data/qa (SQuAD v2.0 format)
-and answers held-out questions whose answers are spans never seen in training; a tiny subprocess run
-writes every output file. Runs on every backend (the subprocess inherits KERAS_BACKEND)."""
+and answers held-out questions whose answers are spans never seen in training; a tiny run writes every
+output file. Both run the recipe in a subprocess, on every backend (it inherits KERAS_BACKEND)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,26 +25,22 @@ E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", 
              "--num_train_epochs=1", "--predict_batch_size=64"]
 
 
-def load_recipe():
-    spec = importlib.util.spec_from_file_location("run_squad_recipe", RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
-    recipe = load_recipe()
+    # A recipe subprocess, so that JAX's XLA compiles at its default optimization level: the suite's level
+    # 0 (tests/conftest.py) doubles the time of this run's 200 MiniLM steps.
     output_dir = str(tmp_path / "out")
-    args = recipe.build_parser().parse_args([
-        f"--train_file={TRAIN_FILE}", f"--predict_file={DEV_FILE}", "--version_2_with_negative",
+    command = [
+        sys.executable, RECIPE, f"--train_file={TRAIN_FILE}", f"--predict_file={DEV_FILE}", "--version_2_with_negative",
         f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}", "--do_train", "--do_predict",
         "--nosave_model", "--verbose=2", *E2E_FLAGS,
-    ])
-    results = recipe.run(args)
+    ]
+    xla_flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "optimization_level" not in f)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO, XLA_FLAGS=xla_flags)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with open(os.path.join(output_dir, "eval_results.json")) as f:
-        written = json.load(f)
-    assert written["f1"] == pytest.approx(results["f1"])
+        results = json.load(f)
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in sorted(results.items())})
     # The dev answers (new people, towns, numbers, jobs, pets) never occur in train.json (test_squad_data).
     assert results["HasAns_total"] >= 50 and results["NoAns_total"] >= 20

@@ -1,8 +1,8 @@
 """Every task model through the shared checks of `tests/task_harness.py`, on the current backend.
 
 Only the regressor goes through the harness's SavedModel check (step 5, TensorFlow): the classifier,
-token classifier and span QA model are exported and served from raw strings in test_tf_export.py, the CRF
-tagger and a cased classifier in test_serving_equivalence.py."""
+token classifier, span QA model, CRF tagger and a cased classifier are exported and served from raw
+strings in test_tf_export.py."""
 
 import keras
 import numpy as np

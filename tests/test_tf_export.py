@@ -1,6 +1,19 @@
-"""SavedModel export: models built and trained under the current backend, exported under TensorFlow by
-recipes/export_savedmodel.py, served in a fresh process where keras_bert_impl cannot be imported, equal
-the Keras models' own answers on raw strings."""
+"""SavedModel export: models built and trained under the current backend are saved with `save_pretrained`
++ `tokenizer.save_pretrained`, exported by recipes/export_savedmodel.py in a TensorFlow process and served by
+tests/serve_saved_model.py in a process where keras_bert_impl cannot be imported; the served answers on raw
+strings equal the Keras models' own and the recipes':
+
+* every task (backbone, classifier on text pairs, token classifier, span QA): the same embeddings,
+  probabilities and label names, word tags with character offsets, best spans;
+* a cased classifier: the SavedModel tokenizes without lower-casing, as the Keras model and
+  `from_pretrained` do (the probabilities would differ if it lower-cased);
+* a CRF tagger: the SavedModel's word tags are `BertTokenClassifier.decode`'s Viterbi tags (not argmax);
+* a SQuAD v2.0 span QA model: the SavedModel's answers and has_answer are those of recipes/run_squad.py's
+  predictions.json (the n-best candidate rule, the null-score threshold, the answer text).
+
+All models are exported in one TensorFlow process and served in one more (one module fixture, `served`):
+starting TensorFlow is most of an export's time.
+"""
 
 import json
 import os
@@ -11,20 +24,61 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.data import squad_data
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.span_qa import BertSpanQA
-from keras_bert_impl.models.token_classifier import BertTokenClassifier
+from keras_bert_impl.models.token_classifier import (
+    IGNORE_LABEL_ID,
+    BertTokenClassifier,
+    decode_tags,
+)
+from keras_bert_impl.tasks.squad_postprocessing import (
+    compute_predictions,
+    predict_raw_results,
+    raw_results,
+)
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tests.backend_utils import to_numpy
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXPORT_RECIPE = os.path.join(REPO, "recipes", "export_savedmodel.py")
+SQUAD_RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
+
+# Every task: texts, pairs and questions for models on the real uncased vocabulary.
 TEXTS = ["John Smith moved to Zürich in 2019!", "A joyless, plodding film.", "ok"]
 PAIRS = ["He likes it.", "Nothing here", "Bien sûr"]
 QUESTIONS = ["Where did John move?", "What kind of film?", "Who?"]
 CONTEXTS = ["John Smith moved to Zürich in 2019 and then to Paris.", "It was a joyless, plodding film.", "no one"]
 TAGS = ["O", "B-PER", "I-PER", "B-LOC"]
+
+# Cased classifier: a vocabulary with both cases of its words.
+CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Apple", "apple", "Paris", "paris", "I", "i",
+               "like", "is", "red", "green", "in", "the", "The", ".", "!", ",", "##s"]
+CASED_TEXTS = ["Apple is red.", "I like apple!", "The apples in Paris", "paris is green, Apple", "i like Paris"]
+CASED_LABELS = ["negative", "positive"]
+
+# CRF tagger.
+CRF_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+TAG_TEXTS = ["John Smith moved to Zürich in 2019!", "Marie Curie and Pierre Curie lived in Paris.",
+             "ok", "Straße, Müller-Lüdenscheidt: unbelievably uncharacteristically"]
+
+# SQuAD v2.0: contexts that fit in one window of SQUAD_FLAGS' max_seq_length.
+SQUAD_PARAGRAPHS = [
+    ("John Smith moved to Zürich in 2019 and then to Paris, where he opened a small bakery.",
+     [("Where did John Smith move in 2019?", "Zürich"), ("What did he open?", "a small bakery"),
+      ("Who is the mayor of Paris?", None), ("When did he move?", "2019")]),
+    ("The Rhine flows through Basel, Strasbourg and Cologne before reaching the North Sea.",
+     [("Which sea does the Rhine reach?", "North Sea"), ("Which river flows through Basel?", "Rhine"),
+      ("How long is the Danube?", None), ("Name a city on the Rhine.", "Basel")]),
+    ("Marie Curie won two Nobel Prizes, one in physics (1903) and one in chemistry (1911).",
+     [("How many Nobel Prizes did Marie Curie win?", "two"), ("What did she win in 1911?", "one in chemistry"),
+      ("Where was Marie Curie born?", None), ("In which year did she win in physics?", "1903")]),
+]
+SQUAD_FLAGS = {"max_seq_length": 64, "doc_stride": 32, "max_query_length": 16, "n_best_size": 12,
+               "max_answer_length": 5}
+
 
 
 def _tiny_config():
@@ -39,16 +93,70 @@ def _model_inputs(batch):
 
 def _run(args, backend="tensorflow"):
     env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+    proc = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=900, cwd=REPO,
+                          check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def exported(minilm_path, tmp_path_factory):
-    """Trains four tiny models briefly under this backend, saves them, exports them under TensorFlow."""
-    root = tmp_path_factory.mktemp("export")
-    tokenizer = BertTokenizer.from_pretrained(minilm_path)
+def _tiny_backbone(vocab_size):
+    return BertBackbone(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                                   attention_probs_dropout_prob=0.0))
+
+
+def _softmax(logits):
+    logits = np.asarray(logits, "float64")
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _word_mask(tokenizer, batch):
+    """1 at the first token of every word of segment A (a token that is not special, padding or `##`)."""
+    tokens = [tokenizer.convert_ids_to_tokens([int(i) for i in row]) for row in batch["token_ids"]]
+    special = (batch["offsets"][..., 0] == 0) & (batch["offsets"][..., 1] == 0)
+    pieces = np.array([[t.startswith("##") for t in row] for row in tokens])
+    return ((batch["padding_mask"] == 1) & ~special & ~pieces & (batch["segment_ids"] == 0)).astype("int32")
+
+
+def _squad_dataset():
+    articles = []
+    for p, (context, questions) in enumerate(SQUAD_PARAGRAPHS):
+        qas = []
+        for q, (question, answer) in enumerate(questions):
+            entry = {"id": f"p{p}q{q}", "question": question, "is_impossible": answer is None, "answers": []}
+            if answer is not None:
+                entry["answers"] = [{"text": answer, "answer_start": context.index(answer)}]
+            qas.append(entry)
+        articles.append({"title": f"t{p}", "paragraphs": [{"context": context, "qas": qas}]})
+    return {"version": "v2.0", "data": articles}
+
+
+def _null_odds(model, tokenizer, predict_file):
+    """{qas_id: null odds} of the Keras model by the recipe's rule, and whether every context fits one window."""
+    examples, _ = squad_data.read_squad_examples(predict_file, is_training=False, version_2_with_negative=True)
+    features = squad_data.convert_examples_to_features(
+        examples, tokenizer, max_seq_length=SQUAD_FLAGS["max_seq_length"], doc_stride=SQUAD_FLAGS["doc_stride"],
+        max_query_length=SQUAD_FLAGS["max_query_length"], is_training=False)
+    predictions = compute_predictions(
+        examples, features, predict_raw_results(model, features), n_best_size=SQUAD_FLAGS["n_best_size"],
+        max_answer_length=SQUAD_FLAGS["max_answer_length"], version_2_with_negative=True)
+    return predictions.null_odds, len(features) == len(examples)
+
+
+def _threshold_between(odds):
+    """A threshold splitting the null odds in two non-empty groups, far (> 0.01) from every one of them."""
+    values = np.sort(np.asarray(list(odds.values())))
+    gaps = [(values[i + 1] - values[i], i) for i in range(len(values) - 1)]
+    middle = [(gap, i) for gap, i in gaps if len(values) // 4 <= i < len(values) - len(values) // 4]
+    gap, i = max(middle or gaps)
+    assert gap > 0.02, values
+    return float((values[i] + values[i + 1]) / 2)
+
+
+def _every_task_models(root, tokenizer):
+    """Four tiny models on the real vocabulary (the classifier trained a step under this backend), saved;
+    returns them, their export arguments and their serving jobs."""
     batch = tokenizer(TEXTS, PAIRS, max_length=32)
     models = {
         "backbone": BertBackbone(_tiny_config()),
@@ -69,18 +177,10 @@ def exported(minilm_path, tmp_path_factory):
         else:
             model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
-    # Exports always run in a TensorFlow process, whatever this backend is, all four in one process (to keep
-    # the suite fast): the recipe's main() for the classifier, the package function it calls for the others.
-    script = ("import importlib.util, sys\n"
-              "from keras_bert_impl.export.tf_saved_model import export_from_directory as export\n"
-              "spec = importlib.util.spec_from_file_location('export_recipe', sys.argv[2])\n"
-              "recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)\n"
-              "recipe.main([f'--model_dir={sys.argv[1]}/classifier', f'--export_dir={sys.argv[1]}/saved/classifier',\n"
-              "             '--max_seq_length=32', '--text_pair'])\n"
-              "for name, threshold in (('backbone', None), ('token_classifier', None), ('span_qa', 0.5)):\n"
-              "    export(f'{sys.argv[1]}/{name}', f'{sys.argv[1]}/saved/{name}', max_seq_length=32,\n"
-              "           null_score_diff_threshold=threshold)")
-    _run(["-c", script, str(root), os.path.join(REPO, "recipes", "export_savedmodel.py")])
+    exports = [[f"--model_dir={root / name}", f"--export_dir={root / 'saved' / name}", "--max_seq_length=32"]
+               for name in models]
+    exports[list(models).index("classifier")].append("--text_pair")
+    exports[list(models).index("span_qa")].append("--null_score_diff_threshold=0.5")
     jobs = [
         [str(root / "saved" / "backbone"), "serving_default", {"text": TEXTS}],
         [str(root / "saved" / "classifier"), "serving_default", {"text": TEXTS, "text_pair": PAIRS}],
@@ -89,13 +189,99 @@ def exported(minilm_path, tmp_path_factory):
         [str(root / "saved" / "classifier"), "serving_token_ids",
          {k: batch[k].tolist() for k in ("token_ids", "segment_ids", "padding_mask")}],
     ]
+    return models, exports, jobs
+
+
+@pytest.fixture(scope="module")
+def served(minilm_path, tmp_path_factory):
+    """Builds every model under this backend and saves it, exports all in one TensorFlow process, runs
+    run_squad.py on the SQuAD model's directory, serves all in one process."""
+    root = tmp_path_factory.mktemp("serving")
+    uncased = BertTokenizer.from_pretrained(minilm_path)
+    models, exports, jobs = _every_task_models(root / "every_task", uncased)
+    keras.utils.set_random_seed(7)
+    rng = np.random.default_rng(7)
+
+    # a. A cased classifier, fine-tuned a few steps.
+    vocab_file = root / "cased_vocab.txt"
+    vocab_file.write_text("".join(t + "\n" for t in CASED_VOCAB), encoding="utf-8")
+    cased = BertTokenizer(str(vocab_file), do_lower_case=False)
+    classifier = BertClassifier(_tiny_backbone(len(CASED_VOCAB)), num_classes=2, dropout=0.0)
+    classifier.compile(optimizer=keras.optimizers.Adam(1e-2),
+                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    classifier.fit(cased(CASED_TEXTS, max_length=16), np.array([1, 0, 1, 0, 1]), epochs=4, batch_size=5, verbose=0)
+    classifier.save_pretrained(str(root / "classifier"), label_names=CASED_LABELS)
+    cased.save_pretrained(str(root / "classifier"))
+
+    # b. A CRF tagger whose transitions favour the cycle O -> B-PER -> I-PER -> B-LOC -> I-LOC -> O.
+    tagger = BertTokenClassifier(_tiny_backbone(uncased.vocab_size), num_labels=len(CRF_TAGS), dropout=0.0,
+                                 use_crf=True)
+    tagger(_model_inputs(uncased(TAG_TEXTS[:1], max_length=8)))
+    cycle = np.full((len(CRF_TAGS), len(CRF_TAGS)), -1.0, "float32")
+    cycle[np.arange(len(CRF_TAGS)), (np.arange(len(CRF_TAGS)) + 1) % len(CRF_TAGS)] = 1.0
+    tagger.crf.transitions.assign(cycle)
+    tagger.classifier.kernel.assign(rng.normal(0.0, 0.3, tagger.classifier.kernel.shape).astype("float32"))
+    tagger.save_pretrained(str(root / "tagger"), id2label=CRF_TAGS)
+    uncased.save_pretrained(str(root / "tagger"))
+    config = json.loads((root / "tagger" / "config.json").read_text(encoding="utf-8"))
+    config["max_seq_length"] = 32  # as the recipes write it; the export reads it when not given
+    (root / "tagger" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+
+    # c. A SQuAD v2.0 span QA model with a large head, so that its logits spread; the threshold splits the
+    # questions' null odds so that some are answered and some are not.
+    qa = BertSpanQA(_tiny_backbone(uncased.vocab_size))
+    qa(_model_inputs(uncased(["a"], ["b"], max_length=8)))
+    qa.qa_outputs.kernel.assign(rng.normal(0.0, 1.0, qa.qa_outputs.kernel.shape).astype("float32"))
+    predict_file = root / "dev-v2.0.json"
+    predict_file.write_text(json.dumps(_squad_dataset()), encoding="utf-8")
+    odds, one_window = _null_odds(qa, uncased, str(predict_file))
+    threshold = _threshold_between(odds)
+    qa.save_pretrained(str(root / "qa"))
+    uncased.save_pretrained(str(root / "qa"))
+
+    exports += [
+        [f"--model_dir={root / 'classifier'}", f"--export_dir={root / 'saved' / 'classifier'}", "--max_seq_length=16"],
+        [f"--model_dir={root / 'tagger'}", f"--export_dir={root / 'saved' / 'tagger'}"],
+        [f"--model_dir={root / 'qa'}", f"--export_dir={root / 'saved' / 'qa'}",
+         f"--max_seq_length={SQUAD_FLAGS['max_seq_length']}", f"--null_score_diff_threshold={threshold}",
+         f"--n_best_size={SQUAD_FLAGS['n_best_size']}", f"--max_answer_length={SQUAD_FLAGS['max_answer_length']}"],
+    ]
+    # Every export in one TensorFlow process, through the recipe's main().
+    script = ("import importlib.util, json, sys\n"
+              f"spec = importlib.util.spec_from_file_location('export_recipe', {EXPORT_RECIPE!r})\n"
+              "recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)\n"
+              "for argv in json.loads(sys.argv[1]): recipe.main(argv)")
+    _run(["-c", script, json.dumps(exports)])
+
+    # The recipe's SQuAD predictions, under this backend, from the saved directory.
+    _run([SQUAD_RECIPE, "--do_predict", f"--predict_file={predict_file}", f"--init_checkpoint={root / 'qa'}",
+          f"--output_dir={root / 'squad_out'}", "--version_2_with_negative",
+          f"--null_score_diff_threshold={threshold}", "--predict_batch_size=4", "--verbose=0",
+          *[f"--{name}={value}" for name, value in SQUAD_FLAGS.items()]], backend=keras.backend.backend())
+    recipe = {name: json.loads((root / "squad_out" / f"{name}.json").read_text(encoding="utf-8"))
+              for name in ("predictions", "null_odds", "nbest_predictions")}
+
+    questions = [(f"p{p}q{q}", question, context) for p, (context, qs) in enumerate(SQUAD_PARAGRAPHS)
+                 for q, (question, _) in enumerate(qs)]
+    jobs += [
+        [str(root / "saved" / "classifier"), "serving_default", {"text": CASED_TEXTS}],
+        [str(root / "saved" / "tagger"), "serving_default", {"text": TAG_TEXTS}],
+        [str(root / "saved" / "qa"), "serving_default",
+         {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}],
+    ]
     out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
-    served = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
-    return models, tokenizer, dict(zip(["backbone", "classifier", "token_classifier", "span_qa", "token_ids"], served))
+    results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
+    names = ["backbone", "classifier", "token_classifier", "span_qa", "token_ids",  # every task
+             "cased_classifier", "tagger", "qa"]
+    return {
+        "models": models, "root": root, "classifier": classifier, "cased": cased, "tagger": tagger,
+        "uncased": uncased, "qa_ids": [qas_id for qas_id, _, _ in questions], "threshold": threshold,
+        "one_window": one_window, "recipe": recipe, "served": dict(zip(names, results)),
+    }
 
 
-def test_backbone_export_serves_the_same_embeddings(exported):
-    models, tokenizer, served = exported
+def test_backbone_export_serves_the_same_embeddings(served):
+    models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32)
     outputs = models["backbone"](batch)
     np.testing.assert_allclose(served["backbone"]["pooled_output"], to_numpy(outputs["pooled_output"]), atol=1e-5)
@@ -104,8 +290,8 @@ def test_backbone_export_serves_the_same_embeddings(exported):
                                to_numpy(outputs["sequence_output"])[real], atol=1e-5)
 
 
-def test_classifier_export_serves_the_same_probabilities_and_label_names(exported):
-    models, tokenizer, served = exported
+def test_classifier_export_serves_the_same_probabilities_and_label_names(served):
+    models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, PAIRS, max_length=32)
     logits = to_numpy(models["classifier"](batch)).astype("float64")
     probabilities = np.exp(logits - logits.max(-1, keepdims=True))
@@ -116,8 +302,8 @@ def test_classifier_export_serves_the_same_probabilities_and_label_names(exporte
     np.testing.assert_allclose(served["token_ids"]["logits"], logits, atol=1e-5)
 
 
-def test_token_classifier_export_serves_word_tags_with_character_offsets(exported):
-    models, tokenizer, served = exported
+def test_token_classifier_export_serves_word_tags_with_character_offsets(served):
+    models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32, return_offsets=True)
     tag_ids = to_numpy(models["token_classifier"](_model_inputs(batch))).argmax(-1)
     for row, text in enumerate(TEXTS):
@@ -148,9 +334,9 @@ def _top(logits, real, n):
     return set(positions[np.argsort(-logits[positions], kind="stable")[:n]].tolist())
 
 
-def test_span_qa_export_serves_the_best_span_of_the_keras_logits(exported):
+def test_span_qa_export_serves_the_best_span_of_the_keras_logits(served):
     """The best of the 20 best starts x 20 best ends (the export's default n_best_size, the recipe's)."""
-    models, tokenizer, served = exported
+    models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(QUESTIONS, CONTEXTS, max_length=32, return_offsets=True)
     outputs = models["span_qa"](_model_inputs(batch))
     start_logits, end_logits = to_numpy(outputs["start_logits"]), to_numpy(outputs["end_logits"])
@@ -172,3 +358,195 @@ def test_span_qa_export_serves_the_best_span_of_the_keras_logits(exported):
             start, end = batch["offsets"][row, best[0], 0], batch["offsets"][row, best[1], 1]
             assert served["span_qa"]["answer"][row] == context[start:end]
             assert (served["span_qa"]["answer_start"][row], served["span_qa"]["answer_end"][row]) == (start, end)
+
+
+def test_cased_classifier_saved_model_equals_keras_and_from_pretrained(served):
+    root, cased = served["root"], served["cased"]
+    batch = cased(CASED_TEXTS, max_length=16)
+    lowered = BertTokenizer(cased.vocab_file, do_lower_case=True)(CASED_TEXTS, max_length=16)
+    assert not np.array_equal(batch["token_ids"], lowered["token_ids"])  # casing changes the inputs
+    probabilities = _softmax(to_numpy(served["classifier"](batch)))
+    lowered_probabilities = _softmax(to_numpy(served["classifier"](lowered)))
+    assert np.abs(probabilities - lowered_probabilities).max() > 1e-3  # ... and the answers
+
+    reloaded_tokenizer = BertTokenizer.from_pretrained(str(root / "classifier"))
+    assert reloaded_tokenizer.do_lower_case is False
+    reloaded = BertClassifier.from_pretrained(str(root / "classifier"), num_classes=2)
+    np.testing.assert_allclose(_softmax(to_numpy(reloaded(reloaded_tokenizer(CASED_TEXTS, max_length=16)))),
+                               probabilities, atol=1e-5)
+
+    saved = served["served"]["cased_classifier"]
+    np.testing.assert_allclose(saved["probabilities"], probabilities, atol=1e-5)
+    assert saved["label"] == [CASED_LABELS[i] for i in probabilities.argmax(-1)]
+    config = json.loads((root / "saved" / "classifier" / "export_config.json").read_text(encoding="utf-8"))
+    assert (config["task"], config["do_lower_case"], config["labels"]) == ("classifier", False, CASED_LABELS)
+
+
+def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
+    tagger, tokenizer = served["tagger"], served["uncased"]
+    batch = tokenizer(TAG_TEXTS, max_length=32, return_offsets=True)
+    logits = to_numpy(tagger(_model_inputs(batch)))
+    word_mask = _word_mask(tokenizer, batch)
+    tags = tagger.decode(logits, word_mask)
+    argmax = np.where(word_mask > 0, logits.argmax(-1), IGNORE_LABEL_ID)
+    assert (tags != argmax).any()  # the transitions change the path: argmax serving would fail
+    saved = served["served"]["tagger"]
+    for row in range(len(TAG_TEXTS)):
+        expected = [CRF_TAGS[t] for t in tags[row][word_mask[row] > 0]]
+        assert saved["tags"][row][: len(expected)] == expected
+        assert set(saved["tags"][row][len(expected):]) <= {""}
+    config = json.loads((served["root"] / "saved" / "tagger" / "export_config.json").read_text(encoding="utf-8"))
+    assert config["use_crf"] is True and config["max_seq_length"] == 32
+
+
+def test_squad_v2_saved_model_answers_equal_run_squad_predictions(served):
+    assert served["one_window"]
+    recipe, saved, ids = served["recipe"], served["served"]["qa"], served["qa_ids"]
+    answers = [recipe["predictions"][qas_id] for qas_id in ids]
+    assert "" in answers and any(answers)  # both kinds occur
+    assert not any(e["text"] == "empty" for qas_id in ids for e in recipe["nbest_predictions"][qas_id])
+    assert saved["answer"] == answers
+    assert saved["has_answer"] == [bool(a) for a in answers]
+    np.testing.assert_allclose(np.array(saved["null_score"]) - np.array(saved["score"]),
+                               [recipe["null_odds"][qas_id] for qas_id in ids], atol=1e-4)
+    config = json.loads((served["root"] / "saved" / "qa" / "export_config.json").read_text(encoding="utf-8"))
+    assert config["squad"] == {"version_2_with_negative": True, "null_score_diff_threshold": served["threshold"],
+                               "max_answer_length": SQUAD_FLAGS["max_answer_length"],
+                               "n_best_size": SQUAD_FLAGS["n_best_size"]}
+
+
+def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
+    tagger = BertTokenClassifier(_tiny_backbone(64), num_labels=4, dropout=0.0, use_crf=True)
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0.0, 1.0, (6, 9, 4)).astype("float32")
+    label_mask = (rng.random((6, 9)) < 0.6).astype("int32")
+    label_mask[0] = 0  # a sequence without words
+    label_mask[1] = 1
+    tagger(_model_inputs({"token_ids": np.ones((1, 4), "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+                          "padding_mask": np.ones((1, 4), "int32")}))
+    tagger.crf.transitions.assign(rng.normal(0.0, 3.0, (4, 4)).astype("float32"))
+    expected = tagger.decode(logits, label_mask)
+    got = to_numpy(decode_tags(logits, label_mask, tagger.crf.transitions))
+    np.testing.assert_array_equal(got, expected)
+    assert (expected != np.where(label_mask > 0, logits.argmax(-1), IGNORE_LABEL_ID)).any()
+    np.testing.assert_array_equal(to_numpy(decode_tags(logits, label_mask)),
+                                  np.where(label_mask > 0, logits.argmax(-1), IGNORE_LABEL_ID))
+
+
+def test_token_classifier_from_pretrained_keeps_the_checkpoints_crf(tmp_path):
+    tagger = BertTokenClassifier(_tiny_backbone(64), num_labels=3, dropout=0.0, use_crf=True)
+    tagger(_model_inputs({"token_ids": np.ones((1, 4), "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+                          "padding_mask": np.ones((1, 4), "int32")}))
+    tagger.crf.transitions.assign(np.arange(9, dtype="float32").reshape(3, 3))
+    tagger.save_pretrained(str(tmp_path), id2label=["O", "B", "I"])
+    assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["use_crf"] is True
+    reloaded = BertTokenClassifier.from_pretrained(str(tmp_path))
+    assert reloaded.use_crf
+    np.testing.assert_array_equal(to_numpy(reloaded.crf.transitions), np.arange(9).reshape(3, 3))
+    with pytest.raises(ValueError, match="classifier.crf_transitions"):
+        BertTokenClassifier.from_pretrained(str(tmp_path), use_crf=False)
+    plain = BertTokenClassifier(_tiny_backbone(64), num_labels=3, dropout=0.0)
+    plain.save_pretrained(str(tmp_path / "plain"))
+    assert not BertTokenClassifier.from_pretrained(str(tmp_path / "plain")).use_crf
+
+
+def _copy_without(source, target, missing=(), edit_config=None):
+    os.makedirs(target)
+    for name in os.listdir(source):
+        if name not in missing and os.path.isfile(os.path.join(source, name)):
+            with open(os.path.join(source, name), "rb") as f:
+                data = f.read()
+            if name == "config.json" and edit_config:
+                config = json.loads(data)
+                edit_config(config)
+                data = json.dumps(config).encode()
+            with open(os.path.join(target, name), "wb") as f:
+                f.write(data)
+    return str(target)
+
+
+def test_export_refuses_a_directory_without_casing_vocab_or_labels(served):
+    from keras_bert_impl.export.tf_saved_model import read_export_settings
+
+    root = served["root"]
+    source = str(root / "classifier")
+    no_casing = _copy_without(source, root / "no_casing", missing=("tokenizer_config.json",))
+    cases = {
+        no_casing: os.path.join(no_casing, "tokenizer_config.json"),
+        _copy_without(source, root / "no_vocab", missing=("vocab.txt",)): os.path.join(root, "no_vocab", "vocab.txt"),
+        _copy_without(source, root / "no_labels", edit_config=lambda c: (c.pop("id2label"), c.pop("label2id"))):
+            os.path.join(root, "no_labels", "config.json"),
+        _copy_without(source, root / "no_architecture", edit_config=lambda c: c.pop("architectures")):
+            os.path.join(root, "no_architecture", "config.json"),
+    }
+    for directory, path in cases.items():
+        with pytest.raises(ValueError) as error:
+            read_export_settings(directory)
+        assert str(error.value).startswith(path) and "\n" not in str(error.value)
+    with open(os.path.join(source, "tokenizer_config.json"), encoding="utf-8") as f:
+        assert json.load(f)["do_lower_case"] is False
+    # Given explicitly, the casing need not be in the directory.
+    assert read_export_settings(no_casing, do_lower_case=False)["do_lower_case"] is False
+    # The recipe answers a refused directory with that one line and a failure exit status.
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.run([sys.executable, EXPORT_RECIPE, f"--model_dir={no_casing}",
+                           f"--export_dir={root / 'refused'}"], env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 2 and not os.path.exists(root / "refused")
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: " + os.path.join(no_casing, "tokenizer_config.json"))
+
+
+def test_serve_qa_candidate_rule_equals_compute_predictions_on_random_logits(minilm_path):
+    """The in-graph rule (top-n starts x top-n ends, context only, start <= end, length, null threshold) on
+    random logits gives the recipe's answer span and null odds."""
+    import tensorflow as tf
+
+    from keras_bert_impl.export.tf_saved_model import best_span
+
+    tokenizer = BertTokenizer.from_pretrained(minilm_path)
+    context, questions = SQUAD_PARAGRAPHS[0]
+    examples = [squad_data.SquadExample(qas_id=str(i), question_text=questions[i % len(questions)][0],
+                                        doc_tokens=context.split(" ")) for i in range(40)]
+    features = squad_data.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=32,
+                                                       max_query_length=16, is_training=False)
+    assert len(features) == len(examples)
+    rng = np.random.default_rng(3)
+    n_best, max_length, threshold = 5, 4, 0.5
+    logits = [rng.normal(0.0, 2.0, (2, 1, len(feature.tokens))).astype("float32") for feature in features]
+    results = [raw_results([feature], start, end)[0] for feature, (start, end) in zip(features, logits)]
+    predictions = compute_predictions(examples, features, results, n_best_size=n_best, max_answer_length=max_length,
+                                      version_2_with_negative=True, null_score_diff_threshold=threshold)
+    restricted_differs = compared = 0
+    for feature, example, (start_logits, end_logits) in zip(features, examples, logits):
+        length = len(feature.tokens)
+        nbest = predictions.nbest[example.qas_id]
+        allowed = np.zeros((1, length), bool)
+        allowed[0, list(feature.token_to_orig_map)] = True
+        spans = [best_span(tf.constant(start_logits), tf.constant(end_logits), tf.constant(allowed), max_length,
+                           n, tf.ones((1, length), tf.bool)) for n in (n_best, None)]
+        start, end, score = (int(v[0]) if i < 2 else float(v[0]) for i, v in enumerate(spans[0]))
+        restricted_differs += int(spans[1][0][0]) != start or int(spans[1][1][0]) != end
+        if any(entry["text"] == "empty" for entry in nbest):  # no valid candidate: documented difference
+            assert score < -1e8
+            continue
+        best = next(entry for entry in nbest if entry["text"])
+        assert (best["start_logit"], best["end_logit"]) == (float(start_logits[0, start]), float(end_logits[0, end]))
+        null_score = float(start_logits[0, 0] + end_logits[0, 0])
+        np.testing.assert_allclose(null_score - score, predictions.null_odds[example.qas_id], atol=1e-5)
+        assert (predictions.predictions[example.qas_id] == "") == (null_score - score > threshold)
+        compared += 1
+    assert compared >= 30 and restricted_differs > 0  # the n-best restriction matters on these logits
+
+
+def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
+    from keras_bert_impl.export.tf_saved_model import squad_settings
+
+    stored = {"squad": {"version_2_with_negative": True, "null_score_diff_threshold": -1.5,
+                        "max_answer_length": 12, "n_best_size": 7}}
+    assert squad_settings(stored) == {"null_score_diff_threshold": -1.5, "max_answer_length": 12, "n_best_size": 7}
+    assert squad_settings(stored, null_score_diff_threshold=2.0, max_answer_length=3, n_best_size=5) == {
+        "null_score_diff_threshold": 2.0, "max_answer_length": 3, "n_best_size": 5}
+    assert squad_settings(stored, version_2_with_negative=False)["null_score_diff_threshold"] is None
+    assert squad_settings({}) == {"null_score_diff_threshold": None, "max_answer_length": 30, "n_best_size": 20}
+    assert squad_settings({}, version_2_with_negative=True)["null_score_diff_threshold"] == 0.0
+    assert squad_settings({}, null_score_diff_threshold=1.0)["null_score_diff_threshold"] == 1.0

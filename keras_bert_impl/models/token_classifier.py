@@ -248,7 +248,7 @@ class BertTokenClassifier(BertTask):
             return np.where(label_mask > 0, tags, IGNORE_LABEL_ID).astype("int32")
         # Viterbi on the host (numpy): the logits are there already, and an eager `keras.ops.scan` would
         # be re-traced for every batch on JAX. Same tags as `decode_tags`, which the SavedModel export
-        # runs in its graph (tested equal in tests/test_serving_equivalence.py).
+        # runs in its graph (tested equal in tests/test_tf_export.py).
         transitions = np.asarray(ops.convert_to_numpy(self.crf.transitions), "float32")  # [K, K]
         start = end = None
         if self.crf.use_start_end_transitions:
