@@ -38,7 +38,9 @@ def plain(value):
 results = []
 for export_dir, signature, inputs in json.loads(sys.argv[1]):
     served = tf.saved_model.load(export_dir)
-    outputs = served.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()})
+    # An empty list is an empty batch of strings (tf.constant([]) would be float32).
+    outputs = served.signatures[signature](**{k: tf.constant(v, tf.string) if v == [] else tf.constant(v)
+                                              for k, v in inputs.items()})
     results.append({k: plain(v) for k, v in outputs.items()})
 assert not [name for name in sys.modules if name.startswith("keras_bert_impl")]
 print("RESULT " + json.dumps(results))

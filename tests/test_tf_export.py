@@ -269,10 +269,14 @@ def served(minilm_path, tmp_path_factory):
         [str(root / "saved" / "qa"), "serving_default",
          {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}],
     ]
-    out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
-    results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
     names = ["backbone", "classifier", "token_classifier", "span_qa", "token_ids",  # every task
              "cased_classifier", "tagger", "qa"]
+    # Each raw-string signature once more, on an empty batch.
+    names += [f"empty {name}" for name, (_, signature, _) in zip(names, jobs) if signature == "serving_default"]
+    jobs += [[export_dir, signature, {name: [] for name in inputs}]
+             for export_dir, signature, inputs in jobs if signature == "serving_default"]
+    out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
+    results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
     return {
         "models": models, "root": root, "classifier": classifier, "cased": cased, "tagger": tagger,
         "uncased": uncased, "qa_ids": [qas_id for qas_id, _, _ in questions], "threshold": threshold,
@@ -550,3 +554,13 @@ def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
     assert squad_settings({}) == {"null_score_diff_threshold": None, "max_answer_length": 30, "n_best_size": 20}
     assert squad_settings({}, version_2_with_negative=True)["null_score_diff_threshold"] == 0.0
     assert squad_settings({}, null_score_diff_threshold=1.0)["null_score_diff_threshold"] == 1.0
+
+
+def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(served):
+    results = served["served"]
+    empty = {name[len("empty "):]: outputs for name, outputs in results.items() if name.startswith("empty ")}
+    assert sorted(empty) == ["backbone", "cased_classifier", "classifier", "qa", "span_qa", "tagger",
+                             "token_classifier"]
+    for name, outputs in empty.items():
+        assert sorted(outputs) == sorted(results[name]), name  # the same outputs as on a real batch
+        assert all(value == [] for value in outputs.values()), (name, outputs)

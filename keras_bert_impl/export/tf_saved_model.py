@@ -16,6 +16,8 @@ Signatures by task:
 | "token_classifier" | `text` | per word: `words`, `tags` (names), `word_start`, `word_end` (character offsets into `text`), padded with "" / -1 to [B, W] |
 | "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`, `null_score`; `has_answer` |
 
+B may be 0: an empty batch gets every output with 0 rows.
+
 Token classifier: a word is a token of `text` that is not a `##` continuation; its tag is decided at its
 first token by `models.token_classifier.decode_tags`, the rule of `BertTokenClassifier.decode`: argmax, or
 with a CRF (`model.use_crf`) the Viterbi path over the words' first-token logits.
@@ -139,6 +141,15 @@ def _word_groups(token_ids, offsets, padding_mask, segment_ids, is_continuation)
     last_of_word = real & next_starts_or_ends
     word_end = tf.ragged.boolean_mask(offsets[..., 1], last_of_word & (word_index >= 0))
     return first_token, word_start, word_end, tf.cast(starts_word, tf.int32)
+
+
+def _serve_any_batch(endpoint, *texts):
+    """`endpoint(*texts)` for a batch of any size, 0 included: an empty batch is served as one empty string
+    and 0 rows of every output are kept (the model reads each row's first token, which a packed batch of 0
+    rows and 0 tokens does not have)."""
+    rows = tf.shape(texts[0])[0]
+    texts = [tf.cond(rows > 0, lambda t=t: t, lambda: tf.constant([""])) for t in texts]
+    return {name: value[:rows] for name, value in endpoint(*texts).items()}
 
 
 class _Exporter:
@@ -302,15 +313,17 @@ def export_saved_model(
     archive.track(model)
     archive.track(exporter.tokenizer)
     if task == "span_qa":
-        archive.add_endpoint("serving_default", lambda question, context: exporter.serve_qa(question, context),
+        archive.add_endpoint("serving_default",
+                             lambda question, context: _serve_any_batch(exporter.serve_qa, question, context),
                              input_signature=[tf.TensorSpec([None], tf.string, name="question"),
                                               tf.TensorSpec([None], tf.string, name="context")])
     elif text_pair:
-        archive.add_endpoint("serving_default", lambda text, text_pair: exporter.serve_texts(text, text_pair),
+        archive.add_endpoint("serving_default",
+                             lambda text, text_pair: _serve_any_batch(exporter.serve_texts, text, text_pair),
                              input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                               tf.TensorSpec([None], tf.string, name="text_pair")])
     else:
-        archive.add_endpoint("serving_default", lambda text: exporter.serve_texts(text),
+        archive.add_endpoint("serving_default", lambda text: _serve_any_batch(exporter.serve_texts, text),
                              input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     archive.add_endpoint(
         "serving_token_ids",
