@@ -81,12 +81,6 @@ SQUAD_FLAGS = {"max_seq_length": 64, "doc_stride": 32, "max_query_length": 16, "
 
 
 
-def _tiny_config():
-    return BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                      attention_probs_dropout_prob=0.0)
-
-
 def _model_inputs(batch):
     return {k: batch[k] for k in ("token_ids", "segment_ids", "padding_mask")}
 
@@ -99,7 +93,8 @@ def _run(args, backend="tensorflow"):
     return proc.stdout
 
 
-def _tiny_backbone(vocab_size):
+def _tiny_backbone(vocab_size=30522):
+    """A 2-layer, H=32 backbone without dropout; the default vocab_size is MiniLM's vocabulary's."""
     return BertBackbone(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                    intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
                                    attention_probs_dropout_prob=0.0))
@@ -159,10 +154,10 @@ def _every_task_models(root, tokenizer):
     returns them, their export arguments and their serving jobs."""
     batch = tokenizer(TEXTS, PAIRS, max_length=32)
     models = {
-        "backbone": BertBackbone(_tiny_config()),
-        "classifier": BertClassifier(BertBackbone(_tiny_config()), num_classes=3, dropout=0.0),
-        "token_classifier": BertTokenClassifier(BertBackbone(_tiny_config()), num_labels=len(TAGS), dropout=0.0),
-        "span_qa": BertSpanQA(BertBackbone(_tiny_config())),
+        "backbone": _tiny_backbone(),
+        "classifier": BertClassifier(_tiny_backbone(), num_classes=3, dropout=0.0),
+        "token_classifier": BertTokenClassifier(_tiny_backbone(), num_labels=len(TAGS), dropout=0.0),
+        "span_qa": BertSpanQA(_tiny_backbone()),
     }
     classifier = models["classifier"]
     classifier.compile(optimizer=keras.optimizers.SGD(0.1),
