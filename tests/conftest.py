@@ -18,6 +18,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", threads)
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", threads)
 
+# TensorFlow runs without its oneDNN kernels. With them (TensorFlow 2.21), 3 of 17 runs of
+# tests/test_divergence.py on one thread aborted inside a training step with a corrupted heap (glibc:
+# "corrupted double-linked list", found in a oneDNN einsum's allocation; once as a segfault); without them,
+# 0 of 13. TensorFlow's issues #117700 and #123109 report heap corruption in its oneDNN batch matmul. The
+# suite's TensorFlow tests take no longer without oneDNN (three of the longest files: 192 s against 203 s).
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
 # JAX: XLA compiles at backend optimization level 0. A test compiles many small step functions and runs
 # each a few times, so compiling is most of its time: tests/test_task_models.py takes 85 s instead of 148 s
 # on a 2-core CPU, the MiniLM GLUE fine-tuning 42 s either way. Long runs are slower at level 0 (the MiniLM

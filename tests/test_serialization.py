@@ -1,6 +1,6 @@
 """Every class registered under the package "keras_bert_impl" round-trips through a `.keras` file after only
 `import keras_bert_impl`: the reloaded object computes the same outputs (atol 1e-6), in this process and,
-for the task models with extra layers (CRF, BiLSTMs), in a fresh interpreter."""
+for every task model (compiled), in a fresh interpreter."""
 
 import os
 import subprocess
@@ -155,23 +155,43 @@ def test_masked_lm_head_revives_from_its_config_with_the_tied_heads_numbers():
     assert revived.token_embedding is not embedding and (revived.vocab_size, revived.hidden_size) == (40, 8)
 
 
-@pytest.mark.parametrize("name", ["BertTokenClassifier", "BertFeatureBasedTagger"])
-def test_keras_file_loads_in_a_fresh_interpreter_after_importing_the_package(name, tmp_path):
-    model, (x,) = CASES[name]()
-    path = str(tmp_path / f"{name}.keras")
-    model.save(path)
-    np.savez(tmp_path / "x.npz", **x, expected=to_numpy(model(x, training=False)))
+TASK_MODELS = ["BertClassifier", "BertFeatureBasedTagger", "BertMultipleChoice", "BertPretrainer", "BertSpanQA",
+               "BertTokenClassifier"]
+
+
+def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importing_the_package(tmp_path):
+    """Saved after a bare `compile()`: the fresh interpreter gets the model, its outputs and its compiled
+    loss and optimizer back (one interpreter for all of them)."""
+    assert sorted(TASK_MODELS) == sorted(n for n in _registered_names() if n.startswith("Bert") and
+                                         issubclass(keras.saving.get_registered_object(f"keras_bert_impl>{n}"),
+                                                    keras_bert_impl.models.task.BertTask))
+    for name in TASK_MODELS:
+        model, (x,) = CASES[name]()
+        model.compile()
+        out = model(x, training=False)
+        out = {k: to_numpy(v) for k, v in out.items()} if isinstance(out, dict) else {"logits": to_numpy(out)}
+        model.save(str(tmp_path / f"{name}.keras"))
+        arrays = {**{f"x_{k}": v for k, v in x.items()}, **{f"y_{k}": v for k, v in out.items()}}
+        np.savez(tmp_path / f"{name}.npz", **arrays)
     script = textwrap.dedent(f"""
         import keras, numpy as np
         import keras_bert_impl
-        data = np.load({str(tmp_path / "x.npz")!r})
-        x = {{k: data[k] for k in ("token_ids", "segment_ids", "padding_mask")}}
-        model = keras.saving.load_model({path!r})
-        assert type(model).__name__ == {name!r}, type(model)
-        got = keras.ops.convert_to_numpy(model(x, training=False))
-        np.testing.assert_allclose(got, data["expected"], atol=1e-6)
-        print("reloaded")
+        for name in {TASK_MODELS!r}:
+            data = np.load(f"{tmp_path}/{{name}}.npz")
+            x = {{k[2:]: data[k] for k in data.files if k.startswith("x_")}}
+            model = keras.saving.load_model(f"{tmp_path}/{{name}}.keras")
+            assert type(model).__name__ == name, type(model)
+            assert type(model.optimizer).__name__ == "AdamW" and model.optimizer.weight_decay == 0.01, name
+            out = model(x, training=False)
+            out = out if isinstance(out, dict) else {{"logits": out}}
+            for k in data.files:
+                if k.startswith("y_"):
+                    np.testing.assert_allclose(keras.ops.convert_to_numpy(out[k[2:]]), data[k], atol=1e-6,
+                                               err_msg=name)
+            print("reloaded", name)
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=300)
-    assert result.returncode == 0 and "reloaded" in result.stdout, result.stderr[-3000:]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [line.split()[1] for line in result.stdout.splitlines() if line.startswith("reloaded")] == TASK_MODELS
+    assert "compile()` was not called" not in result.stderr, result.stderr[-3000:]

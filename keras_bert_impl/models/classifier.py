@@ -26,8 +26,8 @@ class BertClassifier(BertTask):
     Output: logits, float32 [batch, num_classes] (before softmax). With `num_classes=1` the output
     [batch, 1] is a regression score (STS-B).
 
-    Train with `SparseCategoricalCrossentropy(from_logits=True)` (or `MeanSquaredError` for
-    regression); `keras_bert_impl.runners.finetuning.create_finetuning_optimizer` gives BERT's optimizer.
+    `compile()` without arguments trains with `SparseCategoricalCrossentropy(from_logits=True)` and
+    reports accuracy (regression: `MeanSquaredError`), with the paper's AdamW (see `BertTask.compile`).
 
     Args:
         backbone: a `BertBackbone`.
@@ -75,6 +75,14 @@ class BertClassifier(BertTask):
 
     def task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    def default_loss(self):
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return None if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def head_weight_tables(self):
         return {"classifier": classifier_table(self.output_dense)}

@@ -12,9 +12,10 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.models.task import BertTask
-from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID
 
 
 class FrozenBertFeatures(keras.layers.Layer):
@@ -132,15 +133,8 @@ class BertFeatureBasedTagger(BertTask):
         self.add_mean_metrics("token_accuracy")
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        labels = ops.cast(y, "int32")  # [B, T]
-        logits = ops.cast(y_pred, "float32")  # [B, T, K]
-        weights = ops.cast(ops.not_equal(labels, IGNORE_LABEL_ID), "float32")
-        safe_labels = ops.where(weights > 0, labels, 0)
-        nll = keras.losses.sparse_categorical_crossentropy(safe_labels, logits, from_logits=True)  # [B, T]
-        loss = ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
-        correct = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels), "float32")
-        self.token_accuracy.update_state(correct, sample_weight=weights)
-        return loss
+        self.token_accuracy.update_state(*losses.token_hits(y, y_pred, sample_weight))
+        return losses.token_classification_loss(y, y_pred, sample_weight)
 
     def decode(self, logits, label_mask):
         """Argmax label ids [B, T] (numpy int32) at the positions of `label_mask`; -100 elsewhere."""

@@ -35,8 +35,9 @@ class BertMultipleChoice(BertTask):
 
     Inputs: a dict {`token_ids`, `segment_ids`, `padding_mask`}, each int32 [batch, num_choices, seq],
     choice `c` of example `b` packed as `[CLS] context [SEP] ending_c [SEP]`.
-    Output: logits, float32 [batch, num_choices]; train with
-    `SparseCategoricalCrossentropy(from_logits=True)` on the index of the right choice.
+    Output: logits, float32 [batch, num_choices]. `compile()` without arguments trains with
+    `SparseCategoricalCrossentropy(from_logits=True)` on the index of the right choice and reports
+    accuracy, with the paper's AdamW (see `BertTask.compile`).
 
     Args:
         backbone: a `BertBackbone`.
@@ -85,6 +86,12 @@ class BertMultipleChoice(BertTask):
 
     def task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def head_weight_tables(self):
         return {"classifier": classifier_table(self.output_dense)}

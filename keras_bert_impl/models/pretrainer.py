@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
 from keras_bert_impl.checkpoints.head_weights import masked_lm_table, next_sentence_table
+from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task import BertTask, dense_head
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
@@ -52,6 +53,8 @@ class BertPretrainer(BertTask):
     """
 
     hf_architecture = "BertForPreTraining"
+    # compile(optimizer="auto"): the paper's pre-training rate.
+    default_learning_rate = 1e-4
 
     def __init__(self, backbone, **kwargs):
         config = backbone.config
@@ -87,8 +90,12 @@ class BertPretrainer(BertTask):
         self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss")
 
     # ------------------------------------------------------------------------------------- loss
-    def pretraining_losses(self, y, y_pred):
+    def pretraining_losses(self, y, y_pred, sample_weight=None):
         """(total loss, masked_lm_loss, next_sentence_loss): the original's formulas, float32 scalars.
+
+        `sample_weight` [B] (or None, or a dict of them under "masked_lm_ids" and "next_sentence_labels")
+        multiplies each example's terms; the denominators stay unweighted
+        (Keras' "sum_over_batch_size"), so weights of 1 give the original's losses and weights of 0 give 0.
 
         Under a tf.distribute strategy each replica returns its share: the weight sum and the batch size
         in the denominators are summed over the replicas, so the shares add up to exactly the loss of the
@@ -97,19 +104,24 @@ class BertPretrainer(BertTask):
         logits = ops.cast(y_pred["masked_lm_logits"], "float32")  # [B, P, V]
         ids = ops.cast(y["masked_lm_ids"], "int32")  # [B, P]
         weights = ops.cast(y["masked_lm_weights"], "float32")  # [B, P]
+        mlm_example = losses.example_weights(sample_weight, ops.shape(ids)[0], "masked_lm_ids")  # [B]
         mlm_nll = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)  # [B, P]
-        mlm_loss = ops.sum(weights * mlm_nll) / (replica_sum(ops.sum(weights)) + _MLM_LOSS_EPSILON)
+        mlm_loss = ops.sum(weights * mlm_nll * mlm_example[:, None])
+        mlm_loss = mlm_loss / (replica_sum(ops.sum(weights)) + _MLM_LOSS_EPSILON)
 
         nsp_logits = ops.cast(y_pred["next_sentence_logits"], "float32")  # [B, 2]
         nsp_labels = ops.reshape(ops.cast(y["next_sentence_labels"], "int32"), (-1,))  # [B]
         nsp_nll = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)  # [B]
         global_batch = replica_sum(ops.cast(ops.shape(nsp_nll)[0], "float32"))
-        nsp_loss = ops.sum(nsp_nll) / ops.maximum(global_batch, 1.0)  # an empty batch gives 0, not NaN
+        nsp_example = losses.example_weights(sample_weight, ops.shape(nsp_labels)[0], "next_sentence_labels")
+        nsp_loss = ops.sum(nsp_nll * nsp_example) / ops.maximum(global_batch, 1.0)  # an empty batch gives 0, not NaN
         return mlm_loss + nsp_loss, mlm_loss, nsp_loss
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        total, mlm_loss, nsp_loss = self.pretraining_losses(y, y_pred)
-        weights = ops.cast(y["masked_lm_weights"], "float32")
+        total, mlm_loss, nsp_loss = self.pretraining_losses(y, y_pred, sample_weight)
+        batch = ops.shape(y["masked_lm_ids"])[0]
+        mlm_example = losses.example_weights(sample_weight, batch, "masked_lm_ids")  # [B]
+        weights = ops.cast(y["masked_lm_weights"], "float32") * mlm_example[:, None]  # [B, P]
         mlm_correct = ops.cast(
             ops.equal(ops.argmax(y_pred["masked_lm_logits"], axis=-1), ops.cast(y["masked_lm_ids"], "int32")),
             "float32",
@@ -123,7 +135,8 @@ class BertPretrainer(BertTask):
         batch_size = ops.cast(ops.shape(nsp_labels)[0], "float32")
         self.masked_lm_accuracy.update_state(mlm_correct, sample_weight=weights)
         self.masked_lm_loss.update_state(mlm_loss * replicas, sample_weight=batch_size)
-        self.next_sentence_accuracy.update_state(nsp_correct)
+        self.next_sentence_accuracy.update_state(
+            nsp_correct, sample_weight=losses.example_weights(sample_weight, batch, "next_sentence_labels"))
         self.next_sentence_loss.update_state(nsp_loss * replicas, sample_weight=batch_size)
         # Keras adds up the replicas' gradients and reports loss * replicas averaged: both exact for shares.
         return total

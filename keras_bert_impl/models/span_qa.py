@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, span_table
+from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task import BertTask, dense_head
 
@@ -65,28 +66,32 @@ class BertSpanQA(BertTask):
         self.add_mean_metrics("start_loss", "end_loss", "start_accuracy", "end_accuracy")
 
     # ------------------------------------------------------------------------------------- loss
-    def span_losses(self, y, y_pred):
-        """(total, start_loss, end_loss) as float32 scalars: the original's `(start + end) / 2`."""
+    def span_losses(self, y, y_pred, sample_weight=None):
+        """(total, start_loss, end_loss) as float32 scalars: the original's `(start + end) / 2`, each the
+        mean over the examples of the cross-entropy times the example's `sample_weight` ([B], a dict of them
+        under "start_positions" and "end_positions", or None)."""
         start_logits = ops.cast(y_pred["start_logits"], "float32")  # [B, T]
         end_logits = ops.cast(y_pred["end_logits"], "float32")  # [B, T]
         start_positions = ops.reshape(ops.cast(y["start_positions"], "int32"), (-1,))  # [B]
         end_positions = ops.reshape(ops.cast(y["end_positions"], "int32"), (-1,))  # [B]
-        start_loss = ops.mean(
-            keras.losses.sparse_categorical_crossentropy(start_positions, start_logits, from_logits=True)
-        )
-        end_loss = ops.mean(keras.losses.sparse_categorical_crossentropy(end_positions, end_logits, from_logits=True))
+        batch = ops.shape(start_positions)[0]
+        start_nll = keras.losses.sparse_categorical_crossentropy(start_positions, start_logits, from_logits=True)
+        end_nll = keras.losses.sparse_categorical_crossentropy(end_positions, end_logits, from_logits=True)
+        start_loss = ops.mean(start_nll * losses.example_weights(sample_weight, batch, "start_positions"))
+        end_loss = ops.mean(end_nll * losses.example_weights(sample_weight, batch, "end_positions"))
         return (start_loss + end_loss) / 2.0, start_loss, end_loss
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        total, start_loss, end_loss = self.span_losses(y, y_pred)
+        total, start_loss, end_loss = self.span_losses(y, y_pred, sample_weight)
         start_positions = ops.reshape(ops.cast(y["start_positions"], "int32"), (-1,))
         end_positions = ops.reshape(ops.cast(y["end_positions"], "int32"), (-1,))
+        batch = ops.shape(start_positions)[0]
         start_hit = ops.cast(ops.equal(ops.argmax(y_pred["start_logits"], axis=-1), start_positions), "float32")
         end_hit = ops.cast(ops.equal(ops.argmax(y_pred["end_logits"], axis=-1), end_positions), "float32")
         self.start_loss.update_state(start_loss)
         self.end_loss.update_state(end_loss)
-        self.start_accuracy.update_state(start_hit)
-        self.end_accuracy.update_state(end_hit)
+        self.start_accuracy.update_state(start_hit, losses.example_weights(sample_weight, batch, "start_positions"))
+        self.end_accuracy.update_state(end_hit, losses.example_weights(sample_weight, batch, "end_positions"))
         return total
 
     # ------------------------------------------------------------------------------ serialization

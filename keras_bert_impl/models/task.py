@@ -32,6 +32,87 @@ class BertTask(keras.Model):
         """Entries added to the config.json that `save_pretrained` writes (e.g. `id2label`)."""
         return {}
 
+    # ------------------------------------------------------------------------------ compile
+    # The learning rate of `compile(optimizer="auto")`: the paper's fine-tuning rates are 5e-5, 3e-5, 2e-5.
+    default_learning_rate = 5e-5
+
+    def default_loss(self):
+        """The loss of `compile(loss="auto")`; None for a model that computes its own (`compute_loss`)."""
+        return None
+
+    def default_metrics(self):
+        """The weighted metrics of `compile(metrics="auto")`; None for a model that reports its own."""
+        return None
+
+    def computes_own_loss(self):
+        """Whether the subclass computes its loss and metrics in `compute_loss` (so `compile` takes none)."""
+        return type(self).compute_loss is not keras.Model.compute_loss
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto", **kwargs):
+        """`keras.Model.compile` with the task's training setup by default (as keras-hub's tasks).
+
+        - `optimizer="auto"`: Adam with decoupled weight decay 0.01 (none on biases and LayerNorm), epsilon
+          1e-6 and gradients clipped to a global norm of 1.0, as the paper fine-tunes, at a constant rate
+          `default_learning_rate` (5e-5; the pretrainer's is 1e-4). With bias correction: the original's
+          uncorrected moments make the first steps about 3x larger, which its warmup absorbs and a constant
+          rate does not. For the warmup and linear decay of the paper, pass
+          `keras_bert_impl.training.optimization.create_optimizer(lr, num_train_steps, num_warmup_steps)`.
+        - `loss="auto"`: the task's loss, `default_loss()`; `metrics="auto"` and `weighted_metrics="auto"`:
+          the task's metrics, `default_metrics()`, weighted by `sample_weight` (none when `metrics` is given).
+
+        A model that computes its own loss (token tagging, span QA, pre-training: their labels carry
+        ignored positions or several targets) takes no `loss` or `metrics`: passing one raises
+        `ValueError` instead of being dropped. It applies `sample_weight` itself (`models.losses`). A model
+        trained with a Keras loss refuses `loss=None`, which JAX would train at a constant loss of 0.
+        """
+        name = type(self).__name__
+        self._auto_optimizer = isinstance(optimizer, str) and optimizer == "auto"
+        if self._auto_optimizer:
+            optimizer = keras.optimizers.AdamW(
+                learning_rate=self.default_learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
+            )
+            optimizer.exclude_from_weight_decay(var_names=["^bias$", "^gamma$", "^beta$"])
+        own = self.computes_own_loss()
+        if own:
+            for argument, value in (("loss", loss), ("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+                if not (value is None or (isinstance(value, str) and value == "auto")):
+                    raise ValueError(
+                        f"{name} computes its own loss and metrics ({', '.join(m.name for m in self._own_metrics())}), "
+                        f"leaving out the ignored positions; compile({argument}=...) cannot replace them. "
+                        f"Leave {argument} out, or subclass {name} and override compute_loss."
+                    )
+            loss = metrics = weighted_metrics = None
+        else:
+            if isinstance(loss, str) and loss == "auto":
+                loss = self.default_loss()
+            if loss is None:
+                raise ValueError(f"{name}.compile(loss=None): the model has no loss to train with (JAX would train "
+                                 "at a constant loss of 0). Leave loss out for the task's own, or pass one.")
+            auto_metrics = isinstance(metrics, str) and metrics == "auto"
+            if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
+                # The task's metrics only when no metrics were asked for: no second "accuracy" beside the user's.
+                weighted_metrics = self.default_metrics() if auto_metrics else None
+            metrics = None if auto_metrics else metrics
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, weighted_metrics=weighted_metrics, **kwargs)
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        if config is not None and getattr(self, "_auto_optimizer", False):
+            # Keras' AdamW does not save its weight-decay exclusions: rebuilt as compile() builds it.
+            config["optimizer"] = "auto"
+        return config
+
+    def compile_from_config(self, config):
+        """Compiles a reloaded model as it was compiled (Keras does not call an overridden `compile`)."""
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def _own_metrics(self):
+        """The metrics the model updates in its own `compute_loss` (its public Metric attributes)."""
+        return [m for k, m in vars(self).items() if isinstance(m, keras.metrics.Metric) and not k.startswith("_")]
+
     def add_mean_metrics(self, *names):
         """Sets a `keras.metrics.Mean(name=name)` attribute per name, for `compute_loss` to update and
         fit/evaluate to report."""

@@ -24,11 +24,11 @@ from keras_bert_impl.checkpoints.conversion import hf_label_config
 from keras_bert_impl.checkpoints.head_weights import CRF_TRANSITIONS_NAME, classifier_table, crf_table
 from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models import losses
+from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.models.task import BertTask, dense_head
 from keras_bert_impl.utils.errors import UserInputError
 
-# Label id of positions that are not predicted (as in Hugging Face / PyTorch's CrossEntropyLoss).
-IGNORE_LABEL_ID = -100
 # save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
 # "classifier." prefix keeps it among the head weights of `BertBackbone.from_pretrained`; transformers
 # ignores it (an unexpected key).
@@ -203,30 +203,30 @@ class BertTokenClassifier(BertTask):
             self.token_accuracy = keras.metrics.Mean(name="token_accuracy")
 
     # ------------------------------------------------------------------------------------- loss
-    def token_classification_loss(self, labels, logits):
-        """The training loss (float32 scalar) of `labels` [B, T] (-100 = ignored) given `logits` [B, T, K]."""
+    def token_classification_loss(self, labels, logits, sample_weight=None):
+        """The training loss (float32 scalar) of `labels` [B, T] (-100 = ignored) given `logits` [B, T, K];
+        `sample_weight` [B] weights the examples (and, without the CRF, [B, T] the tokens)."""
         labels = ops.cast(labels, "int32")  # [B, T]
+        if not self.use_crf:
+            return losses.token_classification_loss(labels, logits, sample_weight)
         logits = ops.cast(logits, "float32")  # [B, T, K]
         label_mask = ops.cast(ops.not_equal(labels, IGNORE_LABEL_ID), "int32")  # [B, T]
         safe_labels = labels * label_mask  # -100 -> 0, masked out below
-        if self.use_crf:
-            word_logits, word_mask, _ = gather_word_positions(logits, label_mask)  # [B, T, K], [B, T]
-            word_labels, _, _ = gather_word_positions(safe_labels, label_mask)  # [B, T]
-            log_likelihood = self.crf.log_likelihood(word_logits, word_labels, word_mask)  # [B]
-            return -ops.mean(log_likelihood)
-        nll = keras.losses.sparse_categorical_crossentropy(safe_labels, logits, from_logits=True)  # [B, T]
-        weights = ops.cast(label_mask, "float32")
-        return ops.sum(nll * weights) / ops.maximum(ops.sum(weights), 1.0)
+        word_logits, word_mask, _ = gather_word_positions(logits, label_mask)  # [B, T, K], [B, T]
+        word_labels, _, _ = gather_word_positions(safe_labels, label_mask)  # [B, T]
+        log_likelihood = self.crf.log_likelihood(word_logits, word_labels, word_mask)  # [B]
+        if sample_weight is not None and len(sample_weight.shape) == 2 and sample_weight.shape[1] not in (1, None):
+            raise ValueError("BertTokenClassifier(use_crf=True) weights whole sequences: sample_weight must be "
+                             f"[batch] or [batch, 1], got shape {tuple(sample_weight.shape)}.")
+        weights = losses.example_weights(sample_weight, ops.shape(log_likelihood)[0])  # [B]
+        return -ops.mean(log_likelihood * weights)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        loss = self.token_classification_loss(y, y_pred)
+        loss = self.token_classification_loss(y, y_pred, sample_weight)
         if self.use_crf:
             self.crf_nll.update_state(loss)
         else:
-            labels = ops.cast(y, "int32")
-            weights = ops.cast(ops.not_equal(labels, IGNORE_LABEL_ID), "float32")
-            correct = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), labels), "float32")
-            self.token_accuracy.update_state(correct, sample_weight=weights)
+            self.token_accuracy.update_state(*losses.token_hits(y, y_pred, sample_weight))
         return loss
 
     # ------------------------------------------------------------------------------- prediction

@@ -178,7 +178,7 @@ class FinetuningTask:
 
     `check_flags()` (and the driver's `check_model_flags`); `setup(tokenizer)` (reads and checks every
     file the flags name, raising `UserInputError`); with --do_train `training_set()`; `build_model()`
-    (loads the checkpoint); with --do_train: `compile_arguments()`, `fit` (with `evaluate` after every
+    (loads the checkpoint); with --do_train: `model.compile()` with the model's own loss, `fit` (with `evaluate` after every
     epoch and the best weights kept when `can_evaluate`; resumed from output_dir/checkpoints after a
     crash), `best_results(metrics)`, `save_model(...)`; `evaluate(model)` when `can_evaluate` and there
     are no results yet; with --do_predict `predict(model, results)`; finally `write_results(results)`.
@@ -218,11 +218,6 @@ class FinetuningTask:
     def training_set(self):
         """The `TrainingSet` of --do_train."""
         raise NotImplementedError
-
-    def compile_arguments(self):
-        """`model.compile` arguments besides the optimizer (loss, metrics); none for models that compute
-        their own loss."""
-        return {}
 
     def evaluate(self, model):
         """The dev metrics (the paper's metric first among them), a dict."""

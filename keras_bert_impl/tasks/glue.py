@@ -11,7 +11,6 @@ prefixed "mm_"); writes the GLUE server's submission files.
 
 import os
 
-import keras
 import numpy as np
 
 from keras_bert_impl.data import batching, glue_data
@@ -94,12 +93,6 @@ class GlueTask(FinetuningTask):
     def training_set(self):
         features, labels, examples = self.train_set
         return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
-
-    def compile_arguments(self):
-        if self.regression:
-            return {"loss": keras.losses.MeanSquaredError(), "metrics": []}
-        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
 
     def predictions(self, model, features):
         """Class ids [N] (STS-B: float scores [N]) for every example, in order."""

@@ -9,7 +9,6 @@ choices and a softmax across them is trained with cross-entropy. Evaluates dev a
 
 import os
 
-import keras
 import numpy as np
 
 from keras_bert_impl.data import batching, swag_data
@@ -82,10 +81,6 @@ class SwagTask(FinetuningTask):
     def training_set(self):
         features, labels, examples = self.train
         return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
-
-    def compile_arguments(self):
-        return {"loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
 
     def logits(self, model, features, batch_size):
         """The choices' scores [N, 4]."""
