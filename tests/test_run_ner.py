@@ -13,6 +13,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data.conll_data import read_conll_file
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from tests.finetuning_files import run_recipe_at_default_xla_level
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(REPO, "data", "ner")
@@ -39,19 +40,19 @@ def _read_predictions(path):
 @pytest.mark.slow
 def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, tmp_path):
     output_dir = str(tmp_path / "ner")
-    results = _recipe().main([
+    run_recipe_at_default_xla_level("run_ner", [
         f"--data_dir={DATA_DIR}", f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}",
         "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=10",
         "--eval_batch_size=80", "--learning_rate=2e-4", "--num_train_epochs=2", "--pad_to_multiple_of=16",
         "--verbose=0",
     ])
+    results = json.load(open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8"))
     assert results["tagging_scheme"] == "iob1"
     assert results["f1"] >= 0.90, results  # dev: names never seen in training
     assert results["test"]["f1"] >= 0.90, results["test"]
     assert set(results["per_type"]) == {"LOC", "MISC", "ORG", "PER"}
 
-    written = json.load(open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8"))
-    assert written["f1"] == results["f1"] and written["test"]["per_type"]["PER"]["support"] > 0
+    assert results["test"]["per_type"]["PER"]["support"] > 0
     # Test predictions: one `token gold pred` line per test word, gold as in the file, IOB1 predictions.
     rows = _read_predictions(os.path.join(output_dir, "test_predictions.txt"))
     test = read_conll_file(os.path.join(DATA_DIR, "test.txt"))

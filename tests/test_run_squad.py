@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from keras_bert_impl.config import BertConfig
+from tests.finetuning_files import run_recipe_at_default_xla_level
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
@@ -27,18 +28,12 @@ E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", 
 
 @pytest.mark.slow
 def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
-    # A recipe subprocess, so that JAX's XLA compiles at its default optimization level: the suite's level
-    # 0 (tests/conftest.py) doubles the time of this run's 200 MiniLM steps.
     output_dir = str(tmp_path / "out")
-    command = [
-        sys.executable, RECIPE, f"--train_file={TRAIN_FILE}", f"--predict_file={DEV_FILE}", "--version_2_with_negative",
+    run_recipe_at_default_xla_level("run_squad", [
+        f"--train_file={TRAIN_FILE}", f"--predict_file={DEV_FILE}", "--version_2_with_negative",
         f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}", "--do_train", "--do_predict",
         "--nosave_model", "--verbose=2", *E2E_FLAGS,
-    ]
-    xla_flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "optimization_level" not in f)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO, XLA_FLAGS=xla_flags)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200, check=False)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ])
     with open(os.path.join(output_dir, "eval_results.json")) as f:
         results = json.load(f)
     print({k: round(v, 2) if isinstance(v, float) else v for k, v in sorted(results.items())})

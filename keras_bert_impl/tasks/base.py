@@ -178,10 +178,11 @@ class FinetuningTask:
 
     `check_flags()` (and the driver's `check_model_flags`); `setup(tokenizer)` (reads and checks every
     file the flags name, raising `UserInputError`); with --do_train `training_set()`; `build_model()`
-    (loads the checkpoint); with --do_train: `model.compile()` with the model's own loss, `fit` (with `evaluate` after every
-    epoch and the best weights kept when `can_evaluate`; resumed from output_dir/checkpoints after a
-    crash), `best_results(metrics)`, `save_model(...)`; `evaluate(model)` when `can_evaluate` and there
-    are no results yet; with --do_predict `predict(model, results)`; finally `write_results(results)`.
+    (loads the checkpoint); with --do_train: `model.compile` with BERT's optimizer and the model's loss,
+    `fit` (with `evaluate` after every epoch and the best weights kept when `can_evaluate`; resumed from
+    output_dir/checkpoints after a crash), `best_results(metrics)`, `save_model(...)`; `evaluate(model)`
+    when `can_evaluate` and there are no results yet; with --do_predict `predict(model, results)`; finally
+    `write_results(results)`.
 
     Attributes:
         name: the task's name in log lines.
