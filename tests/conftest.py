@@ -22,7 +22,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # tests/test_divergence.py on one thread aborted inside a training step with a corrupted heap (glibc:
 # "corrupted double-linked list", found in a oneDNN einsum's allocation; once as a segfault); without them,
 # 0 of 13. TensorFlow's issues #117700 and #123109 report heap corruption in its oneDNN batch matmul. The
-# suite's TensorFlow tests take no longer without oneDNN (three of the longest files: 192 s against 203 s).
+# suite's TensorFlow tests take no longer without oneDNN (three of the longest files: 192 s against 203 s);
+# the MiniLM fine-tuning runs do, so they run their recipe with oneDNN (run_recipe_with_backend_defaults).
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 # JAX: XLA compiles at backend optimization level 0. A test compiles many small step functions and runs

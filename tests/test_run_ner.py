@@ -13,7 +13,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data.conll_data import read_conll_file
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from tests.finetuning_files import run_recipe_at_default_xla_level
+from tests.finetuning_files import run_recipe_with_backend_defaults
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA_DIR = os.path.join(REPO, "data", "ner")
@@ -40,7 +40,7 @@ def _read_predictions(path):
 @pytest.mark.slow
 def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, tmp_path):
     output_dir = str(tmp_path / "ner")
-    run_recipe_at_default_xla_level("run_ner", [
+    run_recipe_with_backend_defaults("run_ner", [
         f"--data_dir={DATA_DIR}", f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}",
         "--do_train", "--do_eval", "--do_predict", "--max_seq_length=64", "--train_batch_size=10",
         "--eval_batch_size=80", "--learning_rate=2e-4", "--num_train_epochs=2", "--pad_to_multiple_of=16",

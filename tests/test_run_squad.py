@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from keras_bert_impl.config import BertConfig
-from tests.finetuning_files import run_recipe_at_default_xla_level
+from tests.finetuning_files import run_recipe_with_backend_defaults
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
@@ -29,7 +29,7 @@ E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", 
 @pytest.mark.slow
 def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
     output_dir = str(tmp_path / "out")
-    run_recipe_at_default_xla_level("run_squad", [
+    run_recipe_with_backend_defaults("run_squad", [
         f"--train_file={TRAIN_FILE}", f"--predict_file={DEV_FILE}", "--version_2_with_negative",
         f"--init_checkpoint={minilm_path}", f"--output_dir={output_dir}", "--do_train", "--do_predict",
         "--nosave_model", "--verbose=2", *E2E_FLAGS,
