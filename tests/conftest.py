@@ -29,8 +29,8 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 # JAX: XLA compiles at backend optimization level 0. A test compiles many small step functions and runs
 # each a few times, so compiling is most of its time: tests/test_task_models.py takes 85 s instead of 148 s
 # on a 2-core CPU, the MiniLM GLUE fine-tuning 42 s either way. Long runs are slower at level 0 (the MiniLM
-# SQuAD run's 200 steps: 357 s instead of 174 s), so that test runs its recipe in a subprocess at XLA's
-# default level. Recipe subprocesses otherwise inherit the setting.
+# SQuAD run's 200 steps: 357 s instead of 174 s), so the MiniLM SQuAD and NER tests run their recipe in a
+# subprocess at XLA's default level (run_recipe_with_backend_defaults). Other recipe subprocesses inherit it.
 if os.environ.get("KERAS_BACKEND") == "jax" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 

@@ -155,5 +155,5 @@ def run_task_test(case, tmp_path):
     bf16 = _build(case, dtype="mixed_bfloat16")
     assert bf16.backbone.embeddings.compute_dtype == "bfloat16"
     bf16.compile(optimizer=keras.optimizers.Adam(1e-3))
-    history = bf16.fit(x, y, epochs=1, batch_size=len(next(iter(x.values()))), verbose=0)
+    history = bf16.fit(x, y, epochs=1, batch_size=batch_size, verbose=0)
     assert np.isfinite(history.history["loss"][0])

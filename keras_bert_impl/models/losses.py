@@ -35,8 +35,8 @@ def token_weights(sample_weight, labels):
     if sample_weight is None:
         return weights
     sample_weight = ops.cast(sample_weight, "float32")
-    if len(sample_weight.shape) == 1 or (len(sample_weight.shape) == 2 and sample_weight.shape[1] == 1):
-        sample_weight = ops.reshape(sample_weight, (-1, 1))  # [B, 1]
+    if len(sample_weight.shape) == 1:
+        sample_weight = ops.expand_dims(sample_weight, 1)  # [B, 1]; [B, 1] and [B, T] broadcast as they are
     return weights * sample_weight  # [B, T]
 
 

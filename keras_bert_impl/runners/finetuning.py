@@ -462,7 +462,8 @@ def fit_task(task, model, train, args):
     epochs = math.ceil(args.num_train_epochs)
     total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs)
     # The model's own loss and metrics (`BertTask.compile`'s defaults).
-    model.compile(optimizer=create_finetuning_optimizer(args, total_steps), steps_per_execution=args.steps_per_execution)
+    model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
+                  steps_per_execution=args.steps_per_execution)
     checkpoint_dir = os.path.join(args.output_dir, resumable.CHECKPOINT_SUBDIR)
     best = BestCheckpoint(task.evaluate, task.main_metric, args.output_dir) if task.can_evaluate else None
     initial_epoch = restore_training(model, checkpoint_dir, best)
