@@ -221,6 +221,21 @@ def load_vocab(vocab_file):
     return tokens
 
 
+def _checked_token_list(tokens):
+    """A vocabulary given as a list of tokens (id = index), checked as `load_vocab` checks a file."""
+    first = {}
+    for index, token in enumerate(tokens):
+        if not isinstance(token, str):
+            raise TypeError(f"vocabulary[{index}] must be a str, got {type(token).__name__}.")
+        if token and token in first:
+            raise ValueError(f"vocabulary[{index}]: the token {token!r} repeats vocabulary[{first[token]}]; "
+                             "expected each token once (its index is its id).")
+        first.setdefault(token, index)
+    if not tokens:
+        raise ValueError("The vocabulary list is empty.")
+    return list(tokens)
+
+
 class _WordCache(dict):
     """raw word -> (tokens, ids, starts, ends); computes missing words, and is cleared when full."""
 
@@ -245,8 +260,8 @@ class BertTokenizer:
 
     Args:
         vocab_file: Path of a vocab.txt: one token a line, the id of a token is its line number
-            (from 0). It must contain `[UNK]`, `[CLS]` and `[SEP]`; `[PAD]` (else id 0 pads) and
-            `[MASK]` are optional.
+            (from 0); or the list of tokens itself, in id order. It must contain `[UNK]`, `[CLS]` and
+            `[SEP]`; `[PAD]` (else id 0 pads) and `[MASK]` are optional.
         do_lower_case: Whether to lower-case and strip accents (uncased models) or not (cased ones).
         split_special_tokens: If True (default, as in the original), special-token strings such as
             `"[CLS]"` inside the input text are plain text (`"[", "cl", "##s", "]"`). If False, such
@@ -270,7 +285,11 @@ class BertTokenizer:
     """
 
     def __init__(self, vocab_file, do_lower_case=True, split_special_tokens=True, cache_size=1_000_000):
-        tokens = load_vocab(vocab_file)
+        if isinstance(vocab_file, (list, tuple)):
+            tokens = _checked_token_list(vocab_file)
+            vocab_file = "<vocabulary list>"
+        else:
+            tokens = load_vocab(vocab_file)
         vocab = {}
         for index, token in enumerate(tokens):
             vocab[token] = index  # Only blank lines ("") repeat (load_vocab refuses other repeats): the last id.
@@ -323,6 +342,11 @@ class BertTokenizer:
             f.write("".join(token + "\n" for token in self._id_to_token))
         with atomic_open(os.path.join(directory, "tokenizer_config.json")) as f:
             json.dump({"do_lower_case": self.do_lower_case, "tokenizer_class": "BertTokenizer"}, f, indent=2)
+
+    @property
+    def vocabulary(self):
+        """The tokens in id order (a copy)."""
+        return list(self._id_to_token)
 
     @property
     def vocab_size(self):
