@@ -3,8 +3,8 @@
 The subpackages form tiers; a module imports only from lower tiers (and, within a tier, only from its own
 folder), which `tests/test_architecture.py` checks:
 
-    utils, backends < config, metrics < layers, tokenizers < checkpoints < models, data < training
-    < tasks < export < runners
+    utils, backends < config, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
+    < training < tasks < export < runners
 
 `backends/` holds the backend-specific fast paths, one module per backend, imported only under that
 backend; everything else is keras and keras.ops only. What is TensorFlow by nature (in-graph tokenization,
@@ -30,6 +30,12 @@ from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
+from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
+from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
+from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
+from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
+from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.training.divergence import DivergenceGuard
 from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
@@ -46,11 +52,17 @@ __all__ = [
     "BertEmbeddings",
     "BertEncoderBlock",
     "BertFeatureBasedTagger",
+    "BertMaskedLMPreprocessor",
     "BertMultipleChoice",
+    "BertMultipleChoicePreprocessor",
+    "BertPreprocessor",
     "BertPretrainer",
     "BertSelfAttention",
     "BertSpanQA",
+    "BertSpanQAPreprocessor",
+    "BertTextClassifierPreprocessor",
     "BertTokenClassifier",
+    "BertTokenClassifierPreprocessor",
     "BertTokenizer",
     "CRF",
     "DivergenceGuard",

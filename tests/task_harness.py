@@ -3,17 +3,21 @@
 `run_task_test(case, tmp_path)` takes a `TaskCase` (how to build the model on a backbone, a batch, how to
 compile it) and checks, in order:
 
-1. the model builds and its outputs have the expected shapes;
+1. the model builds (with its task's preprocessor) and its outputs have the expected shapes; on raw text,
+   `predict` and `evaluate` give what they give on the token ids (and labels) the preprocessor makes, and
+   `fit` trains;
 2. a bare `compile()` gives the task's loss: `fit` lowers it (from a loss that is not 0), changes the
    trainable weights, and `sample_weight` is honoured (zeros give 0, ones the unweighted loss); a token
    accuracy leaves out the -100 positions; a `loss`, `metrics` or `loss=None` the model cannot train with
    raises `ValueError`;
-3. a `.keras` file reloads to a model of the same class with the same outputs;
-4. `save_pretrained` / `from_pretrained` reload the same outputs (for models that write a directory);
+3. a `.keras` file reloads to a model of the same class with the same outputs and preprocessor;
+4. `save_pretrained` / `from_pretrained` reload the same outputs and the preprocessor's vocabulary, casing
+   and length (for models that write a directory);
 5. under the TensorFlow backend, the exported SavedModel's `serving_token_ids` returns the same outputs;
 6. the same model built under `mixed_bfloat16` trains one step with a finite loss and bfloat16 compute.
 """
 
+import copy
 import dataclasses
 import os
 from typing import Callable, Optional
@@ -24,18 +28,25 @@ import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tests.backend_utils import to_numpy
 
 TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
                   max_position_embeddings=32)
+# The vocabulary of TINY: special tokens, the words w0..w49 and some continuation pieces ("w1s" -> w1 ##s).
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(50)] + [
+    "##s", "##ed", "##ing", "?", "."]
+TOKENIZER = BertTokenizer(VOCABULARY)
 
 
 @dataclasses.dataclass
 class TaskCase:
     """How to exercise one task model.
 
-    build: (backbone) -> model.
+    build: (backbone, preprocessor) -> model.
     batch: () -> (x, y), numpy.
+    preprocessor: () -> the task's preprocessor on `TOKENIZER`.
+    raw_batch: () -> (raw text, its labels), as the preprocessor takes them.
     output_shapes: {output name or "logits": shape} of the model on `batch()`'s x.
     from_pretrained: (directory) -> model, or None for a model that writes no directory.
     export_task: the `export_saved_model` task name, or None for a model that is not exported.
@@ -45,6 +56,8 @@ class TaskCase:
     build: Callable
     batch: Callable
     output_shapes: dict
+    preprocessor: Callable
+    raw_batch: Callable
     from_pretrained: Optional[Callable] = None
     export_task: Optional[str] = None
     backbone_kwargs: dict = dataclasses.field(default_factory=dict)
@@ -64,8 +77,29 @@ def _assert_same_outputs(actual, expected, atol=1e-5, what=""):
         np.testing.assert_allclose(actual[name], expected[name], atol=atol, err_msg=f"{what}: {name}")
 
 
-def _build(case, dtype=None):
-    return case.build(BertBackbone(TINY, dtype=dtype, **case.backbone_kwargs))
+def _build(case, dtype=None, preprocessor=None):
+    return case.build(BertBackbone(TINY, dtype=dtype, **case.backbone_kwargs), preprocessor)
+
+
+def _predictions(model, x):
+    out = model.predict(x, verbose=0)
+    return {k: np.asarray(v) for k, v in out.items()} if isinstance(out, dict) else {"logits": np.asarray(out)}
+
+
+def _check_raw_text_gives_what_its_token_ids_give(model, raw_x, raw_y):
+    """predict/evaluate on raw text equal predict/evaluate on the preprocessor's ids; fit on raw text trains.
+    (The preprocessor is copied with its state: the masked-LM one draws new masks at every call.)"""
+    ids_x, _, _ = copy.deepcopy(model.preprocessor)(raw_x)
+    _assert_same_outputs(_predictions(model, raw_x), _predictions(model, ids_x), what="predict on raw text")
+    ids_x, ids_y, _ = copy.deepcopy(model.preprocessor)(raw_x, raw_y)
+    model.compile()
+    on_ids = model.evaluate(ids_x, ids_y, verbose=0, return_dict=True)
+    on_raw = model.evaluate(raw_x, raw_y, verbose=0, return_dict=True)
+    assert on_raw.keys() == on_ids.keys()
+    for name in on_ids:
+        np.testing.assert_allclose(on_raw[name], on_ids[name], rtol=1e-6, err_msg=f"evaluate on raw text: {name}")
+    history = model.fit(raw_x, raw_y, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0]) and history.history["loss"][0] > 0.01
 
 
 def _check_compile_refuses_what_the_model_cannot_train_with(model):
@@ -89,10 +123,11 @@ def _check_token_accuracy_leaves_out_ignored_positions(model, x, labels, reporte
 def run_task_test(case, tmp_path):
     x, y = case.batch()
 
-    # 1. build, output shapes
-    model = _build(case)
+    # 1. build, output shapes; raw text through the preprocessor
+    model = _build(case, preprocessor=case.preprocessor())
     expected = _outputs(model, x)
     assert {k: v.shape for k, v in expected.items()} == case.output_shapes
+    _check_raw_text_gives_what_its_token_ids_give(model, *case.raw_batch())
 
     # 2. compile() with the task's defaults trains; sample_weight is honoured; wrong arguments are refused
     batch_size = len(next(iter(x.values())))
@@ -126,12 +161,18 @@ def run_task_test(case, tmp_path):
     restored = keras.saving.load_model(path)
     assert type(restored) is type(model)
     _assert_same_outputs(_outputs(restored, x), expected, what=".keras round trip")
+    assert type(restored.preprocessor) is type(model.preprocessor)
+    assert restored.preprocessor.get_config() == model.preprocessor.get_config()
 
     # 4. save_pretrained / from_pretrained round trip
     if case.from_pretrained is not None:
         directory = os.path.join(tmp_path, "pretrained")
         model.save_pretrained(directory)
-        _assert_same_outputs(_outputs(case.from_pretrained(directory), x), expected, what="from_pretrained")
+        loaded = case.from_pretrained(directory)
+        _assert_same_outputs(_outputs(loaded, x), expected, what="from_pretrained")
+        assert type(loaded.preprocessor) is type(model.preprocessor)
+        assert (loaded.preprocessor.tokenizer.vocabulary, loaded.preprocessor.tokenizer.do_lower_case,
+                loaded.preprocessor.sequence_length) == (VOCABULARY, True, model.preprocessor.sequence_length)
 
     # 5. the SavedModel computes the same outputs (TensorFlow: the export runs in this process)
     if case.export_task is not None and keras.backend.backend() == "tensorflow":

@@ -1,7 +1,9 @@
 """Every class registered under the package "keras_bert_impl" round-trips through a `.keras` file after only
 `import keras_bert_impl`: the reloaded object computes the same outputs (atol 1e-6), in this process and,
-for every task model (compiled), in a fresh interpreter."""
+for every task model (compiled, with its preprocessor), in a fresh interpreter. The preprocessors (plain
+objects, not layers) round-trip through their config."""
 
+import json
 import os
 import subprocess
 import sys
@@ -101,6 +103,36 @@ CASES = {
 }
 
 
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s", "?"]
+TEXTS = ["the cats sat", "on the mat?"]
+PAIRS = (TEXTS, ["the mat", "cat"])
+
+
+def _tokenizer():
+    return keras_bert_impl.BertTokenizer(VOCABULARY, do_lower_case=False)
+
+
+# Registered preprocessor -> () -> (preprocessor, raw x, y); and the task model each one serves.
+PREPROCESSORS = {
+    "BertTextClassifierPreprocessor": lambda: (
+        keras_bert_impl.BertTextClassifierPreprocessor(_tokenizer(), sequence_length=SEQ), PAIRS, [0, 1]),
+    "BertMultipleChoicePreprocessor": lambda: (
+        keras_bert_impl.BertMultipleChoicePreprocessor(_tokenizer(), sequence_length=SEQ),
+        (TEXTS, [["cat", "mat"], ["sat", "the cats"]]), [0, 1]),
+    "BertSpanQAPreprocessor": lambda: (
+        keras_bert_impl.BertSpanQAPreprocessor(_tokenizer(), sequence_length=SEQ), (["cat?", "mat?"], TEXTS),
+        ([4, 7], ["cats", "mat"])),
+    "BertTokenClassifierPreprocessor": lambda: (
+        keras_bert_impl.BertTokenClassifierPreprocessor(_tokenizer(), sequence_length=SEQ), TEXTS, [[0, 1, 2], [1, 2, 0]]),
+    "BertMaskedLMPreprocessor": lambda: (
+        keras_bert_impl.BertMaskedLMPreprocessor(_tokenizer(), sequence_length=SEQ, max_predictions_per_seq=2,
+                                                 seed=3), PAIRS, [0, 1]),
+}
+PREPROCESSOR_OF = {"BertClassifier": "BertTextClassifierPreprocessor", "BertMultipleChoice": "BertMultipleChoicePreprocessor",
+                   "BertSpanQA": "BertSpanQAPreprocessor", "BertTokenClassifier": "BertTokenClassifierPreprocessor",
+                   "BertFeatureBasedTagger": "BertTokenClassifierPreprocessor", "BertPretrainer": "BertMaskedLMPreprocessor"}
+
+
 def _compiled(optimizer):
     """A Dense model compiled with `optimizer` and trained two steps, so that its slots hold values."""
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
@@ -116,7 +148,18 @@ def _registered_names():
 
 
 def test_every_registered_class_has_a_round_trip_case():
-    assert _registered_names() == sorted(CASES)
+    assert _registered_names() == sorted([*CASES, *PREPROCESSORS])
+
+
+@pytest.mark.parametrize("name", sorted(PREPROCESSORS))
+def test_preprocessor_revived_from_its_json_config_makes_the_same_ids_and_labels(name):
+    preprocessor, x, y = PREPROCESSORS[name]()
+    config = json.loads(json.dumps(keras.saving.serialize_keras_object(preprocessor)))
+    revived = keras.saving.deserialize_keras_object(config)
+    assert type(revived) is type(preprocessor) and revived.get_config() == preprocessor.get_config()
+    expected, got = preprocessor(x, y), revived(x, y)  # the masked-LM one: the same seed, the same masks
+    for want, have in zip(keras.tree.flatten(expected), keras.tree.flatten(got), strict=True):
+        np.testing.assert_array_equal(have, want)
 
 
 def _outputs(model, args):
@@ -165,17 +208,28 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
     assert sorted(TASK_MODELS) == sorted(n for n in _registered_names() if n.startswith("Bert") and
                                          issubclass(keras.saving.get_registered_object(f"keras_bert_impl>{n}"),
                                                     keras_bert_impl.models.task.BertTask))
+    raw = {}
     for name in TASK_MODELS:
         model, (x,) = CASES[name]()
+        model.preprocessor, raw[name], _ = PREPROCESSORS[PREPROCESSOR_OF[name]]()
         model.compile()
         out = model(x, training=False)
         out = {k: to_numpy(v) for k, v in out.items()} if isinstance(out, dict) else {"logits": to_numpy(out)}
+        on_raw = model.predict(raw[name], verbose=0)  # the masked-LM preprocessor's first masks: also the reloaded one's
+        on_raw = on_raw if isinstance(on_raw, dict) else {"logits": on_raw}
         model.save(str(tmp_path / f"{name}.keras"))
-        arrays = {**{f"x_{k}": v for k, v in x.items()}, **{f"y_{k}": v for k, v in out.items()}}
+        arrays = {**{f"x_{k}": v for k, v in x.items()}, **{f"y_{k}": v for k, v in out.items()},
+                  **{f"raw_{k}": np.asarray(v) for k, v in on_raw.items()}}
         np.savez(tmp_path / f"{name}.npz", **arrays)
+    with open(tmp_path / "raw.json", "w") as f:
+        json.dump(raw, f)
     script = textwrap.dedent(f"""
+        import json
         import keras, numpy as np
         import keras_bert_impl
+        raw = json.load(open(f"{tmp_path}/raw.json"))
+        raw = {{k: tuple(v) if k in ("BertClassifier", "BertMultipleChoice", "BertSpanQA", "BertPretrainer") else v
+               for k, v in raw.items()}}  # JSON makes the (first, second) tuples lists
         for name in {TASK_MODELS!r}:
             data = np.load(f"{tmp_path}/{{name}}.npz")
             x = {{k[2:]: data[k] for k in data.files if k.startswith("x_")}}
@@ -188,6 +242,11 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
                 if k.startswith("y_"):
                     np.testing.assert_allclose(keras.ops.convert_to_numpy(out[k[2:]]), data[k], atol=1e-6,
                                                err_msg=name)
+            on_raw = model.predict(raw[name], verbose=0)
+            on_raw = on_raw if isinstance(on_raw, dict) else {{"logits": on_raw}}
+            for k in data.files:
+                if k.startswith("raw_"):
+                    np.testing.assert_allclose(np.asarray(on_raw[k[4:]]), data[k], atol=1e-6, err_msg=name)
             print("reloaded", name)
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

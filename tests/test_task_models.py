@@ -10,12 +10,17 @@ import pytest
 from keras_bert_impl import (
     BertClassifier,
     BertFeatureBasedTagger,
+    BertMaskedLMPreprocessor,
     BertMultipleChoice,
+    BertMultipleChoicePreprocessor,
     BertPretrainer,
     BertSpanQA,
+    BertSpanQAPreprocessor,
+    BertTextClassifierPreprocessor,
     BertTokenClassifier,
+    BertTokenClassifierPreprocessor,
 )
-from tests.task_harness import TINY, TaskCase, run_task_test
+from tests.task_harness import TINY, TOKENIZER, TaskCase, run_task_test
 
 BATCH, SEQ = 3, 10
 
@@ -54,55 +59,90 @@ def _pretraining_batch():
     return x, y
 
 
+# Raw text in the words of task_harness.VOCABULARY ("w1s" is two pieces; "x9" is [UNK]).
+TEXTS = ["w1 w2s w3", "W4 w5 x9 w6 w7ed w8", "w11?"]
+PAIRS = (TEXTS, ["w12 w13", "w14", "w15 w16 w17"])
+
+
+def _text_classifier(length=SEQ):
+    return lambda: BertTextClassifierPreprocessor(TOKENIZER, sequence_length=length)
+
+
+def _token_classifier():
+    return BertTokenClassifierPreprocessor(TOKENIZER, sequence_length=SEQ)
+
+
+def _word_labels():  # one label a word, a [batch, words] array padded with -100
+    return np.array([[1, 2, 3, -100, -100, -100], [0, 1, 2, 3, 0, 1], [3, -100, -100, -100, -100, -100]], "int32")
+
+
 CASES = {
     "classifier": TaskCase(
-        build=lambda b: BertClassifier(b, num_classes=3),
+        build=lambda b, p: BertClassifier(b, num_classes=3, preprocessor=p),
         batch=lambda: (_inputs(), np.array([0, 2, 1], "int32")),
         output_shapes={"logits": (BATCH, 3)},
+        preprocessor=_text_classifier(),
+        raw_batch=lambda: (PAIRS, np.array([0, 2, 1], "int32")),
         from_pretrained=lambda d: BertClassifier.from_pretrained(d, num_classes=3),
     ),
     "regressor": TaskCase(
-        build=lambda b: BertClassifier(b, num_classes=1),
+        build=lambda b, p: BertClassifier(b, num_classes=1, preprocessor=p),
         batch=lambda: (_inputs(), np.array([[0.5], [4.0], [2.5]], "float32")),
         output_shapes={"logits": (BATCH, 1)},
+        preprocessor=_text_classifier(),
+        raw_batch=lambda: (TEXTS, np.array([[0.5], [4.0], [2.5]], "float32")),
         from_pretrained=lambda d: BertClassifier.from_pretrained(d, num_classes=1),
         export_task="regressor",
     ),
     "multiple_choice": TaskCase(
-        build=lambda b: BertMultipleChoice(b, num_choices=4),
+        build=lambda b, p: BertMultipleChoice(b, num_choices=4, preprocessor=p),
         batch=_multiple_choice_batch,
         output_shapes={"logits": (BATCH, 4)},
+        preprocessor=lambda: BertMultipleChoicePreprocessor(TOKENIZER, sequence_length=SEQ),
+        raw_batch=lambda: ((TEXTS, [["w1", "w2", "w3 w4", "w5s"], ["w6", "w7", "w8", "w9"], ["a", "b", "c", "d"]]),
+                           np.array([0, 2, 3], "int32")),
         from_pretrained=lambda d: BertMultipleChoice.from_pretrained(d, num_choices=4),
     ),
     "span_qa": TaskCase(
-        build=BertSpanQA,
+        build=lambda b, p: BertSpanQA(b, preprocessor=p),
         batch=lambda: (_inputs(), {"start_positions": np.array([5, 4, 0], "int32"),
                                    "end_positions": np.array([7, 5, 0], "int32")}),
         output_shapes={"start_logits": (BATCH, SEQ), "end_logits": (BATCH, SEQ)},
+        preprocessor=lambda: BertSpanQAPreprocessor(TOKENIZER, sequence_length=SEQ),
+        raw_batch=lambda: ((["w1?", "w2 w3?", "w4?"], ["w5 w6 w7", "w8s w9", "w10 w11"]), ([6, 0, 0], ["w7", "w8s", ""])),
         from_pretrained=BertSpanQA.from_pretrained,
     ),
     "token_classifier": TaskCase(
-        build=lambda b: BertTokenClassifier(b, num_labels=4),
+        build=lambda b, p: BertTokenClassifier(b, num_labels=4, preprocessor=p),
         batch=lambda: (_inputs(), _tag_labels(_inputs())),
         output_shapes={"logits": (BATCH, SEQ, 4)},
+        preprocessor=_token_classifier,
+        raw_batch=lambda: (TEXTS, _word_labels()),
         from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_labels=4),
     ),
     "token_classifier_crf": TaskCase(
-        build=lambda b: BertTokenClassifier(b, num_labels=4, use_crf=True),
+        build=lambda b, p: BertTokenClassifier(b, num_labels=4, use_crf=True, preprocessor=p),
         batch=lambda: (_inputs(), _tag_labels(_inputs())),
         output_shapes={"logits": (BATCH, SEQ, 4)},
+        preprocessor=_token_classifier,
+        raw_batch=lambda: ([t.split() for t in TEXTS], [[1, 2, 3], [0, 1, 2, 3, 0, 1], [3]]),
         from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_labels=4, use_crf=True),
     ),
     "feature_based_tagger": TaskCase(
-        build=lambda b: BertFeatureBasedTagger(b, num_labels=4, feature_layers=(-1, -2), lstm_units=8, num_lstm_layers=1),
+        build=lambda b, p: BertFeatureBasedTagger(b, num_labels=4, feature_layers=(-1, -2), lstm_units=8,
+                                                  num_lstm_layers=1, preprocessor=p),
         batch=lambda: (_inputs(), _tag_labels(_inputs())),
         output_shapes={"logits": (BATCH, SEQ, 4)},
+        preprocessor=_token_classifier,
+        raw_batch=lambda: (TEXTS, _word_labels()),
         backbone_kwargs={"output_hidden_states": True},
     ),
     "pretrainer": TaskCase(
-        build=BertPretrainer,
+        build=lambda b, p: BertPretrainer(b, preprocessor=p),
         batch=_pretraining_batch,
         output_shapes={"masked_lm_logits": (BATCH, 2, TINY.vocab_size), "next_sentence_logits": (BATCH, 2)},
+        preprocessor=lambda: BertMaskedLMPreprocessor(TOKENIZER, sequence_length=SEQ, max_predictions_per_seq=2),
+        raw_batch=lambda: (PAIRS, np.array([0, 1, 1], "int32")),
         from_pretrained=BertPretrainer.from_pretrained,
     ),
 }

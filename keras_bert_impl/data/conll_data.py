@@ -470,7 +470,8 @@ class NerFeature:
     tokens: list
 
 
-def _word_pieces(tokenizer, word):
+def word_pieces(tokenizer, word):
+    """The WordPiece tokens of one word; `["[UNK]"]` for a word that normalizes to nothing."""
     pieces = tokenizer.tokenize(word)
     # A word that normalizes to nothing (e.g. only control characters) still needs a position.
     return pieces if pieces else ["[UNK]"]
@@ -529,7 +530,7 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
     # Every sentence's pieces and labels, grouped into the document's flat sub-token stream.
     sentence_pieces = []  # [sentence][word] -> list of pieces (each word cut to `budget` pieces)
     for sentence in sentences:
-        sentence_pieces.append([_word_pieces(tokenizer, w)[:budget] for w in sentence.words])
+        sentence_pieces.append([word_pieces(tokenizer, w)[:budget] for w in sentence.words])
     documents = {}  # document id -> list of sentence indices
     for index, sentence in enumerate(sentences):
         documents.setdefault((sentence.path, sentence.document), []).append(index)

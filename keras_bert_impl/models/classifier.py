@@ -15,6 +15,7 @@ from keras_bert_impl.checkpoints.conversion import hf_label_config
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, classifier_table
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -33,6 +34,7 @@ class BertClassifier(BertTask):
         backbone: a `BertBackbone`.
         num_classes: number of classes (1 for regression).
         dropout: dropout rate before the dense layer (the original's 0.1).
+        preprocessor: a `BertTextClassifierPreprocessor`, for raw text in fit/evaluate/predict (or None).
 
     Examples:
 
@@ -51,6 +53,7 @@ class BertClassifier(BertTask):
     """
 
     hf_architecture = "BertForSequenceClassification"
+    preprocessor_class = BertTextClassifierPreprocessor
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         if int(num_classes) < 1:
@@ -92,7 +95,7 @@ class BertClassifier(BertTask):
         return dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type)
 
     @classmethod
-    def from_pretrained(cls, path, num_classes, dropout=0.1, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, num_classes, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
 
         Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
@@ -106,13 +109,16 @@ class BertClassifier(BertTask):
             num_classes: number of classes (1 for regression); must match a stored head.
             dropout: dropout rate of the head.
             dtype: dtype policy for every layer.
+            preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
+                one (else none); or a preprocessor, or None.
             **config_overrides: backbone config fields to replace (e.g. `hidden_dropout_prob`).
 
         Raises:
             ValueError: the stored head's shape does not match `num_classes` and the hidden size.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
-        model = cls(backbone, num_classes=num_classes, dropout=dropout)
+        model = cls(backbone, num_classes=num_classes, dropout=dropout,
+                    preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 

@@ -15,6 +15,7 @@ from keras import ops
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
+from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.models.task import BertTask
 
 
@@ -77,6 +78,8 @@ class BertFeatureBasedTagger(BertTask):
     >>> tuple(tagger(x).shape)
     (2, 8, 5)
     """
+
+    preprocessor_class = BertTokenClassifierPreprocessor
 
     def __init__(
         self,
@@ -152,13 +155,15 @@ class BertFeatureBasedTagger(BertTask):
         }
 
     @classmethod
-    def from_pretrained(cls, path, num_labels, **kwargs):
+    def from_pretrained(cls, path, num_labels, preprocessor="auto", **kwargs):
         """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`).
 
         Args:
             path: checkpoint directory or prefix.
             num_labels: number of tags.
+            preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
+                one (else none); or a preprocessor, or None.
             **kwargs: the other constructor arguments.
         """
         backbone = BertBackbone.from_pretrained(path, output_hidden_states=True)
-        return cls(backbone, num_labels=num_labels, **kwargs)
+        return cls(backbone, num_labels=num_labels, preprocessor=cls.pretrained_preprocessor(path, preprocessor), **kwargs)

@@ -14,6 +14,7 @@ from keras import ops
 from keras_bert_impl.checkpoints.head_weights import classifier_table
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 
 _INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -43,6 +44,7 @@ class BertMultipleChoice(BertTask):
         backbone: a `BertBackbone`.
         num_choices: choices per example (4 for SWAG).
         dropout: dropout rate before the scoring layer.
+        preprocessor: a `BertMultipleChoicePreprocessor`, for raw text in fit/evaluate/predict (or None).
 
     Examples:
 
@@ -58,6 +60,7 @@ class BertMultipleChoice(BertTask):
     """
 
     hf_architecture = "BertForMultipleChoice"
+    preprocessor_class = BertMultipleChoicePreprocessor
 
     def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
         if int(num_choices) < 1:
@@ -97,7 +100,7 @@ class BertMultipleChoice(BertTask):
         return {"classifier": classifier_table(self.output_dense)}
 
     @classmethod
-    def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
         """A multiple-choice model on a checkpoint's backbone, with its scoring head when it has one.
 
         Reads Hugging Face BertForMultipleChoice directories (`classifier.weight` [1, H],
@@ -115,6 +118,7 @@ class BertMultipleChoice(BertTask):
             ValueError: the stored head is not a [1, H] / [1] scoring layer.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
-        model = cls(backbone, num_choices=num_choices, dropout=dropout)
+        model = cls(backbone, num_choices=num_choices, dropout=dropout,
+                    preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model

@@ -7,6 +7,7 @@ from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_s
 from keras_bert_impl.checkpoints.head_weights import masked_lm_table, next_sentence_table
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
 from keras_bert_impl.models.task import BertTask, dense_head
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 
@@ -53,6 +54,7 @@ class BertPretrainer(BertTask):
     """
 
     hf_architecture = "BertForPreTraining"
+    preprocessor_class = BertMaskedLMPreprocessor
     # compile(optimizer="auto"): the paper's pre-training rate.
     default_learning_rate = 1e-4
 
@@ -149,7 +151,7 @@ class BertPretrainer(BertTask):
         }
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, dtype=None, preprocessor="auto", **config_overrides):
         """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.
 
         Reads Hugging Face BertForPreTraining / BertForMaskedLM directories (`cls.predictions.*`,
@@ -157,7 +159,7 @@ class BertPretrainer(BertTask):
         Heads absent from the checkpoint keep their random initialization, with a warning.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
-        model = cls(backbone)
+        model = cls(backbone, preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 

@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, span_table
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
 from keras_bert_impl.models.task import BertTask, dense_head
 
 
@@ -47,6 +48,7 @@ class BertSpanQA(BertTask):
     """
 
     hf_architecture = "BertForQuestionAnswering"
+    preprocessor_class = BertSpanQAPreprocessor
 
     def __init__(self, backbone, **kwargs):
         # === Layers ===
@@ -100,7 +102,7 @@ class BertSpanQA(BertTask):
         return {"qa_outputs": span_table(self.qa_outputs)}
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, dtype=None, preprocessor="auto", **config_overrides):
         """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
 
         Reads Hugging Face `BertForQuestionAnswering` directories (`qa_outputs.weight` [2, H],
@@ -118,7 +120,7 @@ class BertSpanQA(BertTask):
             **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
-        model = cls(backbone)
+        model = cls(backbone, preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 

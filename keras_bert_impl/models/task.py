@@ -1,10 +1,13 @@
 """BertTask: what every task model on a BertBackbone shares: serialization, head weights, checkpoints."""
 
+import sys
 import warnings
 
 import keras
 
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
+from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, is_raw_text
 
 
 class BertTask(keras.Model):
@@ -14,14 +17,44 @@ class BertTask(keras.Model):
     A subclass builds its layers and functional graph in `__init__`, calls
     `super().__init__(inputs=..., outputs=...)`, sets `self.backbone`, lists its other constructor
     arguments in `task_config()`, its heads' weight tables in `head_weight_tables()` and the Hugging
-    Face class its checkpoints stand for in `hf_architecture`.
+    Face class its checkpoints stand for in `hf_architecture`, and the class of its preprocessor in
+    `preprocessor_class`.
+
+    With a `preprocessor` (a constructor argument of every task model; `from_pretrained(dir)` loads one
+    from the directory's vocabulary), `fit`, `evaluate`, `predict` and the `*_on_batch` methods take raw
+    text, and `tf.data` datasets of raw text, as the preprocessor's docstring describes; token-id inputs
+    (the backbone's dict) work as without one. `.keras` files and `save_pretrained` keep the preprocessor.
     """
 
     # The transformers class of the directories `save_pretrained` writes; None: no Hugging Face layout.
     hf_architecture = None
+    # The `BertPreprocessor` subclass that turns this task's raw text into its inputs.
+    preprocessor_class = None
+
+    def __init__(self, *args, preprocessor=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.preprocessor = preprocessor
+
+    @property
+    def preprocessor(self):
+        """The `BertPreprocessor` that turns raw text into this model's inputs, or None."""
+        return self._preprocessor
+
+    @preprocessor.setter
+    def preprocessor(self, preprocessor):
+        if preprocessor is not None:
+            if not isinstance(preprocessor, self.preprocessor_class or ()):
+                raise TypeError(f"{type(self).__name__} takes a {self.preprocessor_class.__name__} as preprocessor, "
+                                f"got {type(preprocessor).__name__}.")
+            preprocessor.check_vocabulary(self._vocab_size(), "the backbone's config")
+        self._preprocessor = preprocessor
+
+    def _vocab_size(self):
+        """Rows of the token embedding table (found among the layers: `backbone` is set after building)."""
+        return next(layer.vocab_size for layer in self._flatten_layers() if isinstance(layer, BertEmbeddings))
 
     def task_config(self):
-        """The subclass's constructor arguments other than the backbone."""
+        """The subclass's constructor arguments other than the backbone and the preprocessor."""
         return {}
 
     def head_weight_tables(self):
@@ -31,6 +64,77 @@ class BertTask(keras.Model):
     def hf_config(self, label_names=None):
         """Entries added to the config.json that `save_pretrained` writes (e.g. `id2label`)."""
         return {}
+
+    # ------------------------------------------------------------------------------ raw text
+    def _preprocess(self, x, y=None, sample_weight=None, needs_labels=False):
+        """`(x, y, sample_weight)` through the preprocessor when `x` is raw text (or a dataset of it)."""
+        if "tensorflow" in sys.modules:
+            import tensorflow as tf
+
+            if isinstance(x, tf.data.Dataset):
+                from keras_bert_impl.preprocessors import tf_dataset_preprocessing
+
+                if not tf_dataset_preprocessing.holds_text(x):
+                    return x, y, sample_weight
+                return tf_dataset_preprocessing.preprocess_dataset(self._text_preprocessor(), x), y, sample_weight
+        if not is_raw_text(x):
+            return x, y, sample_weight
+        x, y, sample_weight = self._text_preprocessor()(x, y, sample_weight)
+        if needs_labels and y is None:
+            raise ValueError(f"{type(self).__name__}: training on raw text needs its labels y "
+                             f"(see {self.preprocessor_class.__name__}).")
+        return x, y, sample_weight
+
+    def _text_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                f"{type(self).__name__} got raw text but has no preprocessor: build it with preprocessor="
+                f"{self.preprocessor_class.__name__}(tokenizer, sequence_length), or load it with from_pretrained "
+                "from a directory holding vocab.txt; or pass token ids (the backbone's input dict)."
+            )
+        return self.preprocessor
+
+    def _preprocess_validation(self, validation_data):
+        if isinstance(validation_data, tuple) and len(validation_data) in (2, 3):
+            x, y, weights = (*validation_data, None)[:3]
+            x, y, weights = self._preprocess(x, y, weights, needs_labels=True)
+            return (x, y) if weights is None else (x, y, weights)
+        return self._preprocess(validation_data)[0]
+
+    def fit(self, x=None, y=None, *args, **kwargs):
+        x, y, kwargs["sample_weight"] = self._preprocess(x, y, kwargs.get("sample_weight"), needs_labels=True)
+        if kwargs.get("validation_data") is not None:
+            kwargs["validation_data"] = self._preprocess_validation(kwargs["validation_data"])
+        return super().fit(x, y, *args, **kwargs)
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        x, y, kwargs["sample_weight"] = self._preprocess(x, y, kwargs.get("sample_weight"), needs_labels=True)
+        return super().evaluate(x, y, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        return super().predict(self._preprocess(x)[0], *args, **kwargs)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, *args, **kwargs):
+        x, y, sample_weight = self._preprocess(x, y, sample_weight, needs_labels=True)
+        return super().train_on_batch(x, y, sample_weight, *args, **kwargs)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, *args, **kwargs):
+        x, y, sample_weight = self._preprocess(x, y, sample_weight, needs_labels=True)
+        return super().test_on_batch(x, y, sample_weight, *args, **kwargs)
+
+    def predict_on_batch(self, x):
+        return super().predict_on_batch(self._preprocess(x)[0])
+
+    @classmethod
+    def pretrained_preprocessor(cls, path, preprocessor="auto"):
+        """The preprocessor a task loaded by `from_pretrained(path, preprocessor=...)` gets: "auto": the
+        directory's vocabulary (`preprocessor_class.from_pretrained`) when it holds one, else None; a
+        `BertPreprocessor` or None: itself."""
+        if isinstance(preprocessor, str) and preprocessor == "auto":
+            if cls.preprocessor_class is None or not BertPreprocessor.has_vocabulary(path):
+                return None
+            return cls.preprocessor_class.from_pretrained(path)
+        return preprocessor
 
     # ------------------------------------------------------------------------------ compile
     # The learning rate of `compile(optimizer="auto")`: the paper's fine-tuning rates are 5e-5, 3e-5, 2e-5.
@@ -172,11 +276,16 @@ class BertTask(keras.Model):
         Args:
             directory: output directory.
             label_names: optional class names for config.json's `id2label` / `label2id` (label tasks).
+
+        With a preprocessor, its vocab.txt and tokenizer_config.json (casing, `sequence_length`) are written
+        too, so that `from_pretrained(directory)` comes with it.
         """
         if self.hf_architecture is None:
             raise TypeError(
                 f"{type(self).__name__} has no Hugging Face layout; save it with model.save('model.keras')."
             )
+        if self.preprocessor is not None:  # before config.json, which the backbone writes last
+            self.preprocessor.save_pretrained(directory)
         self.backbone.save_pretrained(
             directory,
             head_weights=self.head_weights(),
@@ -191,12 +300,14 @@ class BertTask(keras.Model):
             "trainable": self.trainable,
             "backbone": keras.saving.serialize_keras_object(self.backbone),
             **self.task_config(),
+            "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
         }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        config["preprocessor"] = keras.saving.deserialize_keras_object(config.get("preprocessor"))
         return cls(**config)
 
 

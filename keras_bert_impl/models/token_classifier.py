@@ -26,6 +26,7 @@ from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
+from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.models.task import BertTask, dense_head
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -175,6 +176,7 @@ class BertTokenClassifier(BertTask):
     """
 
     hf_architecture = "BertForTokenClassification"
+    preprocessor_class = BertTokenClassifierPreprocessor
 
     def __init__(self, backbone, num_labels, dropout=0.1, use_crf=False, **kwargs):
         # === Layers ===
@@ -266,7 +268,8 @@ class BertTokenClassifier(BertTask):
         return {"num_labels": self.num_labels, "dropout": self.dropout, "use_crf": self.use_crf}
 
     @classmethod
-    def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=None, dtype=None, **config_overrides):
+    def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=None, dtype=None, preprocessor="auto",
+                        **config_overrides):
         """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
 
         Reads Hugging Face BertForTokenClassification directories (and plain BertModel / Google
@@ -280,6 +283,8 @@ class BertTokenClassifier(BertTask):
                 checkpoint's (transitions present, or config.json's `use_crf`). False on a checkpoint with
                 a CRF raises ValueError (its transitions would be dropped).
             dtype: dtype policy.
+            preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
+                one (else none); or a preprocessor, or None.
             **config_overrides: backbone config fields to override.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
@@ -296,7 +301,8 @@ class BertTokenClassifier(BertTask):
             if "classifier.weight" not in heads:
                 raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_labels.")
             num_labels = int(np.asarray(heads["classifier.weight"]).shape[0])
-        model = cls(backbone, num_labels=num_labels, dropout=dropout, use_crf=use_crf)
+        model = cls(backbone, num_labels=num_labels, dropout=dropout, use_crf=use_crf,
+                    preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(heads, source=str(path))
         return model
 

@@ -1,0 +1,175 @@
+"""BertPreprocessor: what the task preprocessors share: a tokenizer, a packed length, saving and loading.
+
+A task model built with a preprocessor (`BertClassifier(..., preprocessor=...)`, or any task's
+`from_pretrained(dir)` when `dir` holds a vocabulary) takes raw strings in `fit`, `evaluate` and `predict`:
+the model calls `preprocessor(x, y, sample_weight)` and trains on the token ids it returns. Each task has
+its own subclass, which defines what `x` and `y` are (texts, text pairs, words and word labels, questions
+and answer spans, contexts and endings, sentence pairs to mask).
+
+The preprocessors compute in numpy with the Python `BertTokenizer` (the original's rules), so they run
+under every backend. They pad to a fixed `sequence_length`: one compiled step shape for every batch.
+"""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab_size
+from keras_bert_impl.utils.file_io import atomic_open
+
+# The key of tokenizer_config.json under which `save_pretrained` records the packed length.
+SEQUENCE_LENGTH_KEY = "sequence_length"
+
+
+class BertPreprocessor:
+    """Base class of the task preprocessors: raw text -> the backbone's int32 inputs, at `sequence_length`.
+
+    Args:
+        tokenizer: a `BertTokenizer`, or a checkpoint directory holding its vocabulary.
+        sequence_length: the packed length, [CLS] and [SEP] included (at least 3).
+
+    A subclass implements `call(x, y)` -> `(x_ids, y_ids)`, and lists its other constructor arguments
+    in `task_config()`.
+    """
+
+    # The `sequence_length` of `from_pretrained` when neither the caller nor the directory gives one.
+    default_sequence_length = 128
+
+    def __init__(self, tokenizer, sequence_length=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} got unexpected argument(s): {', '.join(sorted(kwargs))}.")
+        if isinstance(tokenizer, (str, os.PathLike)):
+            tokenizer = BertTokenizer.from_pretrained(tokenizer)
+        if not isinstance(tokenizer, BertTokenizer):
+            raise TypeError(f"{type(self).__name__}: tokenizer must be a BertTokenizer or a directory holding "
+                            f"vocab.txt, got {type(tokenizer).__name__}.")
+        sequence_length = self.default_sequence_length if sequence_length is None else sequence_length
+        if isinstance(sequence_length, bool) or not isinstance(sequence_length, (int, np.integer)) or sequence_length < 3:
+            raise ValueError(f"{type(self).__name__}: sequence_length must be an int >= 3 ([CLS], a token, [SEP]), "
+                             f"got {sequence_length!r}.")
+        self.tokenizer = tokenizer
+        self.sequence_length = int(sequence_length)
+
+    # ------------------------------------------------------------------------------ preprocessing
+    def __call__(self, x, y=None, sample_weight=None):
+        """Raw inputs (and labels) -> `(x, y, sample_weight)` as the task model takes them."""
+        x, y = self.call(x, y)
+        return x, y, sample_weight
+
+    def call(self, x, y):
+        raise NotImplementedError
+
+    def pack(self, texts, pair_texts=None, return_offsets=False):
+        """`[CLS] A [SEP] (B [SEP])` of each text (pair), truncated as the original, padded to `sequence_length`."""
+        return self.tokenizer(texts, pair_texts, max_length=self.sequence_length, padding="max_length",
+                              return_offsets=return_offsets)
+
+    def check_vocabulary(self, vocab_size, where):
+        """Refuses a vocabulary with ids beyond the model's `vocab_size` (see `check_vocab_size`)."""
+        check_vocab_size(self.tokenizer, vocab_size, where)
+
+    # ------------------------------------------------------------------------------ saving
+    @classmethod
+    def from_pretrained(cls, path, sequence_length=None, **kwargs):
+        """The preprocessor of a checkpoint directory: its vocabulary and casing (`BertTokenizer.from_pretrained`)
+        and, unless given, the `sequence_length` its tokenizer_config.json records (else the task's default)."""
+        if sequence_length is None:
+            config_file = os.path.join(os.fspath(path), "tokenizer_config.json")
+            if os.path.isfile(config_file):
+                with open(config_file, encoding="utf-8") as f:
+                    sequence_length = json.load(f).get(SEQUENCE_LENGTH_KEY)
+        return cls(BertTokenizer.from_pretrained(path), sequence_length=sequence_length, **kwargs)
+
+    @staticmethod
+    def has_vocabulary(path):
+        """Whether `path` is a directory `from_pretrained` can read a vocabulary from."""
+        path = os.fspath(path)
+        return os.path.isdir(path) and any(
+            os.path.isfile(os.path.join(path, name)) for name in ("vocab.txt", "tokenizer.json"))
+
+    def save_pretrained(self, directory):
+        """Writes vocab.txt and tokenizer_config.json (casing and `sequence_length`) for `from_pretrained`
+        here and transformers' `BertTokenizer` (which ignores `sequence_length`)."""
+        self.tokenizer.save_pretrained(directory)
+        config_file = os.path.join(directory, "tokenizer_config.json")
+        with open(config_file, encoding="utf-8") as f:
+            config = json.load(f)
+        config[SEQUENCE_LENGTH_KEY] = self.sequence_length
+        with atomic_open(config_file) as f:
+            json.dump(config, f, indent=2)
+
+    def task_config(self):
+        """The subclass's constructor arguments other than the tokenizer and `sequence_length`."""
+        return {}
+
+    def get_config(self):
+        return {
+            "vocabulary": self.tokenizer.vocabulary,
+            "do_lower_case": self.tokenizer.do_lower_case,
+            "split_special_tokens": self.tokenizer.split_special_tokens,
+            "sequence_length": self.sequence_length,
+            **self.task_config(),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        tokenizer = BertTokenizer(
+            config.pop("vocabulary"),
+            do_lower_case=config.pop("do_lower_case"),
+            split_special_tokens=config.pop("split_special_tokens", True),
+        )
+        return cls(tokenizer, **config)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(vocab_size={self.tokenizer.vocab_size}, "
+                f"do_lower_case={self.tokenizer.do_lower_case}, sequence_length={self.sequence_length})")
+
+
+def is_raw_text(x):
+    """Whether `x` is raw text (a str, a list/tuple/array of str or of such lists) rather than token ids."""
+    if isinstance(x, (str, bytes)):
+        return True
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind in ("U", "S", "O")
+    if isinstance(x, (list, tuple)):
+        return len(x) > 0 and all(is_raw_text(item) for item in x)
+    return False
+
+
+def as_texts(values, name):
+    """A str or a sequence of str (or bytes) as a list of str, refusing anything else with the field name."""
+    if isinstance(values, (str, bytes)):
+        values = [values]
+    if isinstance(values, np.ndarray):
+        values = values.reshape(-1).tolist()
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{name} must be a str or a list of str, got {type(values).__name__}.")
+    out = []
+    for i, value in enumerate(values):
+        if isinstance(value, bytes):
+            value = value.decode("utf-8")
+        if not isinstance(value, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(value).__name__}.")
+        out.append(value)
+    return out
+
+
+def split_pair(x, what):
+    """`x` as (first texts, second texts or None): a tuple of two sequences of str is a batch of pairs."""
+    if isinstance(x, tuple) and len(x) == 2 and not any(isinstance(part, (str, bytes)) for part in x):
+        first, second = as_texts(x[0], f"{what}[0]"), as_texts(x[1], f"{what}[1]")
+        if len(first) != len(second):
+            raise ValueError(f"{what}: {len(first)} first texts but {len(second)} second texts; they must pair up.")
+        return first, second
+    return as_texts(x, what), None
+
+
+def as_int_array(values, name):
+    """Labels as an int32 array (a list, array or tensor), refusing non-integers with the field name."""
+    array = np.asarray(values if isinstance(values, (list, tuple)) else keras.ops.convert_to_numpy(values))
+    if array.dtype.kind not in ("i", "u", "b"):
+        raise TypeError(f"{name} must be integers, got {array.dtype}.")
+    return array.astype("int32")
