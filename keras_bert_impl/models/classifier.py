@@ -116,6 +116,19 @@ class BertClassifier(BertTask):
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 
+    def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
+        """Writes a keras-hub BertTextClassifier task preset (backbone, head, and `tokenizer` if given).
+
+        `keras_hub.models.BertTextClassifier.from_preset(directory)` loads it, and so does
+        `BertClassifier.from_pretrained(directory, num_classes)`; see `BertBackbone.save_to_preset`.
+        """
+        from keras_bert_impl.checkpoints import keras_hub_preset
+
+        keras_hub_preset.write_preset(
+            directory, self.backbone, tokenizer=tokenizer, allow_gelu_approximation=allow_gelu_approximation,
+            classifier=(self.num_classes, self.dropout, self.head_weights()),
+        )
+
 
 def load_dense_head(dense, head_weights, source="checkpoint"):
     """Assigns `classifier.weight`/`classifier.bias` from `head_weights` to `dense`; returns whether it did.
