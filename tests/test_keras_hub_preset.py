@@ -115,8 +115,8 @@ def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
 
 
 def test_save_to_preset_refuses_the_exact_gelu_unless_allowed(tmp_path):
-    backbone = BertBackbone(BertConfig(vocab_size=len(VOCAB), hidden_size=8, num_hidden_layers=1,
-                                       num_attention_heads=2, intermediate_size=16, max_position_embeddings=8))
+    backbone = BertBackbone(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
+                                       num_attention_heads=2, intermediate_size=32, max_position_embeddings=16))
     with pytest.raises(UserInputError, match=r"^hidden_act='gelu' \(the exact erf GELU\).*allow_gelu_approximation=True"):
         backbone.save_to_preset(tmp_path / "exact")
     assert not os.path.exists(tmp_path / "exact")
