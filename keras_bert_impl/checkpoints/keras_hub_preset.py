@@ -299,19 +299,22 @@ def check_preset_config(config, allow_gelu_approximation=False):
         )
 
 
-def write_preset(directory, backbone, tokenizer=None, classifier=None, allow_gelu_approximation=False):
-    """Writes a keras-hub preset of `backbone` (a `BertBackbone`) with keras-hub's own `save_to_preset`.
+def write_preset(directory, config, weights, tokenizer=None, classifier=None, allow_gelu_approximation=False):
+    """Writes a keras-hub preset of a BERT model with keras-hub's own `save_to_preset`.
 
     keras-hub builds its BertBackbone from the config and writes the preset; the variables of the
-    written model.weights.h5 (and task.weights.h5) are then set to this model's through `preset_table`.
+    written model.weights.h5 (and task.weights.h5) are then set to `weights` through `preset_table`
+    (and `CLASSIFIER_TABLE`).
 
     Args:
         directory: the preset directory to write.
-        backbone: a `BertBackbone`.
+        config: the model's `BertConfig`.
+        weights: the canonical weight dict (`conversion.backbone_weights_dict`), with `classifier.weight`
+            [C, H] and `classifier.bias` [C] for a classifier.
         tokenizer: a `BertTokenizer` whose vocabulary and `do_lower_case` the preset's keras-hub
             BertTokenizer gets (`lowercase` and `strip_accents` both `do_lower_case`), or None.
-        classifier: None for a backbone preset, or (num_classes, dropout, head weights with
-            `classifier.weight` [C, H] and `classifier.bias` [C]) for a BertTextClassifier task preset.
+        classifier: None for a backbone preset, or (num_classes, dropout) for a BertTextClassifier
+            task preset.
         allow_gelu_approximation: write a model with the exact GELU (`hidden_act="gelu"`), which
             keras-hub computes with the tanh approximation.
 
@@ -319,9 +322,6 @@ def write_preset(directory, backbone, tokenizer=None, classifier=None, allow_gel
         ImportError: keras_hub is not installed.
         UserInputError: the config is one keras-hub cannot compute (`check_preset_config`).
     """
-    from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
-
-    config = backbone.config
     check_preset_config(config, allow_gelu_approximation)
     keras_hub = _import_keras_hub()
     directory = os.fspath(directory)
@@ -348,7 +348,7 @@ def write_preset(directory, backbone, tokenizer=None, classifier=None, allow_gel
         if hub_tokenizer is not None:
             hub_tokenizer.save_to_preset(directory)
     else:
-        num_classes, dropout, head_weights = classifier
+        num_classes, dropout = classifier
         preprocessor = None
         if hub_tokenizer is not None:
             preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
@@ -358,7 +358,5 @@ def write_preset(directory, backbone, tokenizer=None, classifier=None, allow_gel
             hub_backbone, num_classes=num_classes, preprocessor=preprocessor, dropout=dropout
         )
         task.save_to_preset(directory)
-        _write_h5(os.path.join(directory, TASK_WEIGHTS_FILE), CLASSIFIER_TABLE, head_weights)
-    _write_h5(
-        os.path.join(directory, WEIGHTS_FILE), preset_table(config.num_hidden_layers), backbone_weights_dict(backbone)
-    )
+        _write_h5(os.path.join(directory, TASK_WEIGHTS_FILE), CLASSIFIER_TABLE, weights)
+    _write_h5(os.path.join(directory, WEIGHTS_FILE), preset_table(config.num_hidden_layers), weights)

@@ -214,7 +214,8 @@ class BertBackbone(keras.Model):
         from keras_bert_impl.checkpoints import keras_hub_preset
 
         keras_hub_preset.write_preset(
-            directory, self, tokenizer=tokenizer, allow_gelu_approximation=allow_gelu_approximation
+            directory, self.config, conversion.backbone_weights_dict(self), tokenizer=tokenizer,
+            allow_gelu_approximation=allow_gelu_approximation,
         )
 
 

@@ -123,10 +123,12 @@ class BertClassifier(BertTask):
         `BertClassifier.from_pretrained(directory, num_classes)`; see `BertBackbone.save_to_preset`.
         """
         from keras_bert_impl.checkpoints import keras_hub_preset
+        from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
 
+        weights = dict(backbone_weights_dict(self.backbone), **self.head_weights())
         keras_hub_preset.write_preset(
-            directory, self.backbone, tokenizer=tokenizer, allow_gelu_approximation=allow_gelu_approximation,
-            classifier=(self.num_classes, self.dropout, self.head_weights()),
+            directory, self.backbone.config, weights, tokenizer=tokenizer, classifier=(self.num_classes, self.dropout),
+            allow_gelu_approximation=allow_gelu_approximation,
         )
 
 
