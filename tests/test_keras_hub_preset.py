@@ -47,7 +47,7 @@ def _randomized(model, seed):
 def hub_classifier_preset(tmp_path_factory):
     """A keras-hub BertTextClassifier task preset (backbone, 3-class head, uncased tokenizer) and the task."""
     directory = str(tmp_path_factory.mktemp("hub_classifier"))
-    backbone = _randomized(keras_hub.models.BertBackbone(**HUB_SIZES), seed=1)
+    backbone = _randomized(keras_hub.models.BertBackbone(**HUB_SIZES, num_segments=3, dropout=0.05), seed=1)
     tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True, strip_accents=True)
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=16)
     task = keras_hub.models.BertTextClassifier(backbone, num_classes=3, preprocessor=preprocessor, dropout=0.2)
@@ -56,22 +56,23 @@ def hub_classifier_preset(tmp_path_factory):
     return directory, task
 
 
-def test_keras_hub_backbone_preset_loads_with_keras_hubs_outputs_and_gelu(tmp_path):
-    hub = _randomized(keras_hub.models.BertBackbone(**HUB_SIZES, num_segments=3, dropout=0.05), seed=0)
-    hub.save_to_preset(str(tmp_path))
-    ours = BertBackbone.from_pretrained(tmp_path)
+def test_keras_hub_preset_loads_with_keras_hubs_outputs_and_gelu(hub_classifier_preset):
+    directory, task = hub_classifier_preset
+    ours = BertBackbone.from_pretrained(directory)
     assert ours.config == BertConfig(
         vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
         hidden_act="gelu_approximate", hidden_dropout_prob=0.05, attention_probs_dropout_prob=0.05,
         max_position_embeddings=16, type_vocab_size=3,
     )
     inputs = dict(INPUTS, segment_ids=INPUTS["segment_ids"] * 2)
-    expected, got = hub(inputs), ours(inputs)
+    expected, got = task.backbone(inputs), ours(inputs)
     assert _max_diff(expected["sequence_output"], got["sequence_output"]) <= 1e-5
     assert _max_diff(expected["pooled_output"], got["pooled_output"]) <= 1e-5
-    assert ours.head_weights == {}
+    # The task preset's head is kept under Hugging Face's names, in their [C, H] layout.
+    assert sorted(ours.head_weights) == ["classifier.bias", "classifier.weight"]
+    np.testing.assert_array_equal(ours.head_weights["classifier.weight"], to_numpy(task.output_dense.kernel).T)
     # The exact GELU instead of keras-hub's tanh form gives other outputs: the GELU form is what matches.
-    exact = BertBackbone.from_pretrained(tmp_path, hidden_act="gelu")
+    exact = BertBackbone.from_pretrained(directory, hidden_act="gelu")
     assert _max_diff(expected["sequence_output"], exact(inputs)["sequence_output"]) > 1e-4
 
 
@@ -102,6 +103,9 @@ def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
     expected, got = classifier.backbone(INPUTS), hub(INPUTS)
     assert _max_diff(expected["sequence_output"], got["sequence_output"]) <= 1e-5
     assert _max_diff(expected["pooled_output"], got["pooled_output"]) <= 1e-5
+    # A backbone preset (no task.json) reads back as it was, with no head.
+    again = BertBackbone.from_pretrained(tmp_path / "backbone")
+    assert _max_diff(expected["sequence_output"], again(INPUTS)["sequence_output"]) <= 1e-5 and again.head_weights == {}
     hub_tokenizer = keras_hub.models.BertTokenizer.from_preset(str(tmp_path / "backbone"))
     hub_ids = [to_numpy(hub_tokenizer(text)).tolist() for text in TEXTS]
     assert [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in TEXTS] == hub_ids
@@ -110,8 +114,8 @@ def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
     hub_task = keras_hub.models.BertTextClassifier.from_preset(str(tmp_path / "task"))
     assert _max_diff(classifier(INPUTS), hub_task(INPUTS)) <= 1e-5
     # And back: the written task preset reads as it was.
-    again = BertClassifier.from_pretrained(tmp_path / "task", num_classes=2)
-    assert _max_diff(classifier(INPUTS), again(INPUTS)) <= 1e-5
+    again_task = BertClassifier.from_pretrained(tmp_path / "task", num_classes=2)
+    assert _max_diff(classifier(INPUTS), again_task(INPUTS)) <= 1e-5
 
 
 def test_save_to_preset_refuses_the_exact_gelu_unless_allowed(tmp_path):
@@ -126,9 +130,7 @@ def test_save_to_preset_refuses_the_exact_gelu_unless_allowed(tmp_path):
 
 
 def test_keras_hub_preset_of_another_architecture_gets_a_one_line_error(tmp_path):
-    keras_hub.models.DistilBertBackbone(
-        vocabulary_size=len(VOCAB), num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=8
-    ).save_to_preset(str(tmp_path))
+    keras_hub.models.DistilBertBackbone(**HUB_SIZES).save_to_preset(str(tmp_path))
     config_path = os.path.join(str(tmp_path), "config.json")
     with pytest.raises(UserInputError) as error:
         BertBackbone.from_pretrained(tmp_path)
@@ -183,4 +185,32 @@ def test_tokenizer_json_sequence_normalizer_and_non_wordpiece_model(tmp_path):
         BertTokenizer.from_pretrained(tmp_path)
     assert str(error.value) == (
         f"{tmp_path / 'tokenizer.json'}: the tokenizer model is BPE, not WordPiece; expected a BERT WordPiece tokenizer."
+    )
+
+
+def test_keras_hub_uncased_tokenizer_without_accent_stripping_warns_and_lowercases(tmp_path):
+    hub_tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True)  # keras-hub's default form
+    hub_tokenizer.save_to_preset(str(tmp_path))
+    with pytest.warns(UserWarning, match=r"tokenizer.json: lowercase=True with strip_accents=False; .* strips accents"):
+        tokenizer = BertTokenizer.from_pretrained(tmp_path)
+    assert tokenizer.do_lower_case and tokenizer.vocabulary == VOCAB
+    hub_ids = [to_numpy(hub_tokenizer(text)).tolist() for text in TEXTS]
+    assert [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in TEXTS] == hub_ids
+
+
+def test_keras_hub_preset_missing_a_variable_gets_a_one_line_error(hub_classifier_preset, tmp_path):
+    import shutil
+
+    import h5py
+
+    directory = str(tmp_path / "preset")
+    shutil.copytree(hub_classifier_preset[0], directory)
+    weights_path = os.path.join(directory, "model.weights.h5")
+    with h5py.File(weights_path, "r+") as f:
+        del f["layers/transformer_encoder_1/_feedforward_output_dense/vars/1"]
+    with pytest.raises(UserInputError) as error:
+        BertBackbone.from_pretrained(directory)
+    assert str(error.value) == (
+        f"{weights_path}: no layers/transformer_encoder_1/_feedforward_output_dense/vars/1 (expected the variables "
+        "of keras-hub's BertBackbone; 1 of 39 missing)."
     )
