@@ -6,6 +6,7 @@ with keras-hub's and transformers' on tiny models.
 
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -76,9 +77,12 @@ def test_keras_hub_preset_loads_with_keras_hubs_outputs_and_gelu(hub_classifier_
     assert _max_diff(expected["sequence_output"], exact(inputs)["sequence_output"]) > 1e-4
 
 
-def test_keras_hub_text_classifier_preset_loads_with_its_head_and_tokenizer(hub_classifier_preset):
+def test_keras_hub_text_classifier_preset_loads_with_its_head_and_tokenizer(hub_classifier_preset, monkeypatch):
     directory, task = hub_classifier_preset
-    ours = BertClassifier.from_pretrained(directory, num_classes=3, dropout=0.2)
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "keras_hub", None)  # reading needs no keras_hub
+        ours = BertClassifier.from_pretrained(directory, num_classes=3, dropout=0.2)
+        tokenizer = BertTokenizer.from_pretrained(directory)
     assert ours.newly_initialized_heads == []
     assert _max_diff(task(INPUTS), ours(INPUTS)) <= 1e-5
     np.testing.assert_array_equal(
@@ -86,7 +90,6 @@ def test_keras_hub_text_classifier_preset_loads_with_its_head_and_tokenizer(hub_
     )
     with pytest.raises(UserInputError, match="shape mismatch for classifier.weight"):
         BertClassifier.from_pretrained(directory, num_classes=2)
-    tokenizer = BertTokenizer.from_pretrained(directory)
     assert tokenizer.vocabulary == VOCAB and tokenizer.do_lower_case
     hub_ids = [to_numpy(task.preprocessor.tokenizer(text)).tolist() for text in TEXTS]
     assert [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in TEXTS] == hub_ids
@@ -118,12 +121,16 @@ def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
     assert _max_diff(classifier(INPUTS), again_task(INPUTS)) <= 1e-5
 
 
-def test_save_to_preset_refuses_the_exact_gelu_unless_allowed(tmp_path):
+def test_save_to_preset_refuses_the_exact_gelu_unless_allowed_and_needs_keras_hub(tmp_path, monkeypatch):
     backbone = BertBackbone(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
                                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=16))
     with pytest.raises(UserInputError, match=r"^hidden_act='gelu' \(the exact erf GELU\).*allow_gelu_approximation=True"):
         backbone.save_to_preset(tmp_path / "exact")
     assert not os.path.exists(tmp_path / "exact")
+    monkeypatch.setitem(sys.modules, "keras_hub", None)
+    with pytest.raises(ImportError, match=r"^save_to_preset writes through keras-hub, which is not installed: pip install keras-hub$"):
+        backbone.save_to_preset(tmp_path / "approx", allow_gelu_approximation=True)
+    monkeypatch.undo()
     backbone.save_to_preset(tmp_path / "approx", allow_gelu_approximation=True)
     hub = keras_hub.models.BertBackbone.from_preset(str(tmp_path / "approx"))
     np.testing.assert_array_equal(to_numpy(hub.token_embedding.embeddings), to_numpy(backbone.token_embedding.embeddings))

@@ -189,6 +189,15 @@ def preset_table(num_layers):
 CLASSIFIER_TABLE = _dense_rows("layers/dense", "classifier")
 
 
+def _float32(dataset):
+    """A dataset of model.weights.h5 as float32; Keras marks bfloat16 ones with the attribute dtype="bfloat16"."""
+    if dataset.attrs.get("dtype") == "bfloat16":
+        import ml_dtypes  # a Keras dependency
+
+        return np.array(dataset, dtype=ml_dtypes.bfloat16).astype("float32")
+    return np.asarray(dataset, dtype="float32")
+
+
 def _read_h5(path, table):
     import h5py
 
@@ -200,7 +209,7 @@ def _read_h5(path, table):
                     f"{path}: no {missing[0]} (expected the variables of keras-hub's BertBackbone; "
                     f"{len(missing)} of {len(table)} missing)."
                 )
-            return {name: np.asarray(from_hub(np.asarray(f[key], dtype="float32"))) for key, name, from_hub in table}
+            return {name: from_hub(_float32(f[key])) for key, name, from_hub in table}
     except OSError as error:
         raise UserInputError(f"{path}: not a readable HDF5 weights file ({error}).") from None
 

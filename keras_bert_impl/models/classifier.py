@@ -96,8 +96,8 @@ class BertClassifier(BertTask):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
 
         Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
-        `classifier.bias` [C]) and Google run_classifier.py checkpoints (`output_weights`,
-        `output_bias`). A checkpoint without those weights (a plain BertModel) gets a randomly
+        `classifier.bias` [C]), Google run_classifier.py checkpoints (`output_weights`,
+        `output_bias`) and keras-hub BertTextClassifier presets (its `logits` Dense). A checkpoint without those weights (a plain BertModel) gets a randomly
         initialized head, with a warning. `save_pretrained(directory, label_names=None)` writes a
         BertForSequenceClassification directory.
 
