@@ -119,6 +119,8 @@ def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
     # And back: the written task preset reads as it was.
     again_task = BertClassifier.from_pretrained(tmp_path / "task", num_classes=2)
     assert _max_diff(classifier(INPUTS), again_task(INPUTS)) <= 1e-5
+    # Written in a staging folder beside the preset, moved in, and the staging folder removed.
+    assert sorted(os.listdir(tmp_path)) == ["backbone", "task"]
 
 
 def test_save_to_preset_refuses_the_exact_gelu_unless_allowed_and_needs_keras_hub(tmp_path, monkeypatch):

@@ -22,6 +22,8 @@ both the hidden and the attention-probabilities dropout.
 
 import json
 import os
+import shutil
+import tempfile
 import warnings
 
 import numpy as np
@@ -352,20 +354,41 @@ def write_preset(directory, config, weights, tokenizer=None, classifier=None, al
             strip_accents=tokenizer.do_lower_case,
         )
     os.makedirs(directory, exist_ok=True)
-    if classifier is None:
-        hub_backbone.save_to_preset(directory)
-        if hub_tokenizer is not None:
-            hub_tokenizer.save_to_preset(directory)
-    else:
-        num_classes, dropout = classifier
-        preprocessor = None
-        if hub_tokenizer is not None:
-            preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
-                hub_tokenizer, sequence_length=config.max_position_embeddings
+    # Everything is written in a temporary folder beside `directory`, then moved in, config.json last (an
+    # older one removed first): a write killed half-way leaves no config.json over weights that do not match it.
+    staging = tempfile.mkdtemp(prefix=".preset-", dir=os.path.dirname(os.path.abspath(directory)))
+    try:
+        if classifier is None:
+            hub_backbone.save_to_preset(staging)
+            if hub_tokenizer is not None:
+                hub_tokenizer.save_to_preset(staging)
+        else:
+            num_classes, dropout = classifier
+            preprocessor = None
+            if hub_tokenizer is not None:
+                preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
+                    hub_tokenizer, sequence_length=config.max_position_embeddings
+                )
+            task = keras_hub.models.BertTextClassifier(
+                hub_backbone, num_classes=num_classes, preprocessor=preprocessor, dropout=dropout
             )
-        task = keras_hub.models.BertTextClassifier(
-            hub_backbone, num_classes=num_classes, preprocessor=preprocessor, dropout=dropout
-        )
-        task.save_to_preset(directory)
-        _write_h5(os.path.join(directory, TASK_WEIGHTS_FILE), CLASSIFIER_TABLE, weights)
-    _write_h5(os.path.join(directory, WEIGHTS_FILE), preset_table(config.num_hidden_layers), weights)
+            task.save_to_preset(staging)
+            _write_h5(os.path.join(staging, TASK_WEIGHTS_FILE), CLASSIFIER_TABLE, weights)
+        _write_h5(os.path.join(staging, WEIGHTS_FILE), preset_table(config.num_hidden_layers), weights)
+        _move_into(staging, directory)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_into(staging, directory):
+    """Moves every file of `staging` to the same place under `directory`, config.json last."""
+    config_path = os.path.join(directory, CONFIG_FILE)
+    if os.path.lexists(config_path):
+        os.remove(config_path)
+    files = [
+        os.path.relpath(os.path.join(root, name), staging) for root, _, names in os.walk(staging) for name in names
+    ]
+    for relative in sorted(files, key=lambda name: name == CONFIG_FILE):
+        target = os.path.join(directory, relative)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(os.path.join(staging, relative), target)
