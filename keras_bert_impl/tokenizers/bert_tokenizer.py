@@ -290,6 +290,19 @@ def read_tokenizer_json(path):
     Raises:
         UserInputError: the file is not JSON, its model is not WordPiece (the message names the type),
             its ids are not 0..n-1, or its continuation prefix is not `##`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "##ning": 4, "run": 3}
+    >>> with open(path, "w") as f:
+    ...     json.dump({"normalizer": {"type": "BertNormalizer", "lowercase": True},
+    ...                "model": {"type": "WordPiece", "vocab": vocab}}, f)
+    >>> read_tokenizer_json(path)
+    (['[UNK]', '[CLS]', '[SEP]', 'run', '##ning'], True)
+    >>> BertTokenizer.from_pretrained(os.path.dirname(path)).tokenize("Running")
+    ['run', '##ning']
     """
     try:
         with open(path, encoding="utf-8") as f:
