@@ -138,6 +138,11 @@ class BertConfig:
         """
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a JSON object of BERT hyperparameters; got {type(values).__name__}.")
+        if "class_name" in values and isinstance(values.get("config"), dict):
+            raise ValueError(
+                f"{source}: a Keras/keras-hub preset config (class_name {values['class_name']!r}), not a BERT "
+                "config.json; load the preset directory with BertBackbone.from_pretrained(directory)."
+            )
         _check_architecture(values, source)
         field_names = {f.name for f in dataclasses.fields(cls)}
         missing = [

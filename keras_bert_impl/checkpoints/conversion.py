@@ -200,8 +200,10 @@ def load_weights_dict(path, **config_overrides):
     """Reads any supported checkpoint: returns (BertConfig, canonical weight dict).
 
     Args:
-        path: a Hugging Face directory, a Google TF1 checkpoint directory or prefix, or a directory
-            written by `BertBackbone.save_pretrained`.
+        path: a Hugging Face directory, a Google TF1 checkpoint directory or prefix, a directory
+            written by `BertBackbone.save_pretrained`, or a keras-hub BertBackbone preset directory
+            (`keras_bert_impl.checkpoints.keras_hub_preset`; a BertTextClassifier preset's head is read
+            as `classifier.*`).
         **config_overrides: fields replacing those of the stored config.
 
     Raises:
@@ -219,6 +221,11 @@ def load_weights_dict(path, **config_overrides):
         config_dir = path if os.path.isdir(path) else os.path.dirname(tf1_prefix)
         config = _read_config(config_dir, config_overrides)
         return config, tf1_checkpoint.read_tf1_checkpoint(tf1_prefix)
+    if os.path.isdir(path):
+        from keras_bert_impl.checkpoints import keras_hub_preset
+
+        if keras_hub_preset.is_keras_hub_preset(path):
+            return keras_hub_preset.read_preset(path, **config_overrides)
     config = _read_config(path, config_overrides)
     directory = path if os.path.isdir(path) else os.path.dirname(find_config_file(path))
     return config, read_hf_weights(directory)

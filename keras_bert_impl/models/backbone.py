@@ -169,7 +169,8 @@ class BertBackbone(keras.Model):
         Args:
             path: a directory holding `config.json` + `model.safetensors`/`pytorch_model.bin`
                 (Hugging Face; keys with or without the `bert.` prefix), or `bert_config.json` +
-                `bert_model.ckpt.*` (Google), or the checkpoint prefix of a Google checkpoint.
+                `bert_model.ckpt.*` (Google), or the checkpoint prefix of a Google checkpoint, or a
+                keras-hub BertBackbone preset directory (config `hidden_act="gelu_approximate"`, keras-hub's GELU).
             output_hidden_states: also return every layer's output.
             dtype: dtype policy for every layer.
             require_pooler: False accepts a checkpoint without pooler weights (transformers'
@@ -195,6 +196,26 @@ class BertBackbone(keras.Model):
         """
         conversion.save_backbone(
             self, directory, head_weights=head_weights, architecture=architecture, extra_config=extra_config
+        )
+
+    def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
+        """Writes a keras-hub preset that `keras_hub.models.BertBackbone.from_preset(directory)` loads.
+
+        Needs keras-hub (it writes the preset). keras-hub's BertBackbone computes the tanh GELU, so a
+        model with `hidden_act="gelu"` (exact) is refused unless `allow_gelu_approximation=True`; see
+        `keras_bert_impl.checkpoints.keras_hub_preset.write_preset`. `from_pretrained(directory)` reads
+        the preset back.
+
+        Args:
+            directory: the preset directory.
+            tokenizer: a `BertTokenizer` written as the preset's keras-hub BertTokenizer, or None.
+            allow_gelu_approximation: write an exact-GELU model, whose keras-hub outputs then differ slightly.
+        """
+        from keras_bert_impl.checkpoints import keras_hub_preset
+
+        keras_hub_preset.write_preset(
+            directory, self.config, conversion.backbone_weights_dict(self), tokenizer=tokenizer,
+            allow_gelu_approximation=allow_gelu_approximation,
         )
 
 

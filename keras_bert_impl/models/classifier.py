@@ -99,8 +99,8 @@ class BertClassifier(BertTask):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
 
         Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
-        `classifier.bias` [C]) and Google run_classifier.py checkpoints (`output_weights`,
-        `output_bias`). A checkpoint without those weights (a plain BertModel) gets a randomly
+        `classifier.bias` [C]), Google run_classifier.py checkpoints (`output_weights`,
+        `output_bias`) and keras-hub BertTextClassifier presets (its `logits` Dense). A checkpoint without those weights (a plain BertModel) gets a randomly
         initialized head, with a warning. `save_pretrained(directory, label_names=None)` writes a
         BertForSequenceClassification directory.
 
@@ -121,6 +121,21 @@ class BertClassifier(BertTask):
                     preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model
+
+    def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
+        """Writes a keras-hub BertTextClassifier task preset (backbone, head, and `tokenizer` if given).
+
+        `keras_hub.models.BertTextClassifier.from_preset(directory)` loads it, and so does
+        `BertClassifier.from_pretrained(directory, num_classes)`; see `BertBackbone.save_to_preset`.
+        """
+        from keras_bert_impl.checkpoints import keras_hub_preset
+        from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
+
+        weights = dict(backbone_weights_dict(self.backbone), **self.head_weights())
+        keras_hub_preset.write_preset(
+            directory, self.backbone.config, weights, tokenizer=tokenizer, classifier=(self.num_classes, self.dropout),
+            allow_gelu_approximation=allow_gelu_approximation,
+        )
 
 
 def load_dense_head(dense, head_weights, source="checkpoint"):

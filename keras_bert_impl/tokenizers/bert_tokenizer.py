@@ -236,6 +236,108 @@ def _checked_token_list(tokens):
     return list(tokens)
 
 
+def _bert_normalizer(normalizer):
+    """The BertNormalizer entry of a tokenizer.json normalizer (possibly inside a Sequence), or None."""
+    if not isinstance(normalizer, dict):
+        return None
+    if normalizer.get("type") == "BertNormalizer":
+        return normalizer
+    if normalizer.get("type") == "Sequence":
+        for entry in normalizer.get("normalizers") or []:
+            found = _bert_normalizer(entry)
+            if found is not None:
+                return found
+    return None
+
+
+def _warn_accents(path, lowercase, strip_accents):
+    if strip_accents is not None and bool(strip_accents) != bool(lowercase):
+        warnings.warn(
+            f"{path}: lowercase={bool(lowercase)} with strip_accents={bool(strip_accents)}; this tokenizer's "
+            f"do_lower_case={bool(lowercase)} {'strips' if lowercase else 'keeps'} accents, so accented text may "
+            "tokenize differently.",
+            stacklevel=4,
+        )
+
+
+def _read_keras_hub_tokenizer(path, values):
+    """(tokens, do_lower_case) of a keras-hub preset's tokenizer.json and assets/tokenizer/vocabulary.txt."""
+    if values["class_name"] != "BertTokenizer":
+        raise UserInputError(
+            f"{path}: a keras-hub {values['class_name']}, not BertTokenizer; expected a WordPiece BERT tokenizer."
+        )
+    config = values["config"]
+    vocabulary = config.get("vocabulary")
+    if not isinstance(vocabulary, list):
+        vocabulary = os.path.join(os.path.dirname(path), "assets", "tokenizer", "vocabulary.txt")
+        if not os.path.isfile(vocabulary):
+            raise UserInputError(f"{path}: a keras-hub BertTokenizer whose vocabulary file {vocabulary} is missing.")
+        vocabulary = load_vocab(vocabulary)
+    lowercase = bool(config.get("lowercase", False))
+    _warn_accents(path, lowercase, config.get("strip_accents", False))
+    return vocabulary, lowercase
+
+
+def read_tokenizer_json(path):
+    """(tokens in id order, do_lower_case) of a tokenizer.json.
+
+    Reads a Hugging Face tokenizers file whose `model` is WordPiece (`model.vocab`: token -> id;
+    lower-casing from its `BertNormalizer`, possibly inside a `Sequence`; no BertNormalizer: no
+    lower-casing), or a keras-hub preset's serialized BertTokenizer (`config.lowercase`, with the
+    vocabulary in the preset's assets/tokenizer/vocabulary.txt). A normalizer whose `strip_accents`
+    differs from `lowercase` gives a warning: `do_lower_case` lower-cases and strips accents together.
+
+    Raises:
+        UserInputError: the file is not JSON, its model is not WordPiece (the message names the type),
+            its ids are not 0..n-1, or its continuation prefix is not `##`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "##ning": 4, "run": 3}
+    >>> with open(path, "w") as f:
+    ...     json.dump({"normalizer": {"type": "BertNormalizer", "lowercase": True},
+    ...                "model": {"type": "WordPiece", "vocab": vocab}}, f)
+    >>> read_tokenizer_json(path)
+    (['[UNK]', '[CLS]', '[SEP]', 'run', '##ning'], True)
+    >>> BertTokenizer.from_pretrained(os.path.dirname(path)).tokenize("Running")
+    ['run', '##ning']
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UserInputError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(values, dict):
+        raise UserInputError(f"{path}: expected a JSON object (a tokenizers file with a WordPiece model).")
+    if "class_name" in values and isinstance(values.get("config"), dict):
+        return _read_keras_hub_tokenizer(path, values)
+    model = values.get("model")
+    model_type = model.get("type") if isinstance(model, dict) else None
+    if model_type != "WordPiece":
+        raise UserInputError(f"{path}: the tokenizer model is {model_type}, not WordPiece; expected a BERT WordPiece tokenizer.")
+    prefix = model.get("continuing_subword_prefix", "##")
+    if prefix != "##":
+        raise UserInputError(f"{path}: continuing_subword_prefix is {prefix!r}; expected '##'.")
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise UserInputError(f"{path}: model.vocab must be a non-empty object of token -> id.")
+    tokens = [None] * len(vocab)
+    for token, index in vocab.items():
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(vocab) or tokens[index] is not None:
+            raise UserInputError(
+                f"{path}: model.vocab gives {token!r} the id {index!r}; expected each id of 0..{len(vocab) - 1} once."
+            )
+        tokens[index] = token
+    normalizer = _bert_normalizer(values.get("normalizer"))
+    if normalizer is None:
+        return tokens, False
+    lowercase = bool(normalizer.get("lowercase", True))
+    _warn_accents(path, lowercase, normalizer.get("strip_accents"))
+    return tokens, lowercase
+
+
 class _WordCache(dict):
     """raw word -> (tokens, ids, starts, ends); computes missing words, and is cleared when full."""
 
@@ -315,18 +417,27 @@ class BertTokenizer:
 
     @classmethod
     def from_pretrained(cls, path, **kwargs):
-        """Loads a tokenizer from a checkpoint directory holding vocab.txt.
+        """Loads a tokenizer from a checkpoint directory holding vocab.txt, or tokenizer.json only.
 
-        `do_lower_case` comes from the directory's tokenizer_config.json where present (default True);
-        keyword arguments override it and are passed to the constructor.
+        With vocab.txt, `do_lower_case` comes from the directory's tokenizer_config.json where present
+        (default True). Without vocab.txt, the directory's tokenizer.json is read
+        (`read_tokenizer_json`): a Hugging Face tokenizers file with a WordPiece model (transformers 5
+        writes no vocab.txt), or a keras-hub preset's BertTokenizer entry with the preset's
+        assets/tokenizer/vocabulary.txt. Keyword arguments override `do_lower_case` and are passed to the
+        constructor.
 
         Args:
-            path: A directory with vocab.txt (and optionally tokenizer_config.json).
+            path: A directory with vocab.txt (and optionally tokenizer_config.json), or with tokenizer.json.
             **kwargs: Constructor arguments (`do_lower_case`, `split_special_tokens`, ...).
         """
         path = os.fspath(path)
         if not os.path.isdir(path):
             raise ValueError(f"from_pretrained expects a directory holding vocab.txt; {path!r} is not a directory.")
+        tokenizer_json = os.path.join(path, "tokenizer.json")
+        if not os.path.isfile(os.path.join(path, "vocab.txt")) and os.path.isfile(tokenizer_json):
+            tokens, do_lower_case = read_tokenizer_json(tokenizer_json)
+            kwargs.setdefault("do_lower_case", do_lower_case)
+            return cls(tokens, **kwargs)
         config_file = os.path.join(path, "tokenizer_config.json")
         if "do_lower_case" not in kwargs and os.path.isfile(config_file):
             with open(config_file, encoding="utf-8") as f:
