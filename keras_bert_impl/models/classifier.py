@@ -123,11 +123,14 @@ class BertClassifier(BertTask):
         return model
 
     def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
-        """Writes a keras-hub BertTextClassifier task preset (backbone, head, and `tokenizer` if given).
+        """Writes a keras-hub BertTextClassifier task preset (backbone, head, and the tokenizer: `tokenizer`,
+        else the preprocessor's when the model has one).
 
         `keras_hub.models.BertTextClassifier.from_preset(directory)` loads it, and so does
         `BertClassifier.from_pretrained(directory, num_classes)`; see `BertBackbone.save_to_preset`.
         """
+        if tokenizer is None and self.preprocessor is not None:
+            tokenizer = self.preprocessor.tokenizer
         from keras_bert_impl.checkpoints import keras_hub_preset
         from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
 
