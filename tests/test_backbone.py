@@ -1,3 +1,5 @@
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -168,3 +170,20 @@ def test_mixed_bfloat16_policy_keeps_float32_variables():
 def test_a_non_config_argument_is_refused():
     with pytest.raises(TypeError, match="expects a BertConfig"):
         BertBackbone("bert_base")
+
+
+def test_summary_shows_the_backbones_own_shapes_after_a_classifier_reuses_its_last_block_at_cls_only():
+    from keras_bert_impl.models.classifier import BertClassifier
+
+    backbone = BertBackbone(BertConfig.preset("bert_tiny"))
+    classifier = BertClassifier(backbone, num_classes=2)
+
+    def last_block_shape(model):
+        lines = []
+        model.summary(line_length=120, print_fn=lambda line, **_: lines.append(line))
+        line = next(line for line in "\n".join(lines).splitlines() if "transformer_layer_1" in line)
+        return re.search(r"\(None, \w+, 128\)", line).group(0)
+
+    assert last_block_shape(backbone) == "(None, None, 128)"
+    assert last_block_shape(classifier) == "(None, 1, 128)"  # the classifier's graph: [CLS] only
+    assert last_block_shape(backbone) == "(None, None, 128)"

@@ -112,3 +112,23 @@ def test_config_round_trip_and_keras_file(tmp_path):
     np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
     with pytest.raises(ValueError, match="num_classes must be >= 1"):
         BertClassifier(BertBackbone(TINY), num_classes=0)
+
+
+def test_num_classes_comes_from_the_stored_head_and_a_headless_checkpoint_needs_it(hf_three_class, minilm_path):
+    directory, _ = hf_three_class
+    assert BertClassifier.from_pretrained(directory).num_classes == 3
+    with pytest.raises(ValueError, match="no classifier weights in the checkpoint; pass num_classes"):
+        BertClassifier.from_pretrained(minilm_path)
+
+
+def test_the_former_names_num_labels_and_id2label_still_work_with_a_deprecation_warning(tmp_path):
+    from keras_bert_impl import BertBackbone, BertConfig, BertTokenClassifier
+
+    with pytest.warns(DeprecationWarning, match="num_labels= is deprecated; pass num_classes="):
+        tagger = BertTokenClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_labels=4)
+    assert tagger.num_classes == 4 and tagger.get_config()["num_classes"] == 4 and "num_labels" not in tagger.get_config()
+    with pytest.warns(DeprecationWarning, match="id2label= is deprecated; pass label_names="):
+        tagger.save_pretrained(tmp_path, id2label=["O", "B", "I", "E"])
+    assert json.load(open(os.path.join(tmp_path, "config.json")))["id2label"]["3"] == "E"
+    with pytest.raises(TypeError, match="pass num_classes only"):
+        BertTokenClassifier(tagger.backbone, num_classes=4, num_labels=4)

@@ -28,7 +28,7 @@ def _data(batch=12, seq=10, seed=0):
 
 
 def _tagger(**kwargs):
-    return BertFeatureBasedTagger(BertBackbone(TINY, output_hidden_states=True), num_labels=3, lstm_units=8, **kwargs)
+    return BertFeatureBasedTagger(BertBackbone(TINY, output_hidden_states=True), num_classes=3, lstm_units=8, **kwargs)
 
 
 def test_features_are_the_concatenated_top_four_layers_of_the_frozen_backbone():
@@ -82,6 +82,6 @@ def test_config_round_trip_and_checks(tmp_path):
     np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
     assert not loaded.backbone.trainable
     with pytest.raises(ValueError, match="output_hidden_states=True"):
-        BertFeatureBasedTagger(BertBackbone(TINY), num_labels=3)
+        BertFeatureBasedTagger(BertBackbone(TINY), num_classes=3)
     with pytest.raises(ValueError, match="feature layer -6 out of range"):
         _tagger(feature_layers=(-6,))

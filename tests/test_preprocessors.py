@@ -104,4 +104,4 @@ def test_raw_text_without_a_preprocessor_or_labels_is_refused_with_what_to_do():
         BertSpanQA(BertBackbone(TINY), preprocessor=BertTextClassifierPreprocessor(TOKENIZER))
     too_big = BertTokenizer(TOKENIZER.vocabulary + [f"extra{i}" for i in range(10)])
     with pytest.raises(ValueError, match="70 tokens .* vocab_size 60"):
-        BertTokenClassifier(BertBackbone(TINY), num_labels=2, preprocessor=BertTokenClassifierPreprocessor(too_big))
+        BertTokenClassifier(BertBackbone(TINY), num_classes=2, preprocessor=BertTokenClassifierPreprocessor(too_big))

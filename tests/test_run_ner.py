@@ -62,7 +62,7 @@ def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, 
     model_dir = os.path.join(output_dir, "model")
     config = json.load(open(os.path.join(model_dir, "config.json"), encoding="utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"] and config["id2label"]["7"] == "B-PER"
-    assert BertTokenClassifier.from_pretrained(model_dir).num_labels == 9
+    assert BertTokenClassifier.from_pretrained(model_dir).num_classes == 9
 
 
 @pytest.fixture(scope="module")
@@ -101,4 +101,4 @@ def test_recipe_variants_train_and_write_their_outputs(variant, tiny_checkpoint,
         assert os.path.isfile(os.path.join(model_dir, "feature_based_tagger.weights.h5"))
     else:
         model = BertTokenClassifier.from_pretrained(model_dir, use_crf=True)
-        assert model.use_crf and model.num_labels == 9
+        assert model.use_crf and model.num_classes == 9

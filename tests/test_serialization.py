@@ -64,11 +64,11 @@ CASES = {
     ),
     "BertSpanQA": lambda: (keras_bert_impl.BertSpanQA(_backbone()), [_bert_inputs()]),
     "BertTokenClassifier": lambda: (
-        keras_bert_impl.BertTokenClassifier(_backbone(), num_labels=NUM_LABELS, use_crf=True), [_bert_inputs()]
+        keras_bert_impl.BertTokenClassifier(_backbone(), num_classes=NUM_LABELS, use_crf=True), [_bert_inputs()]
     ),
     "BertFeatureBasedTagger": lambda: (
         keras_bert_impl.BertFeatureBasedTagger(
-            _backbone(output_hidden_states=True), num_labels=NUM_LABELS, feature_layers=(-1, -2), lstm_units=4,
+            _backbone(output_hidden_states=True), num_classes=NUM_LABELS, feature_layers=(-1, -2), lstm_units=4,
             num_lstm_layers=1,
         ),
         [_bert_inputs()],

@@ -35,7 +35,7 @@ def _inputs(seed=0, batch=BATCH, seq=SEQ):
     return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
 
 
-def _tag_labels(x, num_labels=4, seed=1):
+def _tag_labels(x, num_classes=4, seed=1):
     rng = np.random.RandomState(seed)
     labels = rng.randint(0, num_labels, size=x["token_ids"].shape).astype("int32")
     labels[:, 0] = -100
@@ -113,23 +113,23 @@ CASES = {
         from_pretrained=BertSpanQA.from_pretrained,
     ),
     "token_classifier": TaskCase(
-        build=lambda b, p: BertTokenClassifier(b, num_labels=4, preprocessor=p),
+        build=lambda b, p: BertTokenClassifier(b, num_classes=4, preprocessor=p),
         batch=lambda: (_inputs(), _tag_labels(_inputs())),
         output_shapes={"logits": (BATCH, SEQ, 4)},
         preprocessor=_token_classifier,
         raw_batch=lambda: (TEXTS, _word_labels()),
-        from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_labels=4),
+        from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_classes=4),
     ),
     "token_classifier_crf": TaskCase(
-        build=lambda b, p: BertTokenClassifier(b, num_labels=4, use_crf=True, preprocessor=p),
+        build=lambda b, p: BertTokenClassifier(b, num_classes=4, use_crf=True, preprocessor=p),
         batch=lambda: (_inputs(), _tag_labels(_inputs())),
         output_shapes={"logits": (BATCH, SEQ, 4)},
         preprocessor=_token_classifier,
         raw_batch=lambda: ([t.split() for t in TEXTS], [[1, 2, 3], [0, 1, 2, 3, 0, 1], [3]]),
-        from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_labels=4, use_crf=True),
+        from_pretrained=lambda d: BertTokenClassifier.from_pretrained(d, num_classes=4, use_crf=True),
     ),
     "feature_based_tagger": TaskCase(
-        build=lambda b, p: BertFeatureBasedTagger(b, num_labels=4, feature_layers=(-1, -2), lstm_units=8,
+        build=lambda b, p: BertFeatureBasedTagger(b, num_classes=4, feature_layers=(-1, -2), lstm_units=8,
                                                   num_lstm_layers=1, preprocessor=p),
         batch=lambda: (_inputs(), _tag_labels(_inputs())),
         output_shapes={"logits": (BATCH, SEQ, 4)},

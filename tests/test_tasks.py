@@ -56,7 +56,7 @@ def test_ner_predictions_with_dynamic_padding_equal_those_of_whole_length_window
     split = NerSplit(os.path.join(REPO, "data", "ner", "dev.txt"), BertTokenizer(minilm_vocab_file), labels, args)
     config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=64)
-    model = BertTokenClassifier(BertBackbone(config), num_labels=len(labels), use_crf=use_crf)
+    model = BertTokenClassifier(BertBackbone(config), num_classes=len(labels), use_crf=use_crf)
 
     predicted = predict_label_ids(model, split, args)  # [N, 32]: length-sorted batches of 8..32 positions
     x = {k: np.stack([getattr(f, k) for f in split.features]) for k in ("token_ids", "segment_ids", "padding_mask")}

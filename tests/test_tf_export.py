@@ -156,7 +156,7 @@ def _every_task_models(root, tokenizer):
     models = {
         "backbone": _tiny_backbone(),
         "classifier": BertClassifier(_tiny_backbone(), num_classes=3, dropout=0.0),
-        "token_classifier": BertTokenClassifier(_tiny_backbone(), num_labels=len(TAGS), dropout=0.0),
+        "token_classifier": BertTokenClassifier(_tiny_backbone(), num_classes=len(TAGS), dropout=0.0),
         "span_qa": BertSpanQA(_tiny_backbone()),
     }
     classifier = models["classifier"]
@@ -168,7 +168,7 @@ def _every_task_models(root, tokenizer):
         if name == "classifier":
             model.save_pretrained(directory, label_names=["negative", "neutral", "positive"])
         elif name == "token_classifier":
-            model.save_pretrained(directory, id2label=TAGS)
+            model.save_pretrained(directory, label_names=TAGS)
         else:
             model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
@@ -209,14 +209,14 @@ def served(minilm_path, tmp_path_factory):
     cased.save_pretrained(str(root / "classifier"))
 
     # b. A CRF tagger whose transitions favour the cycle O -> B-PER -> I-PER -> B-LOC -> I-LOC -> O.
-    tagger = BertTokenClassifier(_tiny_backbone(uncased.vocab_size), num_labels=len(CRF_TAGS), dropout=0.0,
+    tagger = BertTokenClassifier(_tiny_backbone(uncased.vocab_size), num_classes=len(CRF_TAGS), dropout=0.0,
                                  use_crf=True)
     tagger(_model_inputs(uncased(TAG_TEXTS[:1], max_length=8)))
     cycle = np.full((len(CRF_TAGS), len(CRF_TAGS)), -1.0, "float32")
     cycle[np.arange(len(CRF_TAGS)), (np.arange(len(CRF_TAGS)) + 1) % len(CRF_TAGS)] = 1.0
     tagger.crf.transitions.assign(cycle)
     tagger.classifier.kernel.assign(rng.normal(0.0, 0.3, tagger.classifier.kernel.shape).astype("float32"))
-    tagger.save_pretrained(str(root / "tagger"), id2label=CRF_TAGS)
+    tagger.save_pretrained(str(root / "tagger"), label_names=CRF_TAGS)
     uncased.save_pretrained(str(root / "tagger"))
     config = json.loads((root / "tagger" / "config.json").read_text(encoding="utf-8"))
     config["max_seq_length"] = 32  # as the recipes write it; the export reads it when not given
@@ -415,7 +415,7 @@ def test_squad_v2_saved_model_answers_equal_run_squad_predictions(served):
 
 
 def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
-    tagger = BertTokenClassifier(_tiny_backbone(64), num_labels=4, dropout=0.0, use_crf=True)
+    tagger = BertTokenClassifier(_tiny_backbone(64), num_classes=4, dropout=0.0, use_crf=True)
     rng = np.random.default_rng(0)
     logits = rng.normal(0.0, 1.0, (6, 9, 4)).astype("float32")
     label_mask = (rng.random((6, 9)) < 0.6).astype("int32")
@@ -433,18 +433,18 @@ def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
 
 
 def test_token_classifier_from_pretrained_keeps_the_checkpoints_crf(tmp_path):
-    tagger = BertTokenClassifier(_tiny_backbone(64), num_labels=3, dropout=0.0, use_crf=True)
+    tagger = BertTokenClassifier(_tiny_backbone(64), num_classes=3, dropout=0.0, use_crf=True)
     tagger(_model_inputs({"token_ids": np.ones((1, 4), "int32"), "segment_ids": np.zeros((1, 4), "int32"),
                           "padding_mask": np.ones((1, 4), "int32")}))
     tagger.crf.transitions.assign(np.arange(9, dtype="float32").reshape(3, 3))
-    tagger.save_pretrained(str(tmp_path), id2label=["O", "B", "I"])
+    tagger.save_pretrained(str(tmp_path), label_names=["O", "B", "I"])
     assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["use_crf"] is True
     reloaded = BertTokenClassifier.from_pretrained(str(tmp_path))
     assert reloaded.use_crf
     np.testing.assert_array_equal(to_numpy(reloaded.crf.transitions), np.arange(9).reshape(3, 3))
     with pytest.raises(ValueError, match="classifier.crf_transitions"):
         BertTokenClassifier.from_pretrained(str(tmp_path), use_crf=False)
-    plain = BertTokenClassifier(_tiny_backbone(64), num_labels=3, dropout=0.0)
+    plain = BertTokenClassifier(_tiny_backbone(64), num_classes=3, dropout=0.0)
     plain.save_pretrained(str(tmp_path / "plain"))
     assert not BertTokenClassifier.from_pretrained(str(tmp_path / "plain")).use_crf
 

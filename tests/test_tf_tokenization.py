@@ -149,3 +149,11 @@ def test_bad_input(graph_tokenizer):
         graph_tokenizer(tf.constant([1, 2]))
     with pytest.raises(TypeError, match="tokenizer must be"):
         BertTextPacker(42)
+
+
+def test_packer_takes_a_pathlib_directory_as_it_takes_its_str(minilm_path):
+    import pathlib
+
+    texts = tf.constant(["Hello there, world!"])
+    np.testing.assert_array_equal(BertTextPacker(pathlib.Path(minilm_path), max_length=12)(texts)["token_ids"],
+                                  BertTextPacker(minilm_path, max_length=12)(texts)["token_ids"])

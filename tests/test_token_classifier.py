@@ -68,8 +68,8 @@ def test_logits_equal_transformers_bert_for_token_classification(hf_token_classi
     directory, hf_model = hf_token_classification_dir
     x, _ = _batch(vocab_size=30522, seq=12)
     x["segment_ids"][0, 6:] = 1
-    model = BertTokenClassifier.from_pretrained(directory)  # num_labels from the checkpoint
-    assert model.num_labels == NUM_LABELS
+    model = BertTokenClassifier.from_pretrained(directory)  # num_classes from the checkpoint
+    assert model.num_classes == NUM_LABELS
     ours = to_numpy(model(x, training=False))
     theirs = _hf_logits(hf_model, x)
     real = x["padding_mask"] > 0
@@ -79,7 +79,7 @@ def test_logits_equal_transformers_bert_for_token_classification(hf_token_classi
 def test_save_pretrained_loads_back_here_and_in_transformers(hf_token_classification_dir, tmp_path):
     directory, _ = hf_token_classification_dir
     model = BertTokenClassifier.from_pretrained(directory)
-    model.save_pretrained(tmp_path, id2label=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
+    model.save_pretrained(tmp_path, label_names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
     x, _ = _batch(vocab_size=30522)
     expected = to_numpy(model(x))
     np.testing.assert_array_equal(to_numpy(BertTokenClassifier.from_pretrained(tmp_path)(x)), expected)
@@ -190,7 +190,7 @@ def test_crf_transitions_round_trip_and_config(tmp_path):
 
 def test_from_pretrained_without_classifier_warns(minilm_path):
     with pytest.warns(UserWarning, match="no classifier weights"):
-        model = BertTokenClassifier.from_pretrained(minilm_path, num_labels=3)
-    assert model.num_labels == 3
-    with pytest.raises(ValueError, match="pass num_labels"):
+        model = BertTokenClassifier.from_pretrained(minilm_path, num_classes=3)
+    assert model.num_classes == 3
+    with pytest.raises(ValueError, match="pass num_classes"):
         BertTokenClassifier.from_pretrained(minilm_path)

@@ -286,3 +286,7 @@ def test_bad_call_arguments(small_tokenizer):
     assert small_tokenizer(["want " * 10], max_length=5, truncation=False)["token_ids"].shape == (1, 12)
     with pytest.raises(ValueError, match="out of range"):
         small_tokenizer.convert_ids_to_tokens([11])
+
+
+def test_the_docstring_example_tokenizes_as_the_real_uncased_vocabulary_does(minilm_tokenizer):
+    assert minilm_tokenizer.tokenize("UNaff\u00e0ble,running") == ["una", "##ffa", "##ble", ",", "running"]

@@ -494,7 +494,7 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     elif task == "token_classifier":
         from keras_bert_impl.models.token_classifier import BertTokenClassifier
 
-        model = BertTokenClassifier.from_pretrained(model_dir, num_labels=len(labels))  # with its CRF, if any
+        model = BertTokenClassifier.from_pretrained(model_dir, num_classes=len(labels))  # with its CRF, if any
     else:
         from keras_bert_impl.models.span_qa import BertSpanQA
 

@@ -141,6 +141,23 @@ class BertBackbone(keras.Model):
         )
         return self.pooler(hidden_states[-1][:, 0, :])
 
+    def summary(self, *args, **kwargs):
+        """`keras.Model.summary`, with each layer's output shape as this backbone's graph computes it.
+
+        Keras prints the shape of a layer's latest call; once a task model wires the last encoder block
+        again at [CLS] only (`pooled_output`), that would be [batch, 1, H]. Here the layers show their calls
+        in this graph only, for the length of the summary.
+        """
+        own_nodes = {id(node) for nodes in self._nodes_by_depth.values() for node in nodes}
+        all_nodes = {layer: layer._inbound_nodes for layer in self.layers}
+        try:
+            for layer, nodes in all_nodes.items():
+                layer._inbound_nodes = [node for node in nodes if id(node) in own_nodes] or nodes
+            return super().summary(*args, **kwargs)
+        finally:
+            for layer, nodes in all_nodes.items():
+                layer._inbound_nodes = nodes
+
     @property
     def token_embedding(self):
         """The word-embedding layer (its matrix is tied to the masked-LM output layer)."""

@@ -10,12 +10,14 @@ with mean squared error. There is no separate BertRegressor class.
 
 
 import keras
+import numpy as np
 
 from keras_bert_impl.checkpoints.conversion import hf_label_config
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, classifier_table
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task import BertTask, dense_head
 from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
+from keras_bert_impl.utils.errors import UserInputError
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -95,7 +97,7 @@ class BertClassifier(BertTask):
         return dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type)
 
     @classmethod
-    def from_pretrained(cls, path, num_classes, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
+    def from_pretrained(cls, path, num_classes=None, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
 
         Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
@@ -106,7 +108,8 @@ class BertClassifier(BertTask):
 
         Args:
             path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
-            num_classes: number of classes (1 for regression); must match a stored head.
+            num_classes: number of classes (1 for regression); must match a stored head. Default: the stored
+                head's (a checkpoint without one needs it).
             dropout: dropout rate of the head.
             dtype: dtype policy for every layer.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
@@ -117,6 +120,10 @@ class BertClassifier(BertTask):
             ValueError: the stored head's shape does not match `num_classes` and the hidden size.
         """
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        if num_classes is None:
+            if "classifier.weight" not in backbone.head_weights:
+                raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_classes.")
+            num_classes = int(np.asarray(backbone.head_weights["classifier.weight"]).shape[0])
         model = cls(backbone, num_classes=num_classes, dropout=dropout,
                     preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))

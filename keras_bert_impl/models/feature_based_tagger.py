@@ -16,7 +16,7 @@ from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask
+from keras_bert_impl.models.task import BertTask, renamed_argument
 
 
 class FrozenBertFeatures(keras.layers.Layer):
@@ -47,20 +47,20 @@ class FrozenBertFeatures(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertFeatureBasedTagger(BertTask):
-    """Frozen BERT -> concatenation of hidden layers -> stacked BiLSTM -> Dense(num_labels).
+    """Frozen BERT -> concatenation of hidden layers -> stacked BiLSTM -> Dense(num_classes).
 
     The backbone must return its hidden states (`output_hidden_states=True`); it is frozen
     (`trainable=False`) and always runs in inference mode (no dropout), so its features are those of
     the pretrained model, as in the paper. The BiLSTMs skip padding positions (`padding_mask`).
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`} ([batch, seq] int32).
-    Output: `logits` [batch, seq, num_labels] (float32).
+    Output: `logits` [batch, seq, num_classes] (float32).
     Train with `model.fit(x, labels)`, labels [batch, seq] with -100 at the positions to ignore; the
     loss is the mean cross-entropy over the labelled positions; fit also reports `token_accuracy`.
 
     Args:
         backbone: a `BertBackbone` built with `output_hidden_states=True`.
-        num_labels: number of tags K.
+        num_classes: number of tags K (formerly `num_labels`, still accepted with a DeprecationWarning).
         feature_layers: indices into the backbone's hidden states (embeddings are index 0, so -1 is
             the last encoder layer); the paper's best: the top four, (-1, -2, -3, -4).
         lstm_units: units of each LSTM direction (the paper: 768).
@@ -71,7 +71,7 @@ class BertFeatureBasedTagger(BertTask):
 
     >>> from keras_bert_impl.config import BertConfig
     >>> backbone = BertBackbone(BertConfig.preset("bert_tiny"), output_hidden_states=True)
-    >>> tagger = BertFeatureBasedTagger(backbone, num_labels=5, feature_layers=(-1, -2, -3), lstm_units=8,
+    >>> tagger = BertFeatureBasedTagger(backbone, num_classes=5, feature_layers=(-1, -2, -3), lstm_units=8,
     ...                                 num_lstm_layers=1)
     >>> x = {"token_ids": keras.ops.ones((2, 8), "int32"), "segment_ids": keras.ops.zeros((2, 8), "int32"),
     ...      "padding_mask": keras.ops.ones((2, 8), "int32")}
@@ -84,13 +84,16 @@ class BertFeatureBasedTagger(BertTask):
     def __init__(
         self,
         backbone,
-        num_labels,
+        num_classes=None,
         feature_layers=(-1, -2, -3, -4),
         lstm_units=768,
         num_lstm_layers=2,
         dropout=0.1,
         **kwargs,
     ):
+        num_classes = renamed_argument(num_classes, kwargs, "num_labels", "num_classes", "BertFeatureBasedTagger")
+        if num_classes is None:
+            raise TypeError("BertFeatureBasedTagger needs num_classes, the number of tags.")
         if not backbone.output_hidden_states:
             raise ValueError("BertFeatureBasedTagger needs a backbone built with output_hidden_states=True.")
         backbone.trainable = False
@@ -98,7 +101,9 @@ class BertFeatureBasedTagger(BertTask):
         num_states = backbone.config.num_hidden_layers + 1
         for index in feature_layers:
             if not -num_states <= index < num_states:
-                raise ValueError(f"feature layer {index} out of range for {num_states} hidden states.")
+                raise ValueError(f"feature layer {index} out of range: the backbone has {num_states} hidden states (the "
+                                 f"embeddings and {num_states - 1} layers); pass feature_layers within "
+                                 f"-{num_states}..{num_states - 1}.")
 
         # === Layers ===
         feature_dropout = keras.layers.Dropout(dropout, name="feature_dropout")
@@ -110,7 +115,7 @@ class BertFeatureBasedTagger(BertTask):
             )
             for i in range(num_lstm_layers)
         ]
-        classifier = keras.layers.Dense(num_labels, name="classifier")
+        classifier = keras.layers.Dense(num_classes, name="classifier")
 
         # === Functional graph ===
         inputs = {k: v for k, v in backbone.input.items() if k in ("token_ids", "segment_ids", "padding_mask")}
@@ -126,7 +131,7 @@ class BertFeatureBasedTagger(BertTask):
 
         # === Config ===
         self.backbone = backbone
-        self.num_labels = int(num_labels)
+        self.num_classes = int(num_classes)
         self.feature_layers = feature_layers
         self.lstm_units = int(lstm_units)
         self.num_lstm_layers = int(num_lstm_layers)
@@ -147,7 +152,7 @@ class BertFeatureBasedTagger(BertTask):
 
     def task_config(self):
         return {
-            "num_labels": self.num_labels,
+            "num_classes": self.num_classes,
             "feature_layers": list(self.feature_layers),
             "lstm_units": self.lstm_units,
             "num_lstm_layers": self.num_lstm_layers,
@@ -155,15 +160,15 @@ class BertFeatureBasedTagger(BertTask):
         }
 
     @classmethod
-    def from_pretrained(cls, path, num_labels, preprocessor="auto", **kwargs):
+    def from_pretrained(cls, path, num_classes=None, preprocessor="auto", **kwargs):
         """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`).
 
         Args:
             path: checkpoint directory or prefix.
-            num_labels: number of tags.
+            num_classes: number of tags.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
                 one (else none); or a preprocessor, or None.
             **kwargs: the other constructor arguments.
         """
         backbone = BertBackbone.from_pretrained(path, output_hidden_states=True)
-        return cls(backbone, num_labels=num_labels, preprocessor=cls.pretrained_preprocessor(path, preprocessor), **kwargs)
+        return cls(backbone, num_classes=num_classes, preprocessor=cls.pretrained_preprocessor(path, preprocessor), **kwargs)

@@ -311,6 +311,19 @@ class BertTask(keras.Model):
         return cls(**config)
 
 
+def renamed_argument(value, kwargs, old, new, owner):
+    """`value` of the argument `new`, or the value given under its former name `old` (popped from `kwargs`),
+    with a `DeprecationWarning`. One name per concept across the task models: `num_classes` (keras-hub's,
+    formerly `num_labels` for the taggers) and `label_names` (formerly `id2label`)."""
+    if old not in kwargs:
+        return value
+    old_value = kwargs.pop(old)
+    if value is not None:
+        raise TypeError(f"{owner}: pass {new} only ({old} is its former name).")
+    warnings.warn(f"{owner}: {old}= is deprecated; pass {new}=.", DeprecationWarning, stacklevel=3)
+    return old_value
+
+
 def dense_head(units, backbone, dropout=None, name="classifier"):
     """The layers of a linear head on the backbone's features: (Dropout or None, Dense(units)).
 

@@ -27,7 +27,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.models.task import BertTask, dense_head, renamed_argument
 from keras_bert_impl.utils.errors import UserInputError
 
 # save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
@@ -142,10 +142,10 @@ def decode_tags(logits, label_mask, transitions=None, start_transitions=None, en
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassifier(BertTask):
-    """BERT with a token-level classification layer: dropout + Dense(num_labels) on `sequence_output`.
+    """BERT with a token-level classification layer: dropout + Dense(num_classes) on `sequence_output`.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`} ([batch, seq] int32).
-    Output: `logits` [batch, seq, num_labels] (float32).
+    Output: `logits` [batch, seq, num_classes] (float32).
 
     Train with `model.fit(x, labels)` where `labels` [batch, seq] int holds the label id at the first
     sub-token of every word and `-100` everywhere else (see the module docstring). The loss is
@@ -159,14 +159,14 @@ class BertTokenClassifier(BertTask):
 
     Args:
         backbone: a `BertBackbone`.
-        num_labels: number of tags K.
+        num_classes: number of tags K (formerly `num_labels`, still accepted with a DeprecationWarning).
         dropout: dropout rate on `sequence_output` before the classification layer.
         use_crf: add a linear-chain CRF over the word sequence.
 
     Examples:
 
     >>> from keras_bert_impl.config import BertConfig
-    >>> model = BertTokenClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_labels=5)
+    >>> model = BertTokenClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_classes=5)
     >>> x = {"token_ids": keras.ops.ones((2, 8), "int32"), "segment_ids": keras.ops.zeros((2, 8), "int32"),
     ...      "padding_mask": keras.ops.ones((2, 8), "int32")}
     >>> tuple(model(x).shape)
@@ -178,10 +178,13 @@ class BertTokenClassifier(BertTask):
     hf_architecture = "BertForTokenClassification"
     preprocessor_class = BertTokenClassifierPreprocessor
 
-    def __init__(self, backbone, num_labels, dropout=0.1, use_crf=False, **kwargs):
+    def __init__(self, backbone, num_classes=None, dropout=0.1, use_crf=False, **kwargs):
+        num_classes = renamed_argument(num_classes, kwargs, "num_labels", "num_classes", "BertTokenClassifier")
+        if num_classes is None:
+            raise TypeError("BertTokenClassifier needs num_classes, the number of tags.")
         # === Layers ===
-        dropout_layer, classifier = dense_head(num_labels, backbone, dropout)
-        crf = CRF(num_labels, dtype="float32", name="crf") if use_crf else None
+        dropout_layer, classifier = dense_head(num_classes, backbone, dropout)
+        crf = CRF(num_classes, dtype="float32", name="crf") if use_crf else None
 
         # === Functional graph ===
         inputs = {k: v for k, v in backbone.input.items() if k in ("token_ids", "segment_ids", "padding_mask")}
@@ -194,7 +197,7 @@ class BertTokenClassifier(BertTask):
 
         # === Config ===
         self.backbone = backbone
-        self.num_labels = int(num_labels)
+        self.num_classes = int(num_classes)
         self.dropout = float(dropout)
         self.use_crf = bool(use_crf)
         self.classifier = classifier
@@ -265,10 +268,10 @@ class BertTokenClassifier(BertTask):
 
     # ------------------------------------------------------------------------------ serialization
     def task_config(self):
-        return {"num_labels": self.num_labels, "dropout": self.dropout, "use_crf": self.use_crf}
+        return {"num_classes": self.num_classes, "dropout": self.dropout, "use_crf": self.use_crf}
 
     @classmethod
-    def from_pretrained(cls, path, num_labels=None, dropout=0.1, use_crf=None, dtype=None, preprocessor="auto",
+    def from_pretrained(cls, path, num_classes=None, dropout=0.1, use_crf=None, dtype=None, preprocessor="auto",
                         **config_overrides):
         """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
 
@@ -277,7 +280,7 @@ class BertTokenClassifier(BertTask):
 
         Args:
             path: checkpoint directory (see `BertBackbone.from_pretrained`).
-            num_labels: number of tags; default: the checkpoint classifier's.
+            num_classes: number of tags; default: the checkpoint classifier's.
             dropout: dropout before the classification layer.
             use_crf: add a CRF, its transitions loaded from `classifier.crf_transitions`. None: the
                 checkpoint's (transitions present, or config.json's `use_crf`). False on a checkpoint with
@@ -287,6 +290,8 @@ class BertTokenClassifier(BertTask):
                 one (else none); or a preprocessor, or None.
             **config_overrides: backbone config fields to override.
         """
+        num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
+                                       "BertTokenClassifier.from_pretrained")
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
         has_crf = CRF_TRANSITIONS_NAME in heads or bool(_stored_config(path).get("use_crf", False))
@@ -297,11 +302,11 @@ class BertTokenClassifier(BertTask):
                 f"{path}: the checkpoint has a CRF ({CRF_TRANSITIONS_NAME} / config.json use_crf); use_crf=False "
                 "would drop its transitions. Pass use_crf=None (the checkpoint's) or True."
             )
-        if num_labels is None:
+        if num_classes is None:
             if "classifier.weight" not in heads:
-                raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_labels.")
-            num_labels = int(np.asarray(heads["classifier.weight"]).shape[0])
-        model = cls(backbone, num_labels=num_labels, dropout=dropout, use_crf=use_crf,
+                raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_classes.")
+            num_classes = int(np.asarray(heads["classifier.weight"]).shape[0])
+        model = cls(backbone, num_classes=num_classes, dropout=dropout, use_crf=use_crf,
                     preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(heads, source=str(path))
         return model
@@ -313,14 +318,18 @@ class BertTokenClassifier(BertTask):
         return tables
 
     def hf_config(self, label_names=None):
-        return dict(hf_label_config(self.num_labels, label_names), use_crf=self.use_crf)
+        return dict(hf_label_config(self.num_classes, label_names), use_crf=self.use_crf)
 
-    def save_pretrained(self, directory, id2label=None):
+    def save_pretrained(self, directory, label_names=None, **kwargs):
         """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors),
         the CRF transitions (with `use_crf`) as `classifier.crf_transitions`.
 
         Args:
             directory: output directory.
-            id2label: optional list of the label names, stored in config.json as transformers does.
+            label_names: optional list of the label names, stored in config.json's `id2label` as transformers
+                does (`id2label=` is its former name, accepted with a DeprecationWarning).
         """
-        super().save_pretrained(directory, label_names=id2label)
+        label_names = renamed_argument(label_names, kwargs, "id2label", "label_names", "save_pretrained")
+        if kwargs:
+            raise TypeError(f"save_pretrained got unexpected argument(s): {', '.join(sorted(kwargs))}.")
+        super().save_pretrained(directory, label_names=label_names)

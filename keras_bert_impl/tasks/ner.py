@@ -188,11 +188,11 @@ class NerTask(FinetuningTask):
                                           strict=strict)
 
     def build_model(self):
-        args, num_labels = self.args, len(self.label_list)
+        args, num_classes = self.args, len(self.label_list)
         if args.feature_based:
             return BertFeatureBasedTagger(
                 load_backbone(args, output_hidden_states=True),
-                num_labels,
+                num_classes,
                 feature_layers=[int(i) for i in args.feature_layers.split(",")],
                 lstm_units=args.lstm_units,
                 num_lstm_layers=args.lstm_layers,
@@ -200,11 +200,11 @@ class NerTask(FinetuningTask):
             )
         if args.init_checkpoint:
             # Loads a fine-tuned classifier (and CRF) head too when the checkpoint has one.
-            return BertTokenClassifier.from_pretrained(args.init_checkpoint, num_labels=num_labels,
+            return BertTokenClassifier.from_pretrained(args.init_checkpoint, num_classes=num_classes,
                                                        dropout=args.classifier_dropout,
                                                        use_crf=args.use_crf or None,  # None: the checkpoint's
                                                        **config_overrides(args))
-        return BertTokenClassifier(load_backbone(args), num_labels, dropout=args.classifier_dropout,
+        return BertTokenClassifier(load_backbone(args), num_classes, dropout=args.classifier_dropout,
                                    use_crf=args.use_crf)
 
     def training_set(self):
@@ -230,7 +230,7 @@ class NerTask(FinetuningTask):
             save_model_directory(model.backbone, self.tokenizer, directory, self.args.max_seq_length)
             model.save_weights(os.path.join(directory, FEATURE_BASED_WEIGHTS))
         else:
-            save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length, id2label=self.label_list)
+            save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length, label_names=self.label_list)
         write_json(os.path.join(directory, "label_list.json"),
                    {"labels": self.label_list, "tagging_scheme": self.scheme})
 

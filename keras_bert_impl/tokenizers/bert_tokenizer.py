@@ -372,14 +372,17 @@ class BertTokenizer:
 
     Examples:
 
+    A vocabulary of a few lines of bert-base-uncased's vocab.txt, which tokenizes these words as the
+    whole vocabulary does (the original README's example, "unaffable" -> una ##ffa ##ble):
+
     >>> import tempfile
     >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
     >>> with open(vocab_file, "w") as f:
-    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##want", "##ed", ",", "running"]))
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "una", "##ffa", "##ble", ",", "running"]))
     >>> tokenizer = BertTokenizer(vocab_file)
-    >>> tokenizer.tokenize("UNwant\\u00E9d,running")
-    ['un', '##want', '##ed', ',', 'running']
-    >>> batch = tokenizer(["unwanted"], ["running"], max_length=16)
+    >>> tokenizer.tokenize("UNaff\\u00E0ble,running")
+    ['una', '##ffa', '##ble', ',', 'running']
+    >>> batch = tokenizer(["unaffable"], ["running"], max_length=16)
     >>> sorted(batch)
     ['padding_mask', 'segment_ids', 'token_ids']
     >>> batch["token_ids"].tolist(), batch["segment_ids"].tolist()

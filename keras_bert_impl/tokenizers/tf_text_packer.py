@@ -6,6 +6,8 @@ under the JAX or PyTorch backend use it inside `tf.data` (`dataset.map(packer)`)
 backend it can also be the first layer of a model with a `dtype="string"` input.
 """
 
+import os
+
 import keras
 import tensorflow as tf
 
@@ -20,7 +22,7 @@ class BertTextPacker(keras.layers.Layer):
 
     Args:
         tokenizer: A `BertTokenizer`, a `TFBertTokenizer`, a checkpoint directory (holding vocab.txt)
-            or a vocab.txt path.
+            or a vocab.txt path (a str or `os.PathLike`).
         max_length: Packed length, `[CLS]`/`[SEP]` included.
         padding: `"max_length"` (default: fixed shapes) or `"longest"` (pad to the longest of the batch).
         do_lower_case: Used only when `tokenizer` is a vocab.txt path.
@@ -43,6 +45,8 @@ class BertTextPacker(keras.layers.Layer):
         super().__init__(**kwargs)
         if padding not in ("longest", "max_length"):
             raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}.")
+        if isinstance(tokenizer, os.PathLike):
+            tokenizer = os.fspath(tokenizer)
         if isinstance(tokenizer, TFBertTokenizer):
             tf_tokenizer = tokenizer
         elif isinstance(tokenizer, BertTokenizer):
