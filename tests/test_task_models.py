@@ -37,7 +37,7 @@ def _inputs(seed=0, batch=BATCH, seq=SEQ):
 
 def _tag_labels(x, num_classes=4, seed=1):
     rng = np.random.RandomState(seed)
-    labels = rng.randint(0, num_labels, size=x["token_ids"].shape).astype("int32")
+    labels = rng.randint(0, num_classes, size=x["token_ids"].shape).astype("int32")
     labels[:, 0] = -100
     labels[x["padding_mask"] == 0] = -100
     labels[:, 2::3] = -100  # continuation pieces
