@@ -81,6 +81,7 @@ def test_config_round_trip_and_checks(tmp_path):
     x, _ = _data(batch=2)
     np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
     assert not loaded.backbone.trainable
+    assert {v.path.split("/")[0] for v in loaded.trainable_variables} == {"bilstm_0", "classifier"}  # still frozen
     with pytest.raises(ValueError, match="output_hidden_states=True"):
         BertFeatureBasedTagger(BertBackbone(TINY), num_classes=3)
     with pytest.raises(ValueError, match="feature layer -6 out of range"):

@@ -128,6 +128,10 @@ class BertFeatureBasedTagger(BertTask):
                 x = keras.layers.Dropout(dropout, name=f"bilstm_dropout_{i}")(x)
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(classifier(x))  # [B, T, K]
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        # A `trainable=True` argument (every reload passes the saved one) sets all layers trainable: refreeze
+        # each layer (under TensorFlow, setting the backbone's flag alone leaves its layers trainable here).
+        for layer in backbone._flatten_layers(include_self=True, recursive=True):
+            layer.trainable = False
 
         # === Config ===
         self.backbone = backbone
