@@ -196,6 +196,20 @@ def _read_config(path, config_overrides):
         raise UserInputError(str(error)) from None
 
 
+# The config.json field holding the Keras dtype policy of the saved model (transformers ignores it).
+DTYPE_POLICY_KEY = "keras_dtype_policy"
+
+
+def stored_dtype_policy(path):
+    """The `keras_dtype_policy` that `save_backbone` wrote to the config of `path`; None when it has none."""
+    try:
+        with open(find_config_file(path)) as f:
+            value = json.load(f).get(DTYPE_POLICY_KEY)
+    except (OSError, ValueError, AttributeError):  # a TF1 prefix, no file, not a JSON object
+        return None
+    return value if isinstance(value, str) else None
+
+
 def load_weights_dict(path, **config_overrides):
     """Reads any supported checkpoint: returns (BertConfig, canonical weight dict).
 
@@ -331,6 +345,10 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
     for name, value in (head_weights or {}).items():
         weights[name] = np.ascontiguousarray(np.asarray(value, dtype="float32"))
     config = dict(backbone.config.to_dict(), model_type="bert", architectures=[architecture], **(extra_config or {}))
+    policy = backbone.dtype_policy
+    policy_name = getattr(policy, "default_policy", policy).name  # a DTypePolicyMap's default policy
+    if policy_name != "float32":
+        config[DTYPE_POLICY_KEY] = policy_name
     from safetensors import SafetensorError
 
     config_path = os.path.join(directory, "config.json")
