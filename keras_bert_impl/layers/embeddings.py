@@ -4,7 +4,6 @@ import keras
 from keras import ops
 
 
-@keras.saving.register_keras_serializable(package="keras_bert_impl")
 class PositionEmbedding(keras.layers.Embedding):
     """`keras.layers.Embedding` of the learned positions, which `Model.quantize` leaves in float.
 
