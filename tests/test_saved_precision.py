@@ -16,6 +16,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 
 from keras_bert_impl.checkpoints.conversion import DTYPE_POLICY_KEY
 from keras_bert_impl.config import BertConfig
@@ -127,3 +128,7 @@ def test_int8_classifier_and_token_classifier_quantize_every_projection_stay_clo
         reloaded = keras.saving.load_model(path)
         _assert_int8_quantized(reloaded, head_path)
         np.testing.assert_array_equal(_run(reloaded, x), int8, err_msg=name)
+        # A Hugging Face directory holds float weights: refused, and nothing is written.
+        with pytest.raises(ValueError, match="quantized"):
+            reloaded.save_pretrained(str(tmp_path / name))
+        assert not os.path.exists(tmp_path / name)

@@ -336,10 +336,18 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
     (`checkpoint_files.read_safetensors`). Each file is written under a temporary name and renamed
     (`file_io.atomic_path`), config.json last and any older config.json removed first: a run killed
     while saving leaves no config.json, so the directory never looks loadable with weights and config
-    that do not belong together. A write that fails (a full disk) raises `UserInputError` naming the file.
+    that do not belong together. A write that fails (a full disk) raises `UserInputError` naming the file;
+    a backbone with quantized layers (`quantize("int8")`) raises `ValueError`.
     """
     from safetensors.numpy import save_file
 
+    quantized = [layer.path for layer in backbone._flatten_layers(include_self=False) if layer.quantization_mode]
+    if quantized:
+        raise ValueError(
+            f"{directory}: a Hugging Face directory holds float weights, and {len(quantized)} layers of this model are "
+            f"quantized (e.g. {quantized[0]}); save it with model.save('model.keras'), or save_pretrained before "
+            "quantize()."
+        )
     os.makedirs(directory, exist_ok=True)
     weights = backbone_weights_dict(backbone)
     for name, value in (head_weights or {}).items():
