@@ -4,7 +4,7 @@
 Stated tolerance (int8 against float32): Keras' int8 Dense/EinsumDense quantize each kernel per output
 channel and each input row per call to 8 bits (a relative rounding of about 1/254 per value), and the
 word/segment embeddings per row. Through the 2 layers of `bert_tiny` the outputs move by at most 3% of
-their largest magnitude (measured: below 1.5% on every backend); the bound is the float32 output scale
+their largest magnitude (measured: 0.8% to 1.7% across models and backends); the bound is the float32 output scale
 times 0.03. Reloads, from `.keras` or a Hugging Face directory, are exact (the same variables in the same
 dtype): compared with `assert_array_equal`.
 """
@@ -42,7 +42,7 @@ def _inputs(batch=2, seq=12):
 
 
 def _run(model, x):
-    return to_numpy(model(x, training=False))
+    return to_numpy(model.predict_on_batch(x))
 
 
 def _policy_name(serialized):
@@ -56,7 +56,7 @@ def test_mixed_bfloat16_backbone_and_classifier_keep_their_policy_through_config
     backbone = BertBackbone(CONFIG, dtype="mixed_bfloat16")
     model = BertClassifier(backbone, num_classes=3)
     logits = _run(model, x)
-    pooled = to_numpy(backbone.pooled_output(x))
+    pooled = to_numpy(backbone.predict_on_batch(x)["pooled_output"])
     assert (backbone.dtype_policy.name, model.dtype_policy.name, model.output_dense.compute_dtype) == (
         "mixed_bfloat16", "mixed_bfloat16", "bfloat16")
     assert _policy_name(backbone.get_config()["dtype"]) == "mixed_bfloat16"
@@ -70,7 +70,7 @@ def test_mixed_bfloat16_backbone_and_classifier_keep_their_policy_through_config
     assert reloaded.dtype_policy.name == reloaded_backbone.dtype_policy.name == "mixed_bfloat16"
     assert reloaded_backbone.pooler.compute_dtype == reloaded.output_dense.compute_dtype == "bfloat16"
     np.testing.assert_array_equal(_run(reloaded, x), logits)
-    np.testing.assert_array_equal(to_numpy(reloaded_backbone.pooled_output(x)), pooled)
+    np.testing.assert_array_equal(to_numpy(reloaded_backbone.predict_on_batch(x)["pooled_output"]), pooled)
 
     model.save_pretrained(str(tmp_path / "hf"))
     with open(os.path.join(tmp_path, "hf", "config.json")) as f:
