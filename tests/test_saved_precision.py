@@ -22,6 +22,7 @@ from keras_bert_impl.checkpoints.conversion import DTYPE_POLICY_KEY
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from tests.backend_utils import to_numpy
 
@@ -93,9 +94,9 @@ def _int8_layers(model):
     return {layer.path: layer for layer in model._flatten_layers(include_self=False) if layer.quantization_mode}
 
 
-def _assert_int8_quantized(model, head_path):
+def _assert_int8_quantized(model, head_paths):
     layers = _int8_layers(model)
-    assert set(layers) == _projection_paths(CONFIG.num_hidden_layers) | {head_path}
+    assert set(layers) == _projection_paths(CONFIG.num_hidden_layers) | head_paths
     for path, layer in layers.items():
         assert layer.quantization_mode == "int8", path
         stored = layer._embeddings if isinstance(layer, keras.layers.Embedding) else layer._kernel
@@ -105,29 +106,39 @@ def _assert_int8_quantized(model, head_path):
     assert keras.backend.standardize_dtype(position.embeddings.dtype) == "float32"
 
 
-def test_int8_classifier_and_token_classifier_quantize_every_projection_stay_close_and_reload_exactly(
-    tmp_path, monkeypatch
-):
+def _outputs(model, x):
+    """Every output of `model` on `x`, as numpy arrays in a fixed order."""
+    return [to_numpy(y) for y in keras.tree.flatten(model.predict_on_batch(x))]
+
+
+def test_int8_task_models_quantize_every_projection_stay_close_and_reload_exactly(tmp_path, monkeypatch):
+    """The classifier, the token classifier and the pretrainer (whose masked-LM output is the de-quantized
+    word-embedding matrix)."""
     # Keras' quantize deletes each float kernel with a `gc.collect()` (to free device memory at once), which
     # costs 0.2 s a layer in a test process full of objects; the numbers do not depend on it.
     monkeypatch.setattr(gc, "collect", lambda *args, **kwargs: 0)
     x = _inputs()
-    for name, model, head_path in (
-        ("classifier", BertClassifier(BertBackbone(CONFIG), num_classes=3), "classifier"),
-        ("tagger", BertTokenClassifier(BertBackbone(CONFIG), num_labels=5), "classifier"),
+    pretrainer_x = dict(x, masked_lm_positions=np.array([[1, 2, 3], [4, 5, 0]], "int32"))
+    for name, model, head_paths, inputs in (
+        ("classifier", BertClassifier(BertBackbone(CONFIG), num_classes=3), {"classifier"}, x),
+        ("tagger", BertTokenClassifier(BertBackbone(CONFIG), num_labels=5), {"classifier"}, x),
+        ("pretrainer", BertPretrainer(BertBackbone(CONFIG)), {"masked_lm_head/transform_dense", "next_sentence_head"},
+         pretrainer_x),
     ):
-        float32 = _run(model, x)
+        float32 = _outputs(model, inputs)
         model.quantize("int8")
-        _assert_int8_quantized(model, head_path)
-        int8 = _run(model, x)
-        scale = np.abs(float32).max()
-        assert 0 < np.abs(int8 - float32).max() <= INT8_RELATIVE_TOLERANCE * scale, (name, scale)
+        _assert_int8_quantized(model, head_paths)
+        int8 = _outputs(model, inputs)
+        for a, b in zip(float32, int8, strict=True):
+            scale = np.abs(a).max()
+            assert 0 < np.abs(b - a).max() <= INT8_RELATIVE_TOLERANCE * scale, (name, scale)
 
         path = str(tmp_path / f"{name}.keras")
         model.save(path)
         reloaded = keras.saving.load_model(path)
-        _assert_int8_quantized(reloaded, head_path)
-        np.testing.assert_array_equal(_run(reloaded, x), int8, err_msg=name)
+        _assert_int8_quantized(reloaded, head_paths)
+        for a, b in zip(_outputs(reloaded, inputs), int8, strict=True):
+            np.testing.assert_array_equal(a, b, err_msg=name)
         # A Hugging Face directory holds float weights: refused, and nothing is written.
         with pytest.raises(ValueError, match="quantized"):
             reloaded.save_pretrained(str(tmp_path / name))
