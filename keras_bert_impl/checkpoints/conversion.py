@@ -196,6 +196,20 @@ def _read_config(path, config_overrides):
         raise UserInputError(str(error)) from None
 
 
+# The config.json field holding the Keras dtype policy of the saved model (transformers ignores it).
+DTYPE_POLICY_KEY = "keras_dtype_policy"
+
+
+def stored_dtype_policy(path):
+    """The `keras_dtype_policy` that `save_backbone` wrote to the config of `path`; None when it has none."""
+    try:
+        with open(find_config_file(path)) as f:
+            value = json.load(f).get(DTYPE_POLICY_KEY)
+    except (OSError, ValueError, AttributeError):  # a TF1 prefix, no file, not a JSON object
+        return None
+    return value if isinstance(value, str) else None
+
+
 def load_weights_dict(path, **config_overrides):
     """Reads any supported checkpoint: returns (BertConfig, canonical weight dict).
 
@@ -319,6 +333,17 @@ def hf_label_config(num_labels, label_names=None):
     return {"id2label": {str(i): name for i, name in enumerate(names)}, "label2id": {name: i for i, name in enumerate(names)}}
 
 
+def check_not_quantized(model, directory):
+    """Refuses to write a Hugging Face directory (float weights) of a model with quantized layers."""
+    quantized = [layer.path for layer in model._flatten_layers(include_self=False) if layer.quantization_mode]
+    if quantized:
+        raise ValueError(
+            f"{directory}: a Hugging Face directory holds float weights, and {len(quantized)} layers of this model are "
+            f"quantized (e.g. {quantized[0]}); save it with model.save('model.keras'), or save_pretrained before "
+            "quantize()."
+        )
+
+
 def save_backbone(backbone, directory, head_weights=None, architecture="BertModel", extra_config=None):
     """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
 
@@ -329,15 +354,21 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
     (`checkpoint_files.read_safetensors`). Each file is written under a temporary name and renamed
     (`file_io.atomic_path`), config.json last and any older config.json removed first: a run killed
     while saving leaves no config.json, so the directory never looks loadable with weights and config
-    that do not belong together. A write that fails (a full disk) raises `UserInputError` naming the file.
+    that do not belong together. A write that fails (a full disk) raises `UserInputError` naming the file;
+    a backbone with quantized layers (`quantize("int8")`) raises `ValueError`.
     """
     from safetensors.numpy import save_file
 
+    check_not_quantized(backbone, directory)
     os.makedirs(directory, exist_ok=True)
     weights = backbone_weights_dict(backbone)
     for name, value in (head_weights or {}).items():
         weights[name] = np.ascontiguousarray(np.asarray(value, dtype="float32"))
     config = dict(backbone.config.to_dict(), model_type="bert", architectures=[architecture], **(extra_config or {}))
+    policy = backbone.dtype_policy
+    policy_name = getattr(policy, "default_policy", policy).name  # a DTypePolicyMap's default policy
+    if policy_name != "float32":
+        config[DTYPE_POLICY_KEY] = policy_name
     from safetensors import SafetensorError
 
     config_path = os.path.join(directory, "config.json")

@@ -78,6 +78,15 @@ class BertDense(keras.layers.Dense):
             return super().call(inputs, training=training)
         return _project_with_float32_epilogue(self, "...i,io->...o", inputs)
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        """`keras.layers.Dense.quantize` (int8, int4, float8, ...), which refuses subclasses unless told not to.
+
+        Keras refuses subclasses because one may change `call` or the weights; this one keeps Keras'
+        weights and, once quantized, Keras' own call (`_uses_keras_call`), so Keras' quantized call,
+        variables and saving apply as they are.
+        """
+        super().quantize(mode, type_check=False, config=config)
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertEinsumDense(keras.layers.EinsumDense):
@@ -96,3 +105,7 @@ class BertEinsumDense(keras.layers.EinsumDense):
         if _uses_keras_call(self) or not _float32_epilogue(self.compute_dtype, training):
             return super().call(inputs, training=training)
         return _project_with_float32_epilogue(self, self.equation, inputs)
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        """`keras.layers.EinsumDense.quantize`, past its refusal of subclasses (see `BertDense.quantize`)."""
+        super().quantize(mode, type_check=False, config=config)

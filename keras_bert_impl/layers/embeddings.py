@@ -4,6 +4,24 @@ import keras
 from keras import ops
 
 
+class PositionEmbedding(keras.layers.Embedding):
+    """`keras.layers.Embedding` of the learned positions, which `Model.quantize` leaves in float.
+
+    The rows are read by index, not multiplied, so int8 would save [max_positions, H] bytes and nothing
+    in time; as keras-hub's BERT, only the word and segment embeddings are quantized. `quantize` raises
+    the `NotImplementedError` by which `keras.Model.quantize` skips a layer (with a warning).
+
+    Examples:
+
+    >>> layer = PositionEmbedding(16, 4)
+    >>> tuple(layer(keras.ops.arange(3)).shape)
+    (3, 4)
+    """
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        raise self._not_implemented_error(self.quantize, "Position embeddings are read by index and stay in float.")
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertEmbeddings(keras.layers.Layer):
     """The input embeddings of BERT (modeling.py's `embedding_lookup` + `embedding_postprocessor`).
@@ -56,14 +74,14 @@ class BertEmbeddings(keras.layers.Layer):
 
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
 
-        def embedding(input_dim, name):
-            return keras.layers.Embedding(
+        def embedding(input_dim, name, layer_class=keras.layers.Embedding):
+            return layer_class(
                 input_dim, hidden_size, embeddings_initializer=init, dtype=self.dtype_policy, name=name
             )
 
         self.word_embeddings = embedding(vocab_size, "word_embeddings")
         self.token_type_embeddings = embedding(type_vocab_size, "token_type_embeddings")
-        self.position_embeddings = embedding(max_position_embeddings, "position_embeddings")
+        self.position_embeddings = embedding(max_position_embeddings, "position_embeddings", PositionEmbedding)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="embeddings_layer_norm"
         )

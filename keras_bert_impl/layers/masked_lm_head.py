@@ -7,6 +7,15 @@ from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.dense import BertDense
 
 
+def _embedding_matrix(embedding, dtype):
+    """The [vocab, H] matrix of an `Embedding` layer in `dtype`; after `quantize("int8")`, de-quantized
+    as Keras' int8 Embedding does for the rows it looks up (int8 rows divided by their per-row scale)."""
+    matrix = embedding.embeddings
+    if embedding.quantization_mode == "int8":
+        matrix = ops.divide(ops.cast(matrix, "float32"), ops.expand_dims(embedding.embeddings_scale, -1))
+    return ops.cast(matrix, dtype)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class MaskedLMHead(keras.layers.Layer):
     """Masked-LM head of modeling.py's `get_masked_lm_output`, at the gathered positions only.
@@ -105,7 +114,7 @@ class MaskedLMHead(keras.layers.Layer):
         positions = ops.expand_dims(ops.cast(masked_positions, "int32"), -1)
         x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.transform_layer_norm(self.transform_dense(x))
-        embeddings = ops.cast(self.token_embedding.embeddings, x.dtype)  # [vocab, H]
+        embeddings = _embedding_matrix(self.token_embedding, x.dtype)  # [vocab, H]
         logits = ops.einsum("bph,vh->bpv", x, embeddings)
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 

@@ -104,9 +104,11 @@ class BertBackbone(keras.Model):
         super().__init__(
             inputs={"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask},
             outputs=outputs,
-            dtype=dtype,
             **kwargs,
         )
+        if dtype is not None:
+            # keras.Model's functional constructor takes no dtype: set here, as keras-hub's Backbone does.
+            self.dtype_policy = dtype
 
         # === Config ===
         self.config = config
@@ -169,7 +171,7 @@ class BertBackbone(keras.Model):
             "trainable": self.trainable,
             "config": self.config.to_dict(),
             "output_hidden_states": self.output_hidden_states,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": serialize_dtype_policy(self, self.dtype_policy),
         }
 
     @classmethod
@@ -189,7 +191,8 @@ class BertBackbone(keras.Model):
                 `bert_model.ckpt.*` (Google), or the checkpoint prefix of a Google checkpoint, or a
                 keras-hub BertBackbone preset directory (config `hidden_act="gelu_approximate"`, keras-hub's GELU).
             output_hidden_states: also return every layer's output.
-            dtype: dtype policy for every layer.
+            dtype: dtype policy for every layer; None: the policy `save_pretrained` wrote to config.json
+                (`keras_dtype_policy`), else Keras' global policy.
             require_pooler: False accepts a checkpoint without pooler weights (transformers'
                 BertForQuestionAnswering / BertForTokenClassification save none); the pooler keeps its
                 initialization.
@@ -200,6 +203,8 @@ class BertBackbone(keras.Model):
         """
         config, weights = conversion.load_weights_dict(path, **config_overrides)
         backbone_weights, head_weights = conversion.split_head_weights(weights)
+        if dtype is None:
+            dtype = conversion.stored_dtype_policy(path)
         backbone = cls(config, output_hidden_states=output_hidden_states, dtype=dtype)
         conversion.assign_backbone_weights(backbone, backbone_weights, source=str(path), require_pooler=require_pooler)
         backbone.head_weights = head_weights
@@ -209,7 +214,9 @@ class BertBackbone(keras.Model):
         """Writes `config.json` + `model.safetensors` in Hugging Face's layout.
 
         The directory loads back with `from_pretrained` here and with transformers' `BertModel` (or the
-        `BertFor*` class named by `architecture`, when the task models pass their head weights).
+        `BertFor*` class named by `architecture`, when the task models pass their head weights). A dtype
+        policy other than float32 is written to config.json as `keras_dtype_policy` (transformers ignores
+        the field), which `from_pretrained` applies when it is given no `dtype`.
         """
         conversion.save_backbone(
             self, directory, head_weights=head_weights, architecture=architecture, extra_config=extra_config
@@ -234,6 +241,33 @@ class BertBackbone(keras.Model):
             directory, self.config, conversion.backbone_weights_dict(self), tokenizer=tokenizer,
             allow_gelu_approximation=allow_gelu_approximation,
         )
+
+
+def base_dtype_policy(policy):
+    """`policy` itself, or the default policy of a `keras.dtype_policies.DTypePolicyMap`."""
+    if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+        return policy.default_policy
+    return policy
+
+
+def serialize_dtype_policy(model, policy):
+    """`policy` serialized; with quantized layers in `model`, a `DTypePolicyMap` of their policies by path.
+
+    A model built from a config with such a map (as keras-hub's backbones are) passes the map to every
+    layer, and each layer takes its policy by its path, so the quantized layers are built quantized
+    and their saved int8 (or other) variables load into them.
+    """
+    base = base_dtype_policy(policy)
+    quantized = {}
+    for layer in model._flatten_layers(include_self=False):
+        if layer.quantization_mode is not None:
+            own = layer.dtype_policy  # a layer built from a map holds the map: its policy is the map's at its path
+            quantized[layer.path] = own[layer.path] if isinstance(own, keras.dtype_policies.DTypePolicyMap) else own
+    if quantized:
+        policy = keras.dtype_policies.DTypePolicyMap(default_policy=base, policy_map=quantized)
+    else:
+        policy = base
+    return keras.dtype_policies.serialize(policy)
 
 
 def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer_output_range=None):

@@ -5,8 +5,10 @@ import warnings
 
 import keras
 
+from keras_bert_impl.checkpoints.conversion import check_not_quantized
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
 from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.models.backbone import serialize_dtype_policy
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, is_raw_text
 
 
@@ -284,6 +286,7 @@ class BertTask(keras.Model):
             raise TypeError(
                 f"{type(self).__name__} has no Hugging Face layout; save it with model.save('model.keras')."
             )
+        check_not_quantized(self, directory)  # before any file is written
         if self.preprocessor is not None:  # before config.json, which the backbone writes last
             self.preprocessor.save_pretrained(directory)
         self.backbone.save_pretrained(
@@ -294,11 +297,27 @@ class BertTask(keras.Model):
         )
 
     # ---------------------------------------------------------------------------- serialization
+    @property
+    def dtype_policy(self):
+        """The backbone's dtype policy, which the heads run in (keras.Model's functional constructor takes none)."""
+        backbone = getattr(self, "backbone", None)  # None until the subclass's constructor sets it
+        return self._dtype_policy if backbone is None else backbone.dtype_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value):
+        keras.Model.dtype_policy.fset(self, value)
+
     def get_config(self):
+        backbone = keras.saving.serialize_keras_object(self.backbone)
+        # The policies of the quantized layers of the whole task, heads included, by path: the rebuilt
+        # backbone hands them to the heads, which take their dtype policy from it.
+        dtype = serialize_dtype_policy(self, self.backbone.dtype_policy)
+        backbone["config"]["dtype"] = dtype
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "backbone": backbone,
+            "dtype": dtype,
             **self.task_config(),
             "preprocessor": keras.saving.serialize_keras_object(self.preprocessor),
         }
@@ -306,6 +325,7 @@ class BertTask(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        config.pop("dtype", None)  # the backbone's, which its config carries
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
         config["preprocessor"] = keras.saving.deserialize_keras_object(config.get("preprocessor"))
         return cls(**config)
