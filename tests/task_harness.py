@@ -3,11 +3,11 @@
 `run_task_test(case, tmp_path)` takes a `TaskCase` (how to build the model on a backbone, a batch, how to
 compile it) and checks, in order:
 
-1. the model builds (with its task's preprocessor) and its outputs have the expected shapes; on raw text,
-   `predict` and `evaluate` give what they give on the token ids (and labels) the preprocessor makes, and
-   `fit` trains;
+1. the model builds (with its task's preprocessor) and its outputs have the expected shapes; `predict` on
+   raw text gives what it gives on the token ids the preprocessor makes;
 2. a bare `compile()` gives the task's loss: `fit` lowers it (from a loss that is not 0), changes the
-   trainable weights, and `sample_weight` is honoured (zeros give 0, ones the unweighted loss); a token
+   trainable weights, `evaluate` on raw text gives what it gives on the preprocessor's ids and labels and
+   `fit` on raw text trains, and `sample_weight` is honoured (zeros give 0, ones the unweighted loss); a token
    accuracy leaves out the -100 positions; a `loss`, `metrics` or `loss=None` the model cannot train with
    raises `ValueError`;
 3. a `.keras` file reloads to a model of the same class with the same outputs and preprocessor;
@@ -86,19 +86,22 @@ def _predictions(model, x):
     return {k: np.asarray(v) for k, v in out.items()} if isinstance(out, dict) else {"logits": np.asarray(out)}
 
 
-def _check_raw_text_gives_what_its_token_ids_give(model, raw_x, raw_y):
-    """predict/evaluate on raw text equal predict/evaluate on the preprocessor's ids; fit on raw text trains.
-    (The preprocessor is copied with its state: the masked-LM one draws new masks at every call.)"""
+def _check_predict_on_raw_text_gives_what_its_token_ids_give(model, raw_x):
+    """(The preprocessor is copied with its state: the masked-LM one draws new masks at every call.)"""
     ids_x, _, _ = copy.deepcopy(model.preprocessor)(raw_x)
     _assert_same_outputs(_predictions(model, raw_x), _predictions(model, ids_x), what="predict on raw text")
+
+
+def _check_evaluate_and_fit_on_raw_text(model, raw_x, raw_y, batch_size):
+    """evaluate on raw text equals evaluate on the preprocessor's ids and labels; fit on raw text trains.
+    (Raw batches have the token-id batches' shapes: the compiled steps are reused.)"""
     ids_x, ids_y, _ = copy.deepcopy(model.preprocessor)(raw_x, raw_y)
-    model.compile()
-    on_ids = model.evaluate(ids_x, ids_y, verbose=0, return_dict=True)
-    on_raw = model.evaluate(raw_x, raw_y, verbose=0, return_dict=True)
+    on_ids = model.evaluate(ids_x, ids_y, batch_size=batch_size, verbose=0, return_dict=True)
+    on_raw = model.evaluate(raw_x, raw_y, batch_size=batch_size, verbose=0, return_dict=True)
     assert on_raw.keys() == on_ids.keys()
     for name in on_ids:
         np.testing.assert_allclose(on_raw[name], on_ids[name], rtol=1e-6, err_msg=f"evaluate on raw text: {name}")
-    history = model.fit(raw_x, raw_y, epochs=1, verbose=0)
+    history = model.fit(raw_x, raw_y, epochs=1, batch_size=batch_size, verbose=0)
     assert np.isfinite(history.history["loss"][0]) and history.history["loss"][0] > 0.01
 
 
@@ -127,7 +130,8 @@ def run_task_test(case, tmp_path):
     model = _build(case, preprocessor=case.preprocessor())
     expected = _outputs(model, x)
     assert {k: v.shape for k, v in expected.items()} == case.output_shapes
-    _check_raw_text_gives_what_its_token_ids_give(model, *case.raw_batch())
+    raw_x, raw_y = case.raw_batch()
+    _check_predict_on_raw_text_gives_what_its_token_ids_give(model, raw_x)
 
     # 2. compile() with the task's defaults trains; sample_weight is honoured; wrong arguments are refused
     batch_size = len(next(iter(x.values())))
@@ -153,6 +157,7 @@ def run_task_test(case, tmp_path):
     assert loss_after["loss"] < loss_before["loss"], (loss_before, loss_after)
     changed = [not np.array_equal(b, to_numpy(w)) for b, w in zip(before, model.trainable_weights)]
     assert sum(changed) >= len(changed) // 2, f"only {sum(changed)} of {len(changed)} weights changed"
+    _check_evaluate_and_fit_on_raw_text(model, raw_x, raw_y, batch_size)
     expected = _outputs(model, x)
 
     # 3. .keras round trip

@@ -12,12 +12,11 @@ import pytest
 
 from keras_bert_impl.backends import tf_replicas
 from keras_bert_impl.training import distribute
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.finetuning_files import REPO, subprocess_env
 
 
 def _run_check(backend, strategy):
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=REPO)
+    env = dict(subprocess_env(), KERAS_BACKEND=backend)
     env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
     proc = subprocess.run(
         [sys.executable, os.path.join(REPO, "tests", "distributed_check.py"), strategy],

@@ -10,9 +10,8 @@ import sys
 import pytest
 
 from keras_bert_impl.config import BertConfig
-from tests.finetuning_files import run_recipe_with_backend_defaults
+from tests.finetuning_files import REPO, run_recipe_with_backend_defaults, subprocess_env
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
 TRAIN_FILE = os.path.join(REPO, "data", "qa", "train.json")
 DEV_FILE = os.path.join(REPO, "data", "qa", "dev.json")
@@ -75,8 +74,7 @@ def test_recipe_subprocess_writes_every_output_file(minilm_vocab_file, tmp_path)
         "--do_predict", "--max_seq_length=48", "--doc_stride=16", "--max_query_length=16", "--train_batch_size=8",
         "--num_train_epochs=1", "--learning_rate=1e-3", "--verbose_logging",
     ]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO)
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, env=subprocess_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "num_misaligned_answers=0" in done.stdout
     names = set(os.listdir(output_dir))

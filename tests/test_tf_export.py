@@ -41,8 +41,8 @@ from keras_bert_impl.tasks.squad_postprocessing import (
 )
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tests.backend_utils import to_numpy
+from tests.finetuning_files import REPO, subprocess_env
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORT_RECIPE = os.path.join(REPO, "recipes", "export_savedmodel.py")
 SQUAD_RECIPE = os.path.join(REPO, "recipes", "run_squad.py")
 
@@ -86,7 +86,7 @@ def _model_inputs(batch):
 
 
 def _run(args, backend="tensorflow"):
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(subprocess_env(), KERAS_BACKEND=backend)
     proc = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=900, cwd=REPO,
                           check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -487,9 +487,8 @@ def test_export_refuses_a_directory_without_casing_vocab_or_labels(served):
     # Given explicitly, the casing need not be in the directory.
     assert read_export_settings(no_casing, do_lower_case=False)["do_lower_case"] is False
     # The recipe answers a refused directory with that one line and a failure exit status.
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.run([sys.executable, EXPORT_RECIPE, f"--model_dir={no_casing}",
-                           f"--export_dir={root / 'refused'}"], env=env, capture_output=True, text=True, timeout=300,
+                           f"--export_dir={root / 'refused'}"], env=subprocess_env(), capture_output=True, text=True, timeout=300,
                           check=False)
     assert proc.returncode == 2 and not os.path.exists(root / "refused")
     assert proc.stderr.strip().splitlines()[-1].startswith("error: " + os.path.join(no_casing, "tokenizer_config.json"))
