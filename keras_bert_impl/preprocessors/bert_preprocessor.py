@@ -16,7 +16,7 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab_size
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list, check_vocab_size
 from keras_bert_impl.utils.file_io import atomic_open
 
 # The key of tokenizer_config.json under which `save_pretrained` records the packed length.
@@ -139,32 +139,14 @@ def is_raw_text(x):
     return False
 
 
-def as_texts(values, name):
-    """A str or a sequence of str (or bytes) as a list of str, refusing anything else with the field name."""
-    if isinstance(values, (str, bytes)):
-        values = [values]
-    if isinstance(values, np.ndarray):
-        values = values.reshape(-1).tolist()
-    if not isinstance(values, (list, tuple)):
-        raise TypeError(f"{name} must be a str or a list of str, got {type(values).__name__}.")
-    out = []
-    for i, value in enumerate(values):
-        if isinstance(value, bytes):
-            value = value.decode("utf-8")
-        if not isinstance(value, str):
-            raise TypeError(f"{name}[{i}] must be a str, got {type(value).__name__}.")
-        out.append(value)
-    return out
-
-
 def split_pair(x, what):
     """`x` as (first texts, second texts or None): a tuple of two sequences of str is a batch of pairs."""
     if isinstance(x, tuple) and len(x) == 2 and not any(isinstance(part, (str, bytes)) for part in x):
-        first, second = as_texts(x[0], f"{what}[0]"), as_texts(x[1], f"{what}[1]")
+        first, second = as_text_list(x[0], f"{what}[0]"), as_text_list(x[1], f"{what}[1]")
         if len(first) != len(second):
             raise ValueError(f"{what}: {len(first)} first texts but {len(second)} second texts; they must pair up.")
         return first, second
-    return as_texts(x, what), None
+    return as_text_list(x, what), None
 
 
 def as_int_array(values, name):

@@ -3,7 +3,8 @@
 import keras
 import numpy as np
 
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_texts
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
+from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -35,11 +36,11 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
             raise TypeError("BertMultipleChoicePreprocessor takes x = (contexts, endings): a list of contexts and, "
                             "for each, a list of its candidate endings.")
-        contexts = as_texts(x[0], "contexts")
+        contexts = as_text_list(x[0], "contexts")
         endings = x[1].tolist() if isinstance(x[1], np.ndarray) else list(x[1])
         if len(endings) != len(contexts):
             raise ValueError(f"{len(contexts)} contexts but {len(endings)} lists of endings; one list per context.")
-        rows = [as_texts(choices, f"endings[{i}]") for i, choices in enumerate(endings)]
+        rows = [as_text_list(choices, f"endings[{i}]") for i, choices in enumerate(endings)]
         num_choices = len(rows[0]) if rows else 0
         for i, choices in enumerate(rows):
             if len(choices) != num_choices:

@@ -3,7 +3,8 @@
 import keras
 import numpy as np
 
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_int_array, as_texts, split_pair
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_int_array, split_pair
+from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -48,7 +49,7 @@ class BertSpanQAPreprocessor(BertPreprocessor):
         if not (isinstance(y, (tuple, list)) and len(y) == 2):
             raise TypeError("BertSpanQAPreprocessor takes y = (answer_starts, answer_texts): each answer's character "
                             "offset in its context and its text.")
-        starts, texts = as_int_array(y[0], "answer_starts").reshape(-1), as_texts(y[1], "answer_texts")
+        starts, texts = as_int_array(y[0], "answer_starts").reshape(-1), as_text_list(y[1], "answer_texts")
         if not len(starts) == len(texts) == len(contexts):
             raise ValueError(f"{len(contexts)} contexts but {len(starts)} answer_starts and {len(texts)} answer_texts.")
         start_positions = np.zeros(len(contexts), "int32")

@@ -7,7 +7,8 @@ import keras
 import numpy as np
 
 from keras_bert_impl.data.conll_data import IGNORE_LABEL_ID, word_pieces
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_texts
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
+from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -51,7 +52,7 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         for i, sentence in enumerate(x):
             if isinstance(sentence, bytes):
                 sentence = sentence.decode("utf-8")
-            sentences.append(sentence.split() if isinstance(sentence, str) else as_texts(sentence, f"x[{i}]"))
+            sentences.append(sentence.split() if isinstance(sentence, str) else as_text_list(sentence, f"x[{i}]"))
         return sentences
 
     def _pack_words(self, x):

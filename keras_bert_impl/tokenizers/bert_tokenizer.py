@@ -646,8 +646,8 @@ class BertTokenizer:
             (start, end) character offsets of each token in its own text ((0, 0) for special tokens
             and padding).
         """
-        texts = _as_text_list(texts, "texts")
-        pairs = None if pair_texts is None else _as_text_list(pair_texts, "pair_texts")
+        texts = as_text_list(texts, "texts")
+        pairs = None if pair_texts is None else as_text_list(pair_texts, "pair_texts")
         if pairs is not None and len(pairs) != len(texts):
             raise ValueError(f"pair_texts has {len(pairs)} texts but texts has {len(texts)}; they must match.")
         if padding not in _PADDING_MODES:
@@ -763,8 +763,11 @@ def _check_text(text, name):
         raise TypeError(f"{name} must be a str, got {type(text).__name__}.")
 
 
-def _as_text_list(texts, name):
-    """A str (batch of one) or a sequence of str, checked element by element."""
+def as_text_list(texts, name):
+    """A str (batch of one) or a sequence of str, checked element by element; UTF-8 bytes are decoded (what
+    tf.data hands over). The task preprocessors read their text fields with it too."""
+    if isinstance(texts, bytes):
+        texts = texts.decode("utf-8")
     if isinstance(texts, str):
         return [texts]
     if texts is None:
