@@ -27,7 +27,6 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401  (registers the tokenizer's ops)
 
 
-
 def plain(value):
     value = value.numpy()
     if value.dtype == object:
@@ -36,8 +35,11 @@ def plain(value):
 
 
 results = []
+loaded = {}  # export_dir -> the loaded SavedModel: loading one is most of a job's time
 for export_dir, signature, inputs in json.loads(sys.argv[1]):
-    served = tf.saved_model.load(export_dir)
+    if export_dir not in loaded:
+        loaded[export_dir] = tf.saved_model.load(export_dir)
+    served = loaded[export_dir]
     # An empty list is an empty batch of strings (tf.constant([]) would be float32).
     outputs = served.signatures[signature](**{k: tf.constant(v, tf.string) if v == [] else tf.constant(v)
                                               for k, v in inputs.items()})
