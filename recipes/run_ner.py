@@ -42,6 +42,7 @@ A mistake in a flag or a file stops the run with one line (--debug: the tracebac
 from keras_bert_impl.data import conll_data
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
+    add_bilstm_flag,
     add_data_file_flags,
     add_task_flags,
     finetuning_flag_parser,
@@ -68,6 +69,7 @@ def build_parser():
     p.add_argument("--lstm_units", type=int, default=768, help="Units per LSTM direction (feature-based).")
     p.add_argument("--lstm_layers", type=int, default=2, help="Stacked BiLSTM layers (feature-based).")
     p.add_argument("--classifier_dropout", type=float, default=0.1)
+    add_bilstm_flag(p)
     return add_task_flags(p, "window")
 
 

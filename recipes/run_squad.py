@@ -35,6 +35,7 @@ A mistake in a flag or a file stops the run with one line (--debug: the tracebac
 
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
+    add_bilstm_flag,
     add_task_flags,
     finetuning_flag_parser,
     run_finetuning,
@@ -55,6 +56,7 @@ def build_parser():
     p.add_argument("--null_score_diff_threshold", type=float, default=0.0,
                    help="v2.0: predict no answer when score_null - best_non_null > this.")
     p.add_bool_flag("verbose_logging", False, "Print the data statistics and the misaligned answers' ids.")
+    add_bilstm_flag(p)
     return add_task_flags(p, "feature")
 
 

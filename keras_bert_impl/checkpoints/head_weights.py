@@ -8,6 +8,8 @@ rows of `conversion.backbone_weight_table`, so a head loads and saves through th
                                      BertForTokenClassification)
     crf_table(crf)                   classifier.crf_transitions [K, K] (ours; transformers ignores it)
     span_table(dense)                qa_outputs.weight [2, H], qa_outputs.bias [2]
+    bilstm_table(prefix, bilstm)     {prefix}.bilstm.{forward,backward}.{kernel,recurrent_kernel,bias} (ours:
+                                     the "+ BiLSTM" head option of the token tasks, in Keras' LSTM layout)
     masked_lm_table(masked_lm_head)  cls.predictions.transform.{dense,LayerNorm}.*, cls.predictions.bias
     next_sentence_table(dense)       cls.seq_relationship.weight [2, H], cls.seq_relationship.bias [2]
 
@@ -44,6 +46,20 @@ def crf_table(crf):
 def span_table(dense):
     """The `qa_outputs.*` rows of the span head, a Dense(2)."""
     return dense_entries("qa_outputs", dense)
+
+
+def bilstm_table(prefix, bilstm):
+    """The rows of a `keras.layers.Bidirectional(LSTM)` under `{prefix}.bilstm.` (prefix "classifier" or
+    "qa_outputs", so that `BertBackbone.from_pretrained` keeps them among the head weights), each direction's
+    `kernel` [in, 4u], `recurrent_kernel` [u, 4u] and `bias` [4u] in Keras' layout (gates i, f, c, o).
+    transformers' BERT classes have no LSTM: they do not load these weights."""
+    rows = []
+    for direction, layer in (("forward", bilstm.forward_layer), ("backward", bilstm.backward_layer)):
+        cell = layer.cell
+        for name, variable in (("kernel", cell.kernel), ("recurrent_kernel", cell.recurrent_kernel),
+                               ("bias", cell.bias)):
+            rows.append(table_entry(f"{prefix}.bilstm.{direction}.{name}", variable))
+    return rows
 
 
 def masked_lm_table(head):

@@ -3,11 +3,12 @@
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints.head_weights import assign_head_weights, span_table
+from keras_bert_impl.checkpoints.head_weights import assign_head_weights, bilstm_table, span_table
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
-from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.models.task import BertTask, bilstm_layer, dense_head
+from keras_bert_impl.models.token_classifier import stored_bilstm_units
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -34,6 +35,12 @@ class BertSpanQA(BertTask):
 
     Args:
         backbone: a `BertBackbone`.
+        bilstm_units: None (the original head), or the units per direction of a randomly initialized
+            bidirectional LSTM between `sequence_output` and the span layer (the paper's "+ BiLSTM",
+            Table 5), masked by `padding_mask`: padded positions feed neither direction (their LSTM outputs
+            are zeros, so their logits are the span layer's bias). `save_pretrained` stores its weights as
+            `qa_outputs.bilstm.*` and `bilstm_units` in config.json, which `from_pretrained` reads back;
+            transformers' BertForQuestionAnswering cannot run it (no LSTM).
 
     Examples:
 
@@ -50,13 +57,16 @@ class BertSpanQA(BertTask):
     hf_architecture = "BertForQuestionAnswering"
     preprocessor_class = BertSpanQAPreprocessor
 
-    def __init__(self, backbone, **kwargs):
+    def __init__(self, backbone, bilstm_units=None, **kwargs):
         # === Layers ===
+        bilstm = bilstm_layer(bilstm_units)
         _, qa_outputs = dense_head(2, backbone, name="qa_outputs")
 
         # === Functional graph ===
         inputs = dict(backbone.input)
         sequence_output = backbone(inputs)["sequence_output"]  # [B, T, H]
+        if bilstm is not None:
+            sequence_output = bilstm(sequence_output, mask=ops.cast(inputs["padding_mask"], "bool"))  # [B, T, 2u]
         logits = qa_outputs(sequence_output)  # [B, T, 2]
         start_logits = keras.layers.Activation("linear", dtype="float32", name="start_logits")(logits[:, :, 0])
         end_logits = keras.layers.Activation("linear", dtype="float32", name="end_logits")(logits[:, :, 1])
@@ -64,6 +74,8 @@ class BertSpanQA(BertTask):
 
         # === Config ===
         self.backbone = backbone
+        self.bilstm_units = None if bilstm is None else int(bilstm_units)
+        self.bilstm = bilstm
         self.qa_outputs = qa_outputs
         self.add_mean_metrics("start_loss", "end_loss", "start_accuracy", "end_accuracy")
 
@@ -97,12 +109,21 @@ class BertSpanQA(BertTask):
         return total
 
     # ------------------------------------------------------------------------------ serialization
+    def task_config(self):
+        return {"bilstm_units": self.bilstm_units}
+
     def head_weight_tables(self):
         # Google's cls/squad/output_weights and output_bias are read as qa_outputs.weight and .bias.
-        return {"qa_outputs": span_table(self.qa_outputs)}
+        tables = {"qa_outputs": span_table(self.qa_outputs)}
+        if self.bilstm is not None:
+            tables["BiLSTM"] = bilstm_table("qa_outputs", self.bilstm)
+        return tables
+
+    def hf_config(self, label_names=None):
+        return {} if self.bilstm_units is None else {"bilstm_units": self.bilstm_units}
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, preprocessor="auto", **config_overrides):
+    def from_pretrained(cls, path, dtype=None, preprocessor="auto", bilstm_units=None, **config_overrides):
         """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
 
         Reads Hugging Face `BertForQuestionAnswering` directories (`qa_outputs.weight` [2, H],
@@ -117,10 +138,13 @@ class BertSpanQA(BertTask):
         Args:
             path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
             dtype: dtype policy for every layer.
+            bilstm_units: the BiLSTM of the head; None: the checkpoint's (config.json's `bilstm_units`, none
+                when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
             **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
         """
+        bilstm_units = stored_bilstm_units(path, bilstm_units)
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
-        model = cls(backbone, preprocessor=cls.pretrained_preprocessor(path, preprocessor))
+        model = cls(backbone, bilstm_units=bilstm_units, preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(backbone.head_weights, source=str(path))
         return model
 

@@ -4,6 +4,7 @@ import sys
 import warnings
 
 import keras
+import numpy as np
 
 from keras_bert_impl.checkpoints.conversion import check_not_quantized
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
@@ -360,3 +361,27 @@ def dense_head(units, backbone, dropout=None, name="classifier"):
         name=name,
     )
     return dropout_layer, dense
+
+
+def bilstm_layer(units, name="bilstm"):
+    """The "+ BiLSTM" layer of the token-level heads (the paper's Table 5): a randomly initialized
+    `Bidirectional(LSTM(units, return_sequences=True))`, outputs concatenated ([B, T, 2 * units]), in Keras'
+    global dtype policy (its inputs are cast to it); None when `units` is None.
+
+    Call it with `mask=` the padding mask (bool [B, T]): padded steps leave the LSTM states unchanged, so
+    they feed neither direction, and their outputs are zeros.
+
+    Examples:
+
+    >>> layer = bilstm_layer(4)
+    >>> tuple(layer(keras.ops.ones((2, 5, 3)), mask=keras.ops.ones((2, 5), "bool")).shape)
+    (2, 5, 8)
+    >>> bilstm_layer(None) is None
+    True
+    """
+    if units is None:
+        return None
+    if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
+        raise ValueError(f"bilstm_units must be None (no BiLSTM) or a positive integer, got {units!r}.")
+    return keras.layers.Bidirectional(
+        keras.layers.LSTM(int(units), return_sequences=True), merge_mode="concat", name=name)

@@ -21,13 +21,13 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.checkpoints.conversion import hf_label_config
-from keras_bert_impl.checkpoints.head_weights import CRF_TRANSITIONS_NAME, classifier_table, crf_table
+from keras_bert_impl.checkpoints.head_weights import CRF_TRANSITIONS_NAME, bilstm_table, classifier_table, crf_table
 from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask, dense_head, renamed_argument
+from keras_bert_impl.models.task import BertTask, bilstm_layer, dense_head, renamed_argument
 from keras_bert_impl.utils.errors import UserInputError
 
 # save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
@@ -103,6 +103,19 @@ def _stored_config(path):
             ) from None
 
 
+def stored_bilstm_units(path, bilstm_units=None):
+    """The `bilstm_units` of a task model loaded from the checkpoint directory `path`: config.json's when
+    `bilstm_units` is None; `bilstm_units` when the checkpoint has none or the same; else ValueError (the
+    checkpoint's BiLSTM weights would not fit)."""
+    stored = _stored_config(path).get("bilstm_units")
+    if bilstm_units is None:
+        return stored
+    if stored is not None and int(stored) != int(bilstm_units):
+        raise UserInputError(f"{path}: the checkpoint's head has a BiLSTM of {stored} units (config.json "
+                             f"bilstm_units), not {bilstm_units}; pass bilstm_units=None to load it.")
+    return bilstm_units
+
+
 def decode_tags(logits, label_mask, transitions=None, start_transitions=None, end_transitions=None):
     """The tag rule of `BertTokenClassifier.decode` in `keras.ops`, traceable (a SavedModel's graph).
 
@@ -142,7 +155,8 @@ def decode_tags(logits, label_mask, transitions=None, start_transitions=None, en
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassifier(BertTask):
-    """BERT with a token-level classification layer: dropout + Dense(num_classes) on `sequence_output`.
+    """BERT with a token-level classification layer: dropout + Dense(num_classes) on `sequence_output`
+    (with `bilstm_units`: on a BiLSTM over `sequence_output`).
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`} ([batch, seq] int32).
     Output: `logits` [batch, seq, num_classes] (float32).
@@ -162,6 +176,11 @@ class BertTokenClassifier(BertTask):
         num_classes: number of tags K (formerly `num_labels`, still accepted with a DeprecationWarning).
         dropout: dropout rate on `sequence_output` before the classification layer.
         use_crf: add a linear-chain CRF over the word sequence.
+        bilstm_units: None (the original head), or the units per direction of a randomly initialized
+            bidirectional LSTM between `sequence_output` and the dropout + classification layer (the paper's
+            "+ BiLSTM", Table 5), masked by `padding_mask`: padded positions feed neither direction.
+            `save_pretrained` stores its weights as `classifier.bilstm.*` and `bilstm_units` in config.json,
+            which `from_pretrained` reads back; transformers' BertForTokenClassification cannot run it (no LSTM).
 
     Examples:
 
@@ -178,17 +197,20 @@ class BertTokenClassifier(BertTask):
     hf_architecture = "BertForTokenClassification"
     preprocessor_class = BertTokenClassifierPreprocessor
 
-    def __init__(self, backbone, num_classes=None, dropout=0.1, use_crf=False, **kwargs):
+    def __init__(self, backbone, num_classes=None, dropout=0.1, use_crf=False, bilstm_units=None, **kwargs):
         num_classes = renamed_argument(num_classes, kwargs, "num_labels", "num_classes", "BertTokenClassifier")
         if num_classes is None:
             raise TypeError("BertTokenClassifier needs num_classes, the number of tags.")
         # === Layers ===
+        bilstm = bilstm_layer(bilstm_units)
         dropout_layer, classifier = dense_head(num_classes, backbone, dropout)
         crf = CRF(num_classes, dtype="float32", name="crf") if use_crf else None
 
         # === Functional graph ===
         inputs = {k: v for k, v in backbone.input.items() if k in ("token_ids", "segment_ids", "padding_mask")}
         sequence_output = backbone(inputs)["sequence_output"]  # [B, T, H]
+        if bilstm is not None:
+            sequence_output = bilstm(sequence_output, mask=ops.cast(inputs["padding_mask"], "bool"))  # [B, T, 2u]
         logits = classifier(dropout_layer(sequence_output))  # [B, T, K]
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         if crf is not None:
@@ -200,6 +222,8 @@ class BertTokenClassifier(BertTask):
         self.num_classes = int(num_classes)
         self.dropout = float(dropout)
         self.use_crf = bool(use_crf)
+        self.bilstm_units = None if bilstm is None else int(bilstm_units)
+        self.bilstm = bilstm
         self.classifier = classifier
         self.crf = crf
         if use_crf:
@@ -268,11 +292,12 @@ class BertTokenClassifier(BertTask):
 
     # ------------------------------------------------------------------------------ serialization
     def task_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout, "use_crf": self.use_crf}
+        return {"num_classes": self.num_classes, "dropout": self.dropout, "use_crf": self.use_crf,
+                "bilstm_units": self.bilstm_units}
 
     @classmethod
     def from_pretrained(cls, path, num_classes=None, dropout=0.1, use_crf=None, dtype=None, preprocessor="auto",
-                        **config_overrides):
+                        bilstm_units=None, **config_overrides):
         """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
 
         Reads Hugging Face BertForTokenClassification directories (and plain BertModel / Google
@@ -288,10 +313,13 @@ class BertTokenClassifier(BertTask):
             dtype: dtype policy.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
                 one (else none); or a preprocessor, or None.
+            bilstm_units: the BiLSTM of the head; None: the checkpoint's (config.json's `bilstm_units`, none
+                when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
             **config_overrides: backbone config fields to override.
         """
         num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
                                        "BertTokenClassifier.from_pretrained")
+        bilstm_units = stored_bilstm_units(path, bilstm_units)
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
         has_crf = CRF_TRANSITIONS_NAME in heads or bool(_stored_config(path).get("use_crf", False))
@@ -306,19 +334,24 @@ class BertTokenClassifier(BertTask):
             if "classifier.weight" not in heads:
                 raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_classes.")
             num_classes = int(np.asarray(heads["classifier.weight"]).shape[0])
-        model = cls(backbone, num_classes=num_classes, dropout=dropout, use_crf=use_crf,
+        model = cls(backbone, num_classes=num_classes, dropout=dropout, use_crf=use_crf, bilstm_units=bilstm_units,
                     preprocessor=cls.pretrained_preprocessor(path, preprocessor))
         model.load_head_weights(heads, source=str(path))
         return model
 
     def head_weight_tables(self):
         tables = {"classifier": classifier_table(self.classifier)}
+        if self.bilstm is not None:
+            tables["BiLSTM"] = bilstm_table("classifier", self.bilstm)
         if self.crf is not None:
             tables["CRF"] = crf_table(self.crf)
         return tables
 
     def hf_config(self, label_names=None):
-        return dict(hf_label_config(self.num_classes, label_names), use_crf=self.use_crf)
+        config = dict(hf_label_config(self.num_classes, label_names), use_crf=self.use_crf)
+        if self.bilstm_units is not None:
+            config["bilstm_units"] = self.bilstm_units
+        return config
 
     def save_pretrained(self, directory, label_names=None, **kwargs):
         """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors),

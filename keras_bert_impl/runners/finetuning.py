@@ -34,6 +34,10 @@ sees the batches an uninterrupted run would have seen (the shuffle is seeded wit
 with the same seed and no dropout the result is the uninterrupted run's. A run whose checkpoints already
 reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
 the flags say. Delete `output_dir/checkpoints` (or use another `--output_dir`) to train from the start.
+
+The paper's protocol: with `--learning_rate_grid` and / or `--num_restarts` > 1, `run_finetuning` trains one
+such run per (learning rate, seed) in `output_dir/runs/lr=...,seed=.../`, selects the best on dev and writes
+`output_dir/protocol_results.json` (`runners.protocol`).
 """
 
 import json
@@ -46,6 +50,7 @@ import warnings
 import keras
 
 from keras_bert_impl.data import batching
+from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.flags import FlagParser, fraction, non_negative_int, positive_float, positive_int
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
@@ -79,6 +84,9 @@ OUTPUT_DESCRIPTIONS = {
     "null_odds.json": "SQuAD v2.0: score(no answer) - score(best span) per question",
     "test_predictions.txt": "NER: the predicted tag of every test word (CoNLL columns)",
     "test_predictions.csv": "SWAG: the predicted ending of every test example",
+    protocol.RUNS_DIR: "one directory per (learning rate, seed) run of the protocol",
+    protocol.RESULTS_JSON: "every run's dev metrics, the selected run, mean and std per learning rate",
+    protocol.RESULTS_MD: "the same as a markdown table",
 }
 
 
@@ -116,6 +124,7 @@ def finetuning_flag_parser(description, max_seq_length=128):
                    help="Optimizer steps between two records of output_dir/train_steps_log.jsonl (0: none).")
     p.add_argument("--keep_checkpoint_max", type=positive_int, default=2,
                    help="Epoch checkpoints (with optimizer state) kept in output_dir/checkpoints for resuming.")
+    protocol.add_protocol_flags(p)
     distribute.add_distribution_flags(p)
     return p
 
@@ -140,6 +149,15 @@ def add_task_flags(p, unit="example"):
                     "to output_dir/model (Hugging Face layout).")
     p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
                    help="Keras fit verbosity (1 = progress bar, 2 = one line per epoch).")
+    return p
+
+
+def add_bilstm_flag(p):
+    """`--bilstm_units` of the token-level recipes (NER, SQuAD): the paper's "+ BiLSTM" head (Table 5)."""
+    p.add_argument("--bilstm_units", type=positive_int, default=None,
+                   help="Units per direction of a randomly initialized BiLSTM between BERT's sequence output and "
+                   "the output layer (the paper's '+ BiLSTM', Table 5). Default: none (the original head); a "
+                   "checkpoint written with one keeps its own.")
     return p
 
 
@@ -410,8 +428,14 @@ def print_outputs(output_dir, since):
 def run_finetuning(task, args):
     """Trains / evaluates / predicts `task` (a `keras_bert_impl.tasks.base.FinetuningTask`) as the flags
     say, under `--strategy` (in its scope) and `--mixed_precision`; returns the results written to
-    eval_results.json (or {})."""
-    return run_distributed(lambda flags: finetune(task, flags), args)
+    eval_results.json (or {}).
+
+    With `--learning_rate_grid` or `--num_restarts` > 1: the paper's protocol (`runners.protocol.run_protocol`),
+    one `finetune` per (learning rate, seed) in output_dir/runs/, the best on dev selected; returns the
+    selected run's results."""
+    if protocol.protocol_settings(args) is None:
+        return run_distributed(lambda flags: finetune(task, flags), args)
+    return run_distributed(lambda flags: protocol.run_protocol(task, flags, finetune), args)
 
 
 def finetune(task, args):
@@ -432,6 +456,10 @@ def finetune(task, args):
     keras.utils.set_random_seed(args.seed)
     tokenizer = load_tokenizer(args)
     task.setup(tokenizer)
+    if getattr(args, "select_on_dev", False) and not task.can_evaluate:
+        raise UserInputError(f"--learning_rate_grid / --num_restarts select the best run on the dev set's "
+                             f"{task.main_metric}: this task has no labelled dev set with these flags (--do_eval; "
+                             "SQuAD: a --predict_file with answers and --do_predict).")
     train = task.training_set() if args.do_train else None
     os.makedirs(args.output_dir, exist_ok=True)
     keras.utils.set_random_seed(args.seed)

@@ -148,6 +148,9 @@ class NerTask(FinetuningTask):
         if self.args.feature_based and self.args.use_crf:
             raise UserInputError("--use_crf is not available with --feature_based (the paper's BiLSTM tagger is "
                                  "softmax).")
+        if self.args.feature_based and getattr(self.args, "bilstm_units", None) is not None:
+            raise UserInputError("--bilstm_units is not available with --feature_based (its BiLSTMs are "
+                                 "--lstm_units and --lstm_layers).")
 
     @property
     def dev(self):
@@ -203,9 +206,10 @@ class NerTask(FinetuningTask):
             return BertTokenClassifier.from_pretrained(args.init_checkpoint, num_classes=num_classes,
                                                        dropout=args.classifier_dropout,
                                                        use_crf=args.use_crf or None,  # None: the checkpoint's
+                                                       bilstm_units=getattr(args, "bilstm_units", None),
                                                        **config_overrides(args))
         return BertTokenClassifier(load_backbone(args), num_classes, dropout=args.classifier_dropout,
-                                   use_crf=args.use_crf)
+                                   use_crf=args.use_crf, bilstm_units=getattr(args, "bilstm_units", None))
 
     def training_set(self):
         train = self.splits["train"]

@@ -96,9 +96,11 @@ class SquadTask(FinetuningTask):
 
     def build_model(self):
         """A BertSpanQA on the checkpoint (which may lack the pooler), with its qa_outputs head when it has one."""
+        bilstm_units = getattr(self.args, "bilstm_units", None)  # from a checkpoint, None: the checkpoint's
         if self.args.init_checkpoint:
-            return BertSpanQA.from_pretrained(self.args.init_checkpoint, **config_overrides(self.args))
-        return BertSpanQA(load_backbone(self.args))
+            return BertSpanQA.from_pretrained(self.args.init_checkpoint, bilstm_units=bilstm_units,
+                                              **config_overrides(self.args))
+        return BertSpanQA(load_backbone(self.args), bilstm_units=bilstm_units)
 
     def training_set(self):
         """The training features: length-bucketed batches with --dynamic_padding (or static TPU shapes),
