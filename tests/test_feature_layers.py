@@ -19,6 +19,8 @@ from tests.backend_utils import to_numpy
 # Five encoder layers, so that "sum_last_four" (hidden states 2..5) and "sum_all" (1..5) differ.
 TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=5, num_attention_heads=2, intermediate_size=32,
                   max_position_embeddings=32, hidden_dropout_prob=0.3)
+SMALL = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                   max_position_embeddings=32)
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(55)]
 
 # Table 7 rows by hand: (hidden-state indices of the 6 states 0..5, combine).
@@ -74,7 +76,8 @@ def test_each_table_7_preset_selects_the_hand_chosen_hidden_states_in_tagger_and
         assert ([i % (TINY.num_hidden_layers + 1) for i in layers], got_combine) == (states, combine), mode
 
         tagger = BertFeatureBasedTagger(backbone, num_classes=3, feature_mode=mode, lstm_units=4, num_lstm_layers=1)
-        assert (tagger.feature_combine, tagger.feature_mode) == (combine, mode)
+        config = tagger.get_config()
+        assert (config["feature_mode"], config["feature_combine"], tagger.feature_mode) == (mode, combine, mode)
         name = "scalar_mix" if combine == "scalar_mix" else "features"
         features = to_numpy(keras.Model(tagger.input, tagger.get_layer(name).output)(x, training=True))
         if combine == "concat":
@@ -100,8 +103,8 @@ def test_each_table_7_preset_selects_the_hand_chosen_hidden_states_in_tagger_and
 
 
 def test_scalar_mix_tagger_trains_its_mix_round_trips_and_keeps_the_backbone_frozen(tmp_path):
-    backbone = BertBackbone(TINY, output_hidden_states=True)
-    model = BertFeatureBasedTagger(backbone, num_classes=3, feature_layers=(1, 3, -1), feature_combine="scalar_mix",
+    backbone = BertBackbone(SMALL, output_hidden_states=True)
+    model = BertFeatureBasedTagger(backbone, num_classes=3, feature_layers=(0, 1, -1), feature_combine="scalar_mix",
                                    lstm_units=8, num_lstm_layers=1, dropout=0.0)
     x, labels = _data()
 
@@ -115,7 +118,7 @@ def test_scalar_mix_tagger_trains_its_mix_round_trips_and_keeps_the_backbone_fro
 
     before = [to_numpy(v).copy() for v in backbone.weights]
     assert {v.path.split("/")[0] for v in model.trainable_variables} == {"scalar_mix", "bilstm_0", "classifier"}
-    model.compile(optimizer=keras.optimizers.Adam(3e-2))
+    model.compile(optimizer=keras.optimizers.Adam(3e-2), run_eagerly=True)  # 4 steps: tracing would cost more
     history = model.fit(x, labels, epochs=4, batch_size=6, verbose=0).history
     assert history["loss"][-1] < history["loss"][0]
     assert np.abs(to_numpy(mix.scalar_parameters)).max() > 1e-3 and abs(float(to_numpy(mix.gamma)) - 1.0) > 1e-3
@@ -125,17 +128,12 @@ def test_scalar_mix_tagger_trains_its_mix_round_trips_and_keeps_the_backbone_fro
     path = str(tmp_path / "tagger.keras")
     model.save(path)
     loaded = keras.models.load_model(path)
-    assert (loaded.feature_layers, loaded.feature_combine) == ((1, 3, -1), "scalar_mix")
+    assert (loaded.feature_layers, loaded.feature_combine) == ((0, 1, -1), "scalar_mix")
     np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
     np.testing.assert_array_equal(to_numpy(loaded.get_layer("scalar_mix").scalar_parameters),
                                   to_numpy(mix.scalar_parameters))
     assert not loaded.backbone.trainable
     assert {v.path.split("/")[0] for v in loaded.trainable_variables} == {"scalar_mix", "bilstm_0", "classifier"}
-    preset = BertFeatureBasedTagger(backbone, num_classes=3, feature_mode="sum_last_four", lstm_units=4,
-                                    num_lstm_layers=1)
-    restored = BertFeatureBasedTagger.from_config(preset.get_config())
-    assert (restored.feature_mode, restored.feature_layers, restored.feature_combine) == (
-        "sum_last_four", (-4, -3, -2, -1), "scalar_mix")
 
 
 def test_unknown_feature_mode_or_combine_is_a_one_line_error(tmp_path):
