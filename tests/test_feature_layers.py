@@ -147,3 +147,30 @@ def test_unknown_feature_mode_or_combine_is_a_one_line_error(tmp_path):
     vocab_file.write_text("\n".join(WORDS) + "\n")
     with pytest.raises(UserInputError, match="^feature_mode must be one of"):
         extract_features(backbone, BertTokenizer(str(vocab_file)), ["w1"], feature_mode="top")
+
+
+def test_extract_features_recipe_writes_a_preset(model_dir, tmp_path, capsys):
+    import importlib.util
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes", "extract_features.py")
+    spec = importlib.util.spec_from_file_location("extract_features_recipe_presets", path)
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    input_file, output_file = tmp_path / "input.txt", tmp_path / "out.jsonl"
+    input_file.write_text("hello world\n")
+    flags = [f"--input_file={input_file}", f"--output_file={output_file}", f"--init_checkpoint={model_dir}",
+             "--max_seq_length=8"]
+    assert recipe.main(flags + ["--feature_mode=embeddings"]) == 1
+    record = json.loads(output_file.read_text())
+    backbone = BertBackbone.from_pretrained(str(model_dir), output_hidden_states=True)
+    inputs = {"token_ids": np.array([[2, 5, 6, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+              "padding_mask": np.ones((1, 4), "int32")}
+    embeddings = to_numpy(backbone(inputs, training=False)["hidden_states"][0])[0]  # [T, H]
+    for position, feature in enumerate(record["features"]):
+        assert [layer["index"] for layer in feature["layers"]] == ["embeddings"]
+        np.testing.assert_allclose(feature["layers"][0]["values"], embeddings[position], atol=2e-6)
+    with pytest.raises(SystemExit) as exit_info:
+        recipe.main(flags + ["--feature_mode=top"])
+    assert exit_info.value.code == 2 and "--feature_mode: invalid choice: 'top'" in capsys.readouterr().err
