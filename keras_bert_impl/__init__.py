@@ -22,6 +22,7 @@ from keras_bert_impl.layers import (
     BertEncoderBlock,
     BertSelfAttention,
     MaskedLMHead,
+    ScalarMix,
 )
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
@@ -68,6 +69,7 @@ __all__ = [
     "DivergenceGuard",
     "MaskedLMHead",
     "Lamb",
+    "ScalarMix",
     "WarmupLinearDecay",
     "create_optimizer",
 ]

@@ -53,6 +53,13 @@ def build_parser():
         help="Number of times to duplicate the input data (with different masks).",
     )
     p.add_argument("--masked_lm_prob", type=float, default=0.15, help="Masked LM probability.")
+    p.add_argument("--mask_token_prob", type=float, default=0.8,
+                   help="Of the chosen tokens, the share replaced by [MASK] (paper Table 8's MASK; 0.8).")
+    p.add_argument("--keep_token_prob", type=float, default=0.1,
+                   help="Of the chosen tokens, the share kept unchanged (SAME; 0.1).")
+    p.add_argument("--random_token_prob", type=float, default=0.1,
+                   help="Of the chosen tokens, the share replaced by a random vocabulary token (RND; 0.1). "
+                   "The three sum to 1; with --dynamic_masking they are not used (the reader masks).")
     p.add_argument(
         "--short_seq_prob", type=float, default=0.1, help="Probability of sequences shorter than the maximum length."
     )
@@ -96,6 +103,7 @@ def run(args, tokenizer=None):
     from keras_bert_impl.data import pretraining_data
     from keras_bert_impl.data import tf_pretraining_data
 
+    pretraining_data.check_masking_split(args.mask_token_prob, args.keep_token_prob, args.random_token_prob)
     if tokenizer is None:
         from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
@@ -133,6 +141,9 @@ def run(args, tokenizer=None):
         shard_size_documents=args.shard_size_documents or None,
         do_masking=not args.dynamic_masking,
         stats=stats,
+        mask_token_prob=args.mask_token_prob,
+        keep_token_prob=args.keep_token_prob,
+        random_token_prob=args.random_token_prob,
     )
     start = time.time()
 

@@ -8,6 +8,10 @@ line in the original's structure (see keras_bert_impl/tasks/feature_extraction.p
 Hugging Face directory, a Google checkpoint (directory or prefix) or a directory written by
 save_pretrained; --vocab_file and --bert_config_file default to the checkpoint's own.
 
+--feature_mode names one of the paper's Table 7 rows instead of --layers: embeddings, second_to_last,
+last, sum_last_four, concat_last_four or sum_all (the "sum_" rows write the plain average of their layers,
+an untrained scalar mix; see keras_bert_impl/tasks/feature_extraction.py).
+
 The flags, the input and the checkpoint are checked before --output_file is opened, and the output is
 written under a temporary name renamed once complete: a mistake or a full disk leaves no --output_file.
 A mistake in a flag or a file stops the run with one line and exit status 2 (--debug: the traceback).
@@ -16,6 +20,7 @@ A mistake in a flag or a file stops the run with one line and exit status 2 (--d
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import load_backbone, load_tokenizer
 from keras_bert_impl.runners.flags import FlagParser, positive_int
+from keras_bert_impl.models.feature_modes import FEATURE_MODES
 from keras_bert_impl.tasks.feature_extraction import extract_features, read_input_lines, write_features
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -25,6 +30,8 @@ def build_parser():
     p.add_argument("--input_file", required=True, help="Text lines: `text_a` or `text_a ||| text_b`.")
     p.add_argument("--output_file", required=True, help="Where the JSON Lines go.")
     p.add_argument("--layers", default="-1,-2,-3,-4", help="Comma-separated encoder layer indices.")
+    p.add_argument("--feature_mode", default="", choices=["", *FEATURE_MODES],
+                   help="A Table 7 row written instead of --layers (the sum_ rows: the plain average of their layers).")
     p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
     p.add_argument("--max_seq_length", type=positive_int, default=128, help="Sequence length after WordPiece.")
     p.add_argument("--init_checkpoint", required=True, help="The pretrained checkpoint.")
@@ -57,7 +64,8 @@ def run(args):
         raise UserInputError(f"--max_seq_length: {args.max_seq_length} exceeds the model's max_position_embeddings "
                              f"({backbone.config.max_position_embeddings}).")
     try:
-        records = extract_features(backbone, tokenizer, lines, layer_indexes, args.max_seq_length, args.batch_size)
+        records = extract_features(backbone, tokenizer, lines, layer_indexes, args.max_seq_length, args.batch_size,
+                                   feature_mode=args.feature_mode or None)
     except UserInputError as error:
         raise UserInputError(f"--layers: {error}") from None
     count = write_features(args.output_file, records)

@@ -18,7 +18,10 @@ Options:
     --use_document_context  fill each window with the surrounding document (the paper's setup)
     --tagging_scheme        auto (detected from the training file), iob1 or bio
     --feature_based         the paper's feature-based approach: frozen BERT, the concatenated top four
-                            layers (--feature_layers) -> --lstm_layers BiLSTMs of --lstm_units -> softmax
+                            layers (--feature_layers) -> --lstm_layers BiLSTMs of --lstm_units -> softmax;
+                            --feature_combine=scalar_mix learns a weighted sum of the layers instead, and
+                            --feature_mode names a Table 7 row (embeddings, second_to_last, last,
+                            sum_last_four, concat_last_four, sum_all)
 
 Writes to `--output_dir`:
 
@@ -40,6 +43,7 @@ A mistake in a flag or a file stops the run with one line (--debug: the tracebac
 """
 
 from keras_bert_impl.data import conll_data
+from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning import (
     add_bilstm_flag,
@@ -66,6 +70,10 @@ def build_parser():
                    help="Tagging scheme of the files: auto (detected from the training file), iob1 or bio.")
     p.add_bool_flag("feature_based", False, "Frozen BERT features + BiLSTM tagger (the paper's Table 7).")
     p.add_argument("--feature_layers", default="-1,-2,-3,-4", help="Hidden states concatenated (feature-based).")
+    p.add_argument("--feature_combine", default="concat", choices=FEATURE_COMBINES,
+                   help="Feature-based: concatenate --feature_layers, or a learned softmax-weighted sum (scalar_mix).")
+    p.add_argument("--feature_mode", default="", choices=["", *FEATURE_MODES],
+                   help="Feature-based: a Table 7 row, replacing --feature_layers and --feature_combine.")
     p.add_argument("--lstm_units", type=int, default=768, help="Units per LSTM direction (feature-based).")
     p.add_argument("--lstm_layers", type=int, default=2, help="Stacked BiLSTM layers (feature-based).")
     p.add_argument("--classifier_dropout", type=float, default=0.1)

@@ -42,6 +42,12 @@ def _wrap(layer, inputs):
     return keras.Model(symbolic if len(symbolic) > 1 else symbolic[0], layer(*symbolic)), inputs
 
 
+def _wrap_list(layer, inputs):
+    """A functional model around one layer called on the list of its inputs (as `ScalarMix` is)."""
+    symbolic = [keras.Input(shape=x.shape[1:], dtype=str(x.dtype)) for x in inputs]
+    return keras.Model(symbolic, layer(symbolic)), inputs
+
+
 def _backbone(**kwargs):
     return keras_bert_impl.BertBackbone(TINY, **kwargs)
 
@@ -94,6 +100,10 @@ CASES = {
     "MaskedLMHead": lambda: _wrap(
         keras_bert_impl.MaskedLMHead(vocab_size=40, hidden_size=8),
         _float_inputs((BATCH, SEQ, 8)) + [np.array([[1, 2], [3, 0]], "int32")],
+    ),
+    "ScalarMix": lambda: _wrap_list(
+        keras_bert_impl.ScalarMix(initial_scalar_parameters=[0.5, -0.5], initial_gamma=2.0),
+        _float_inputs((BATCH, SEQ, 8), (BATCH, SEQ, 8)),
     ),
     "AdamWeightDecay": lambda: _compiled(keras_bert_impl.AdamWeightDecay(1e-2, exclude_from_weight_decay=["bias"])),
     "Lamb": lambda: _compiled(keras_bert_impl.Lamb(1e-2, exclude_from_weight_decay=["bias"])),

@@ -24,7 +24,8 @@ Differences from the original, all deliberate and documented where they happen:
   files when a file does not end with a blank line; here each file's end closes its last document.
 * **Whole-word masking, bug #910.** With `do_whole_word_mask` the original chose "[MASK]" / keep /
   random token independently for every WordPiece of a chosen word (so "phil ##am ##mon" could become
-  "[MASK] ##am [MASK]"). Here the 80/10/10 decision is made once per word and applied to all its pieces
+  "[MASK] ##am [MASK]"). Here the 80/10/10 (or `mask_token_prob` / `keep_token_prob` / `random_token_prob`,
+  paper Table 8) decision is made once per word and applied to all its pieces
   (a random replacement draws one random vocabulary word per piece). Also, a "##" piece only joins the
   word right before it (the original could glue the first piece of a front-truncated B segment to the
   last word of A across the [SEP]). Without whole-word masking every word is one piece and the draws are
@@ -265,6 +266,35 @@ def word_start_flags(tokens: Sequence[str]) -> List[int]:
     return [0 if token.startswith("##") else 1 for token in tokens]
 
 
+def check_masking_split(mask_token_prob: float, keep_token_prob: float, random_token_prob: float) -> None:
+    """Checks a masked-LM replacement split (paper Table 8: MASK / SAME / RND), one line per mistake.
+
+    Each chosen token becomes "[MASK]" with `mask_token_prob`, stays itself with `keep_token_prob`, or
+    becomes a random vocabulary token with `random_token_prob`; the original's split is 0.8 / 0.1 / 0.1.
+
+    Raises:
+        UserInputError: a probability outside [0, 1], naming it, or three that do not sum to 1 (within 1e-6).
+
+    Examples:
+
+    >>> check_masking_split(0.8, 0.1, 0.1)
+    >>> try:
+    ...     check_masking_split(0.8, 0.0, 0.1)
+    ... except UserInputError as error:
+    ...     print(error)
+    mask_token_prob + keep_token_prob + random_token_prob must sum to 1, got 0.8 + 0.0 + 0.1 = 0.9.
+    """
+    values = {"mask_token_prob": mask_token_prob, "keep_token_prob": keep_token_prob,
+              "random_token_prob": random_token_prob}
+    for name, value in values.items():
+        if not 0.0 <= float(value) <= 1.0:
+            raise UserInputError(f"{name} must be in [0, 1], got {value}.")
+    total = float(mask_token_prob) + float(keep_token_prob) + float(random_token_prob)
+    if abs(total - 1.0) > 1e-6:
+        raise UserInputError(f"mask_token_prob + keep_token_prob + random_token_prob must sum to 1, got "
+                             f"{mask_token_prob} + {keep_token_prob} + {random_token_prob} = {round(total, 6)}.")
+
+
 def create_masked_lm_predictions(
     tokens: Sequence[str],
     masked_lm_prob: float,
@@ -272,6 +302,9 @@ def create_masked_lm_predictions(
     vocab_words: Sequence[str],
     rng: random.Random,
     do_whole_word_mask: bool = False,
+    mask_token_prob: float = 0.8,
+    keep_token_prob: float = 0.1,
+    random_token_prob: float = 0.1,
 ):
     """Chooses and applies the masked-LM predictions of one sequence (original algorithm).
 
@@ -279,8 +312,11 @@ def create_masked_lm_predictions(
     the word right before it. The candidate words are shuffled and taken in that order while the number
     of predictions stays within `num_masked_lm_predictions(len(tokens), ...)`; a word that would overflow
     is skipped (a later, shorter one may still fit). Each chosen word becomes "[MASK]" with probability
-    0.8, stays itself with 0.1, or becomes a random vocabulary word with 0.1 - decided once per word
-    (bug #910 fix; identical to the original for one-piece words).
+    `mask_token_prob` (0.8), stays itself with `keep_token_prob` (0.1), or becomes a random vocabulary word
+    with `random_token_prob` (0.1) - decided once per word (bug #910 fix; identical to the original for
+    one-piece words). The decision draws as the original: `rng.random() < mask_token_prob` gives [MASK];
+    otherwise a second `rng.random() < keep_token_prob / (keep_token_prob + random_token_prob)` keeps the
+    word (0.1 / 0.2 == 0.5 exactly, the original's threshold), else a random word.
 
     Args:
         tokens: The packed sequence `[CLS] A [SEP] B [SEP]`.
@@ -289,6 +325,10 @@ def create_masked_lm_predictions(
         vocab_words: The vocabulary, in file order (random replacements are drawn uniformly from it).
         rng: The `random.Random` driving the choices.
         do_whole_word_mask: Mask whole words rather than single WordPieces.
+        mask_token_prob: Probability that a chosen word becomes "[MASK]" (paper Table 8's MASK).
+        keep_token_prob: Probability that it stays itself (SAME).
+        random_token_prob: Probability that it becomes a random vocabulary word (RND; the draw is uniform
+            over `vocab_words`, so it can be the word itself or "[MASK]"). The three sum to 1.
 
     Returns:
         `(output_tokens, masked_lm_positions, masked_lm_labels)`: the masked copy of `tokens`, the sorted
@@ -301,6 +341,11 @@ def create_masked_lm_predictions(
     >>> len(pos), labels == [tokens[p] for p in pos], 0 in pos or 4 in pos
     (2, True, False)
     """
+    check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)
+    # Share of "keep" among the non-[MASK] outcomes: 0.5 for the original's 0.1 / 0.1.
+    not_masked = keep_token_prob + random_token_prob
+    keep_share = keep_token_prob / not_masked if not_masked > 0 else 1.0
+
     # Candidate groups (lists of positions), in sequence order.
     cand_indexes: List[List[int]] = []
     for i, token in enumerate(tokens):
@@ -328,14 +373,15 @@ def create_masked_lm_predictions(
             continue
         if any(index in covered_indexes for index in index_set):
             continue
-        # The 80/10/10 decision, once per word (the original drew it per piece: bug #910). For a
-        # one-piece word the draws are the original's: random() < 0.8, then random() < 0.5, then randint.
-        if rng.random() < 0.8:
-            replacement = "mask"  # 80% of the time, replace with [MASK]
-        elif rng.random() < 0.5:
-            replacement = "keep"  # 10% of the time, keep original
+        # The MASK/SAME/RND decision, once per word (the original drew it per piece: bug #910). For a
+        # one-piece word at the default split the draws are the original's: random() < 0.8, then
+        # random() < 0.5, then randint.
+        if rng.random() < mask_token_prob:
+            replacement = "mask"  # 80% of the time by default, replace with [MASK]
+        elif rng.random() < keep_share:
+            replacement = "keep"  # 10% of the time by default, keep original
         else:
-            replacement = "random"  # 10% of the time, replace with a random word
+            replacement = "random"  # 10% of the time by default, replace with a random word
         for index in index_set:
             covered_indexes.add(index)
             if replacement == "mask":
@@ -493,6 +539,9 @@ def create_instances_from_document(
     do_whole_word_mask: bool = False,
     sentence_order: bool = False,
     do_masking: bool = True,
+    mask_token_prob: float = 0.8,
+    keep_token_prob: float = 0.1,
+    random_token_prob: float = 0.1,
 ) -> List[TrainingInstance]:
     """Creates the (masked) `TrainingInstance`s of one document, as the original function of this name.
 
@@ -511,6 +560,9 @@ def create_instances_from_document(
         do_whole_word_mask: Mask whole words.
         sentence_order: Sentence-order (ALBERT) pairs instead of next-sentence pairs.
         do_masking: If False, return the pairs unmasked (for dynamic masking).
+        mask_token_prob: Probability that a chosen word becomes "[MASK]" (`create_masked_lm_predictions`).
+        keep_token_prob: Probability that it stays itself.
+        random_token_prob: Probability that it becomes a random vocabulary word.
 
     Returns:
         A list of `TrainingInstance`s.
@@ -528,7 +580,8 @@ def create_instances_from_document(
     ):
         if do_masking:
             tokens, positions, labels = create_masked_lm_predictions(
-                instance.tokens, masked_lm_prob, max_predictions_per_seq, vocab_words, rng, do_whole_word_mask
+                instance.tokens, masked_lm_prob, max_predictions_per_seq, vocab_words, rng, do_whole_word_mask,
+                mask_token_prob, keep_token_prob, random_token_prob,
             )
             instance = dataclasses.replace(
                 instance, tokens=tokens, masked_lm_positions=positions, masked_lm_labels=labels
@@ -551,6 +604,9 @@ def create_training_instances(
     shard_size_documents: Optional[int] = None,
     do_masking: bool = True,
     stats: Optional[dict] = None,
+    mask_token_prob: float = 0.8,
+    keep_token_prob: float = 0.1,
+    random_token_prob: float = 0.1,
 ) -> Iterator[TrainingInstance]:
     """Streams the `TrainingInstance`s of a corpus, shard by shard (the original's main loop).
 
@@ -575,6 +631,9 @@ def create_training_instances(
         do_masking: If False, yield unmasked pairs (for dynamic masking in `tf.data`).
         stats: Optional dict updated in place with `documents_read`, `shards` and `instances_created`
             (for progress reports).
+        mask_token_prob: Probability that a chosen word becomes "[MASK]" (`create_masked_lm_predictions`).
+        keep_token_prob: Probability that it stays itself.
+        random_token_prob: Probability that it becomes a random vocabulary word.
 
     Yields:
         `TrainingInstance`s.
@@ -589,6 +648,7 @@ def create_training_instances(
     """
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length must be >= 5 ([CLS] a [SEP] b [SEP]), got {max_seq_length}")
+    check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)
     if do_masking and MASK_TOKEN not in vocab_words:  # else every masked token would be written as [UNK]
         raise UserInputError(f"the vocabulary has no {MASK_TOKEN} token; masked-LM data needs it.")
     if stats is None:
@@ -618,6 +678,9 @@ def create_training_instances(
                         do_whole_word_mask=do_whole_word_mask,
                         sentence_order=sentence_order,
                         do_masking=do_masking,
+                        mask_token_prob=mask_token_prob,
+                        keep_token_prob=keep_token_prob,
+                        random_token_prob=random_token_prob,
                     )
                 )
         rng.shuffle(instances)

@@ -429,6 +429,9 @@ def mask_features(
     max_predictions_per_seq: int = 20,
     whole_word_mask: bool = False,
     random_token_range: Optional[Sequence[int]] = None,
+    mask_token_prob: float = 0.8,
+    keep_token_prob: float = 0.1,
+    random_token_prob: float = 0.1,
 ):
     """Masks unmasked packed examples with the original's rules, as a pure function of a stateless seed.
 
@@ -437,8 +440,10 @@ def mask_features(
     other than `special_token_ids` ([CLS], [SEP], [PAD] ...); with `whole_word_mask` a candidate with
     `word_starts` 0 joins the word right before it; words are taken in a random order while the number of
     predictions stays within `min(max_predictions_per_seq, max(1, round(n * masked_lm_prob)))` (n = real
-    tokens; a word that would overflow is skipped); each chosen word becomes [MASK] (80%), stays (10%) or
-    becomes random tokens (10%), decided once per word. Positions come out sorted, zero-padded.
+    tokens; a word that would overflow is skipped); each chosen word becomes [MASK] (`mask_token_prob`, 80%),
+    stays (`keep_token_prob`, 10%) or becomes random tokens (`random_token_prob`, 10%), decided once per word
+    by one uniform draw u: [MASK] if u < mask_token_prob, random if u >= 1 - random_token_prob, else kept.
+    Positions come out sorted, zero-padded.
 
     Args:
         features: Dict with int `token_ids`, `segment_ids`, `padding_mask`, `next_sentence_labels`, and
@@ -452,6 +457,10 @@ def mask_features(
         whole_word_mask: Mask whole words (needs `features["word_starts"]`).
         random_token_range: `(low, high)` ids of random replacements; default `(0, vocab_size)`, the whole
             vocabulary as the original.
+        mask_token_prob: Probability that a chosen word becomes [MASK] (paper Table 8's MASK).
+        keep_token_prob: Probability that it stays itself (SAME).
+        random_token_prob: Probability that it becomes random tokens (RND, uniform over
+            `random_token_range`, so possibly the token itself). The three sum to 1.
 
     Returns:
         `(x, y)` in the structure of `pretraining_dataset`.
@@ -465,6 +474,7 @@ def mask_features(
     >>> int(tf.reduce_sum(y["masked_lm_weights"]))
     1
     """
+    pd_lib.check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)
     low, high = random_token_range if random_token_range is not None else (0, vocab_size)
     token_ids = tf.cast(tf.convert_to_tensor(features["token_ids"]), tf.int32)
     unbatched = token_ids.shape.rank == 1
@@ -532,13 +542,15 @@ def mask_features(
     chosen_group = tf.gather(chosen_ordered, inverse, batch_dims=1)  # [batch, group]
     chosen = is_cand & tf.gather(chosen_group, group_id_safe, batch_dims=1)
 
-    # 80/10/10, once per word; random replacement tokens per position.
+    # MASK/SAME/RND (80/10/10 by default), once per word; random replacement tokens per position.
+    # Thresholds: [MASK] below mask_token_prob (0.8), random from 1 - random_token_prob (1 - 0.1 == 0.9).
     decision = tf.gather(tf.random.stateless_uniform([batch, seq_len], seed=seeds[1]), group_id_safe, batch_dims=1)
     random_tokens = tf.random.stateless_uniform(
         [batch, seq_len], seed=seeds[2], minval=low, maxval=high, dtype=tf.int32
     )
-    masked_ids = tf.where(chosen & (decision < 0.8), mask_token_id, token_ids)
-    masked_ids = tf.where(chosen & (decision >= 0.9), random_tokens, masked_ids)
+    is_masked = chosen & (decision < float(mask_token_prob))
+    masked_ids = tf.where(is_masked, mask_token_id, token_ids)
+    masked_ids = tf.where(chosen & ~is_masked & (decision >= 1.0 - float(random_token_prob)), random_tokens, masked_ids)
 
     # Sorted positions, zero-padded to max_predictions_per_seq.
     positions = tf.where(chosen, tf.broadcast_to(group_index, tf.shape(chosen)), seq_len)
@@ -577,6 +589,9 @@ def apply_dynamic_masking(
     random_token_range: Optional[Sequence[int]] = None,
     seed: Optional[int] = None,
     num_parallel_calls=tf.data.AUTOTUNE,
+    mask_token_prob: float = 0.8,
+    keep_token_prob: float = 0.1,
+    random_token_prob: float = 0.1,
 ) -> tf.data.Dataset:
     """Masks a dataset of unmasked packed examples on the fly, differently every epoch (RoBERTa).
 
@@ -597,6 +612,9 @@ def apply_dynamic_masking(
         random_token_range: `(low, high)` ids for random replacements; default the whole vocabulary.
         seed: Seed of the sequence of epochs; None for nondeterministic.
         num_parallel_calls: Parallelism of the map.
+        mask_token_prob: Probability that a chosen word becomes [MASK] (0.8).
+        keep_token_prob: Probability that it stays itself (0.1).
+        random_token_prob: Probability that it becomes random tokens (0.1); the three sum to 1.
 
     Returns:
         A dataset of `(x, y)` as `pretraining_dataset` gives.
@@ -618,8 +636,12 @@ def apply_dynamic_masking(
     >>> sorted(x), sorted(y)
     (['masked_lm_positions', 'padding_mask', 'segment_ids', 'token_ids'], ['masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels'])
     """
+    pd_lib.check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)  # at the call, not in the map
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
     kwargs = dict(
+        mask_token_prob=mask_token_prob,
+        keep_token_prob=keep_token_prob,
+        random_token_prob=random_token_prob,
         vocab_size=vocab_size,
         mask_token_id=mask_token_id,
         special_token_ids=special_token_ids,
@@ -770,7 +792,7 @@ def unmasked_pretraining_dataset(
         **masking: The masking arguments of `apply_dynamic_masking`: `vocab_size`, `mask_token_id`,
             `special_token_ids` (required; `masking_token_ids(vocab)` gives the last two),
             `masked_lm_prob`, `max_predictions_per_seq`, `whole_word_mask` (uses the files'
-            `word_starts`), `random_token_range`.
+            `word_starts`), `random_token_range`, `mask_token_prob`, `keep_token_prob`, `random_token_prob`.
 
     Returns:
         A batched dataset of `(x, y)`.

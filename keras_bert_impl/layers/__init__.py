@@ -5,6 +5,7 @@ from keras_bert_impl.layers.crf import CRF, crf_log_likelihood, crf_viterbi_deco
 from keras_bert_impl.layers.dense import BertDense, BertEinsumDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
+from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "BertSelfAttention",
     "CRF",
     "MaskedLMHead",
+    "ScalarMix",
     "attention_bias_from_padding_mask",
     "crf_log_likelihood",
     "crf_viterbi_decode",

@@ -6,7 +6,7 @@ import random
 import keras
 import numpy as np
 
-from keras_bert_impl.data.pretraining_data import create_masked_lm_predictions
+from keras_bert_impl.data.pretraining_data import check_masking_split, create_masked_lm_predictions
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_int_array, split_pair
 
 
@@ -17,7 +17,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     `x` is a list of str, or a tuple of two lists of str (sentence A and sentence B of each example).
     Each packed sequence is masked by the original `create_masked_lm_predictions` (`masked_lm_prob` of
     its tokens, at most `max_predictions_per_seq`; each chosen word becomes [MASK] 80% of the time, a
-    random token 10%, itself 10%), drawn from a `random.Random(seed)` that advances with every call: each
+    random token 10%, itself 10%, or the split of `mask_token_prob` / `random_token_prob` /
+    `keep_token_prob`), drawn from a `random.Random(seed)` that advances with every call: each
     call masks anew (dynamic masking when `fit` reads a dataset batch by batch; arrays given to `fit` are
     preprocessed, and so masked, once).
 
@@ -32,6 +33,10 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         max_predictions_per_seq: predictions per sequence (20, the original's for length 128).
         do_whole_word_mask: mask all the pieces of a word together.
         seed: seed of the masking.
+        mask_token_prob: probability that a chosen word becomes [MASK] (0.8; paper Table 8's MASK).
+        keep_token_prob: probability that it stays itself (0.1; SAME).
+        random_token_prob: probability that it becomes a random vocabulary token (0.1; RND). The three
+            sum to 1.
 
     Examples:
 
@@ -46,7 +51,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
     """
 
     def __init__(self, tokenizer, sequence_length=None, masked_lm_prob=0.15, max_predictions_per_seq=20,
-                 do_whole_word_mask=False, seed=0, **kwargs):
+                 do_whole_word_mask=False, seed=0, mask_token_prob=0.8, keep_token_prob=0.1,
+                 random_token_prob=0.1, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
         if self.tokenizer.mask_token_id is None:
             raise ValueError("BertMaskedLMPreprocessor: the vocabulary has no [MASK] token.")
@@ -54,7 +60,11 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
             raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
         if int(max_predictions_per_seq) < 1:
             raise ValueError(f"max_predictions_per_seq must be >= 1, got {max_predictions_per_seq}.")
+        check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)
         self.masked_lm_prob = float(masked_lm_prob)
+        self.mask_token_prob = float(mask_token_prob)
+        self.keep_token_prob = float(keep_token_prob)
+        self.random_token_prob = float(random_token_prob)
         self.max_predictions_per_seq = int(max_predictions_per_seq)
         self.do_whole_word_mask = bool(do_whole_word_mask)
         self.seed = int(seed)
@@ -62,7 +72,9 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
 
     def task_config(self):
         return {"masked_lm_prob": self.masked_lm_prob, "max_predictions_per_seq": self.max_predictions_per_seq,
-                "do_whole_word_mask": self.do_whole_word_mask, "seed": self.seed}
+                "do_whole_word_mask": self.do_whole_word_mask, "seed": self.seed,
+                "mask_token_prob": self.mask_token_prob, "keep_token_prob": self.keep_token_prob,
+                "random_token_prob": self.random_token_prob}
 
     def call(self, x, y):
         first, second = split_pair(x, "x")
@@ -76,7 +88,8 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
             length = int(packed["padding_mask"][i].sum())
             tokens = self.tokenizer.convert_ids_to_tokens(packed["token_ids"][i, :length].tolist())
             masked_tokens, masked_positions, labels = create_masked_lm_predictions(
-                tokens, self.masked_lm_prob, predictions, vocabulary, self._rng, self.do_whole_word_mask)
+                tokens, self.masked_lm_prob, predictions, vocabulary, self._rng, self.do_whole_word_mask,
+                self.mask_token_prob, self.keep_token_prob, self.random_token_prob)
             packed["token_ids"][i, :length] = self.tokenizer.convert_tokens_to_ids(masked_tokens)
             n = len(masked_positions)
             positions[i, :n] = masked_positions

@@ -11,6 +11,15 @@ structure and key order:
 `values` are the H floats of that token in that layer, rounded to 6 decimals (`round(float(x), 6)`).
 Layer indices count as the original's `model.get_all_encoder_layers()`: over the L ENCODER layers
 (the embedding output is not among them), so -1 is the last layer and 0 the first encoder layer.
+
+With `feature_mode`, a Table 7 preset of `keras_bert_impl.models.feature_modes`, the `layers` list holds
+instead: for a "concat" preset, one entry per hidden state, its `index` the encoder-layer index as above
+("last" writes exactly what `layer_indexes=[-1]` writes, "concat_last_four" what `[-1, -2, -3, -4]` writes)
+or the string "embeddings" for the embedding output; for a "scalar_mix" preset ("sum_last_four",
+"sum_all"), one entry whose `index` is the preset's name and whose `values` are the plain average
+`(1/n) sum_k h_k` of its n hidden states (all L encoder layers for "sum_all"). That average is an untrained
+`ScalarMix` (all weight logits 0, gamma 1): the learned weights of Table 7 exist only in a model that trains
+them, such as `BertFeatureBasedTagger(feature_mode=...)`.
 """
 
 import json
@@ -19,6 +28,7 @@ import re
 import numpy as np
 from keras import ops
 
+from keras_bert_impl.models.feature_modes import feature_mode_layers
 from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils import file_io
@@ -103,7 +113,8 @@ def convert_example(tokenizer, text_a, text_b, max_seq_length):
     return tokens, token_ids, segment_ids, padding_mask
 
 
-def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4), max_seq_length=128, batch_size=32):
+def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4), max_seq_length=128, batch_size=32,
+                     feature_mode=None):
     """One JSON-ready dict per input line, in the original's structure (module docstring).
 
     Args:
@@ -113,13 +124,16 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
         layer_indexes: encoder-layer indices, as the original's `--layers`.
         max_seq_length: window length (longer inputs are truncated as the original does).
         batch_size: lines per forward pass.
+        feature_mode: None, or a Table 7 preset ("embeddings", "second_to_last", "last", "sum_last_four",
+            "concat_last_four", "sum_all") written instead of `layer_indexes` (module docstring).
 
     Returns:
         An iterator of `{"linex_index": i, "features": [{"token": ..., "layers": [{"index": j, "values":
         [...]}]}]}`, one per line, computed as it is consumed.
 
     Raises:
-        UserInputError: a layer index out of range (at the call, before anything is computed).
+        UserInputError: a layer index out of range or an unknown `feature_mode` (at the call, before anything
+            is computed).
 
     Examples:
 
@@ -134,23 +148,49 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
     ['[CLS]', 'hello', 'world', '[SEP]']
     >>> len(record["features"][0]["layers"][0]["values"])  # bert_tiny's hidden size
     128
+    >>> record = next(extract_features(backbone, BertTokenizer(vocab_file), ["Hello world"], feature_mode="sum_all"))
+    >>> [layer["index"] for layer in record["features"][0]["layers"]]
+    ['sum_all']
     """
     if not backbone.output_hidden_states:
         raise ValueError("extract_features needs a backbone built with output_hidden_states=True.")
     num_layers = backbone.config.num_hidden_layers
-    layer_indexes = [int(i) for i in layer_indexes]
-    for index in layer_indexes:
-        if not -num_layers <= index < num_layers:
-            raise UserInputError(
-                f"layer index {index} out of range for a model with {num_layers} encoder layers "
-                f"(expected {-num_layers}..{num_layers - 1})."
-            )
+    if feature_mode is not None:
+        entries = _feature_mode_entries(feature_mode, num_layers)
+    else:
+        layer_indexes = [int(i) for i in layer_indexes]
+        for index in layer_indexes:
+            if not -num_layers <= index < num_layers:
+                raise UserInputError(
+                    f"layer index {index} out of range for a model with {num_layers} encoder layers "
+                    f"(expected {-num_layers}..{num_layers - 1})."
+                )
+        # Encoder layer i is hidden state i + 1 (hidden state 0 is the embeddings); negative ones coincide.
+        entries = [(index, [index + 1 if index >= 0 else index]) for index in layer_indexes]
     # The checks above run at the call, before any output is opened; the records come lazily.
-    return _feature_records(backbone, tokenizer, read_examples(lines), layer_indexes, max_seq_length, batch_size)
+    return _feature_records(backbone, tokenizer, read_examples(lines), entries, max_seq_length, batch_size)
 
 
-def _feature_records(backbone, tokenizer, examples, layer_indexes, max_seq_length, batch_size):
-    """The records of `extract_features`, one batch of `examples` per forward pass."""
+def _feature_mode_entries(feature_mode, num_layers):
+    """`[(written index, hidden-state indices averaged)]` of a Table 7 preset (module docstring)."""
+    try:
+        hidden_indexes, combine = feature_mode_layers(feature_mode, num_layers)
+    except ValueError as error:
+        raise UserInputError(str(error)) from None
+    if combine == "scalar_mix":
+        return [(feature_mode, list(hidden_indexes))]
+    entries = []
+    for h in hidden_indexes:
+        if h in (0, -(num_layers + 1)):
+            entries.append(("embeddings", [h]))
+        else:
+            entries.append((h - 1 if h > 0 else h, [h]))  # the encoder-layer index of the original's format
+    return entries
+
+
+def _feature_records(backbone, tokenizer, examples, entries, max_seq_length, batch_size):
+    """The records of `extract_features`, one batch of `examples` per forward pass; `entries` lists
+    `(written index, hidden-state indices)`, several indices averaged."""
     for start in range(0, len(examples), batch_size):
         batch = [convert_example(tokenizer, a, b, max_seq_length) + (uid,)
                  for uid, a, b in examples[start : start + batch_size]]
@@ -160,14 +200,16 @@ def _feature_records(backbone, tokenizer, examples, layer_indexes, max_seq_lengt
             "padding_mask": np.stack([b[3] for b in batch]),
         }
         hidden_states = backbone(inputs, training=False)["hidden_states"]  # L+1 x [B, T, H]
-        encoder_layers = hidden_states[1:]  # the original's get_all_encoder_layers(): L x [B, T, H]
-        selected = [np.asarray(ops.convert_to_numpy(encoder_layers[i]), "float32") for i in layer_indexes]
+        selected = []  # one [B, T, H] array per entry
+        for _, indexes in entries:
+            states = [np.asarray(ops.convert_to_numpy(hidden_states[h]), "float32") for h in indexes]
+            selected.append(states[0] if len(states) == 1 else np.mean(np.stack(states), axis=0))
         for row, (tokens, _, _, _, unique_id) in enumerate(batch):
             features = []
             for position, token in enumerate(tokens):
                 layers = [
                     {"index": index, "values": [round(float(x), 6) for x in values[row, position].flat]}
-                    for index, values in zip(layer_indexes, selected)
+                    for (index, _), values in zip(entries, selected)
                 ]
                 features.append({"token": token, "layers": layers})
             yield {"linex_index": unique_id, "features": features}

@@ -197,6 +197,8 @@ class NerTask(FinetuningTask):
                 load_backbone(args, output_hidden_states=True),
                 num_classes,
                 feature_layers=[int(i) for i in args.feature_layers.split(",")],
+                feature_combine=getattr(args, "feature_combine", "concat"),
+                feature_mode=getattr(args, "feature_mode", "") or None,
                 lstm_units=args.lstm_units,
                 num_lstm_layers=args.lstm_layers,
                 dropout=args.classifier_dropout,
