@@ -317,6 +317,10 @@ def test_perplexity_is_exp_of_the_token_weighted_mean_nll_over_all_evaluated_bat
     assert abs(np.exp(np.mean(per_batch_means)) - expected) > 1e-2 * expected  # the two means differ here
     results = resumable.evaluate(model, dataset)
     assert results["masked_lm_perplexity"] == pytest.approx(expected, rel=1e-5)
+    # A diverging model's nll saturates at exp(80) instead of overflowing float32 (which would stop training).
+    model.masked_lm_perplexity.reset_state()
+    model.masked_lm_perplexity.update_state(np.full((2,), 1000.0, "float32"))
+    assert float(to_numpy(model.masked_lm_perplexity.result())) == pytest.approx(np.exp(80.0), rel=1e-5)
 
     causal = BertPretrainer(BertBackbone(CAUSAL), objective="ltr")
     causal.compile(optimizer="auto")

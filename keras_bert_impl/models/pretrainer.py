@@ -32,14 +32,17 @@ _HF_ARCHITECTURES = {
 }
 # The config.json field recording an objective other than mlm_nsp (transformers ignores it).
 OBJECTIVE_KEY = "keras_pretraining_objective"
+# The largest log-perplexity `_Perplexity` reports (see there).
+_MAX_LOG_PERPLEXITY = 80.0
 
 
 class _Perplexity(keras.metrics.Mean):
     """exp of the weighted mean of the per-token negative log-likelihoods it is updated with.
 
     The mean is over every token seen since the last reset (each weighted by its `sample_weight`), not a
-    mean of per-batch means: over an evaluation, exp(sum(w * nll) / sum(w)) for all its tokens. Created by
-    `BertPretrainer` itself (not saved in configs).
+    mean of per-batch means: over an evaluation, exp(sum(w * nll) / sum(w)) for all its tokens. A mean nll
+    above 80 (far beyond a uniform guess over any vocabulary) reads as exp(80). Created by `BertPretrainer`
+    itself (not saved in configs).
 
     Examples:
 
@@ -51,7 +54,9 @@ class _Perplexity(keras.metrics.Mean):
     """
 
     def result(self):
-        return ops.exp(super().result())
+        # Saturates at exp(80) ~ 5.5e34, finite in float32 (exp overflows past 88.7 nats per token): a
+        # diverging model's finite loss must not show as an infinite metric, which stops training.
+        return ops.exp(ops.minimum(super().result(), _MAX_LOG_PERPLEXITY))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
