@@ -355,7 +355,6 @@ def _recipe_args(data, output_dir, objective):
     ]
 
 
-@pytest.mark.slow  # two recipe runs: compiling their train and eval steps is most of it
 def test_pretrain_recipe_runs_mlm_only_and_left_to_right_with_perplexity(data, tmp_path, capsys):
     recipe = load_recipe()
     mlm = recipe.main(_recipe_args(data, tmp_path / "mlm", "mlm"))
