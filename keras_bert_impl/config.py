@@ -12,6 +12,16 @@ from keras_bert_impl.utils.errors import UserInputError
 # "gelu_pytorch_tanh" are the tanh approximation that google-research/bert's modeling.py computes.
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_approximate", "gelu_pytorch_tanh", "relu", "tanh")
 
+# Values of `BertConfig.attention_direction`: "bidirectional" is BERT's encoder (every token attends to
+# every real token); "causal" lets position t attend to positions <= t only (the left-to-right LM of the
+# paper's Table 5, transformers' `is_decoder=True`).
+ATTENTION_DIRECTIONS = ("bidirectional", "causal")
+
+# Pretraining objectives of the paper's Table 5 (`BertPretrainer(objective=...)`, the data readers'
+# `objective_dataset`): masked LM + next sentence (BERT), the same on sentence-order labels, masked LM
+# only ("No NSP"), left-to-right LM ("LTR & No NSP").
+PRETRAINING_OBJECTIVES = ("mlm_nsp", "sop", "mlm", "ltr")
+
 # (num_hidden_layers, hidden_size, num_attention_heads) of the sizes released by Google
 # (the 24 small BERTs of Turc et al. 2019 and the two of the paper). Intermediate size is 4H.
 _PRESETS = {
@@ -48,6 +58,10 @@ class BertConfig:
         type_vocab_size: Number of segment (token type) ids.
         initializer_range: Standard deviation of the truncated-normal initializer.
         layer_norm_eps: Epsilon of every LayerNorm.
+        attention_direction: `"bidirectional"` (BERT) or `"causal"`: position t attends only to positions
+            <= t, as a left-to-right language model (the paper's "LTR & No NSP"). Hugging Face's
+            `is_decoder: true` (without cross-attention) reads as `"causal"`, and `save_pretrained` writes
+            it for a causal model, so transformers' `BertModel` loads it causal.
 
     Examples:
 
@@ -56,6 +70,10 @@ class BertConfig:
     (128, 512)
     >>> BertConfig.from_dict(config.to_dict()) == config
     True
+    >>> hf_causal = {"vocab_size": 100, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+    ...              "is_decoder": True}
+    >>> BertConfig.from_dict(hf_causal).attention_direction
+    'causal'
     """
 
     vocab_size: int = 30522
@@ -70,6 +88,7 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
+    attention_direction: str = "bidirectional"
 
     def __post_init__(self):
         for name in (
@@ -96,6 +115,11 @@ class BertConfig:
             raise ValueError(
                 f"BertConfig.hidden_act must be one of {', '.join(SUPPORTED_ACTIVATIONS)}; "
                 f"got {self.hidden_act!r}."
+            )
+        if self.attention_direction not in ATTENTION_DIRECTIONS:
+            raise ValueError(
+                f"BertConfig.attention_direction must be one of {', '.join(ATTENTION_DIRECTIONS)}; "
+                f"got {self.attention_direction!r}."
             )
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
@@ -153,6 +177,13 @@ class BertConfig:
         if missing:
             raise ValueError(f"{source}: missing required field(s) {', '.join(missing)}.")
         kwargs = {k: v for k, v in values.items() if k in field_names}
+        if values.get("is_decoder") and "attention_direction" not in values:
+            kwargs["attention_direction"] = "causal"  # transformers' causal BertModel
+        elif values.get("is_decoder") and values["attention_direction"] != "causal":
+            raise ValueError(
+                f"{source}: is_decoder=true (causal attention) contradicts "
+                f"attention_direction={values['attention_direction']!r}."
+            )
         try:
             return cls(**kwargs)
         except ValueError as e:
@@ -218,5 +249,8 @@ def _check_architecture(values, source):
         raise ValueError(
             f"{source}: unsupported position_embedding_type={position_type!r}; only 'absolute' is supported."
         )
-    if values.get("is_decoder") or values.get("add_cross_attention"):
-        raise ValueError(f"{source}: decoder / cross-attention BERT configurations are not supported.")
+    if values.get("add_cross_attention"):
+        raise ValueError(
+            f"{source}: cross-attention BERT configurations (add_cross_attention=true) are not supported; "
+            "a causal BERT (is_decoder=true alone) is."
+        )

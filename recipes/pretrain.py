@@ -14,13 +14,21 @@ checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trai
 checkpoint holds the dropout and backend random states, so the resumed run is bitwise the uninterrupted
 one; without `--seed` the pipeline restarts unseeded (as the Estimator did). Outputs in `output_dir`:
 `checkpoints/`, `train_log.jsonl` (metrics per loop of `--iterations_per_loop` steps), `logs/`
-(TensorBoard), `final/` (a Hugging Face BertForPreTraining directory, read by
-`BertPretrainer.from_pretrained`) and `metrics.json` (final train metrics and, with --do_eval,
+(TensorBoard), `final/` (a Hugging Face BertForPreTraining directory, BertForMaskedLM for --objective=mlm,
+BertLMHeadModel for ltr, read by `BertPretrainer.from_pretrained`) and `metrics.json` (final train metrics and, with --do_eval,
 eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given.
 
 A NaN or infinite loss stops the run: one line `error: training diverged: step N: loss is nan; the newest
 finite checkpoint is ...` and exit status 1, with no `final/` and no `metrics.json`; the newest checkpoint is
 the last finite one, which a rerun (e.g. with a lower --learning_rate) resumes from.
+
+`--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
+`sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
+next-sentence head: "No NSP") or `ltr` (left-to-right LM on a causal backbone, no NSP: "LTR & No NSP"; the
+masked files' original tokens are restored and each position predicts the next token; a fresh model from
+--config/--bert_config_file gets `attention_direction="causal"`, and an --init_checkpoint must be causal).
+The eval metrics include `masked_lm_perplexity` (`lm_perplexity` for ltr): exp of the mean nll over
+every predicted token of the evaluated batches (the paper's "LM (ppl)" of Table 6).
 
 Differences from the original: `--config` (a `BertConfig` preset name) may replace
 `--bert_config_file`; `--optimizer=lamb` selects LAMB; `--steps_per_execution`, `--seed`,
@@ -37,6 +45,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from keras_bert_impl.training.distribute import add_distribution_flags  # noqa: E402
 from keras_bert_impl.runners.cli import run_main  # noqa: E402
 from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
+from keras_bert_impl.config import PRETRAINING_OBJECTIVES  # noqa: E402
 
 
 def build_parser():
@@ -66,6 +75,9 @@ def build_parser():
     p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
     p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
     p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
+    p.add_argument("--objective", default="mlm_nsp", choices=PRETRAINING_OBJECTIVES,
+                   help="mlm_nsp (original), sop (the same on --sentence_order data), mlm (no NSP head) or ltr "
+                        "(left-to-right LM, causal attention, no NSP).")
     add_distribution_flags(p)
     # The original's TPU flags: --use_tpu means --strategy=tpu and --tpu_name means --tpu; the others are
     # accepted for command-line compatibility (TPUClusterResolver finds the zone and project itself).
@@ -78,10 +90,14 @@ def build_parser():
 
 
 def build_model(args):
-    """The BertPretrainer of --init_checkpoint (with --bert_config_file/--config fields) or a fresh one."""
+    """The BertPretrainer of --init_checkpoint (with --bert_config_file/--config fields) or a fresh one,
+    for --objective (ltr: a causal backbone)."""
+    import dataclasses
+
     from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.config import BertConfig
     from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.utils.errors import UserInputError
 
     config = None
     if args.bert_config_file:
@@ -89,14 +105,23 @@ def build_model(args):
     elif args.config:
         config = BertConfig.preset(args.config)
     if args.init_checkpoint:
-        return BertPretrainer.from_pretrained(args.init_checkpoint, **(config.to_dict() if config else {}))
+        # The checkpoint's attention direction is that of its weights: a config file does not change it.
+        overrides = {k: v for k, v in (config.to_dict() if config else {}).items() if k != "attention_direction"}
+        try:
+            return BertPretrainer.from_pretrained(args.init_checkpoint, objective=args.objective, **overrides)
+        except UserInputError as error:
+            if args.objective == "ltr" and "objective='ltr'" in str(error):
+                raise UserInputError(f"--objective=ltr: --init_checkpoint {error}") from None
+            raise
+    if config is not None and args.objective == "ltr":
+        config = dataclasses.replace(config, attention_direction="causal")
     if config is None:
         raise ValueError("One of --bert_config_file, --config or --init_checkpoint is required.")
     if args.max_seq_length > config.max_position_embeddings:
         raise ValueError(
             f"--max_seq_length={args.max_seq_length} exceeds max_position_embeddings={config.max_position_embeddings}."
         )
-    return BertPretrainer(BertBackbone(config))
+    return BertPretrainer(BertBackbone(config), objective=args.objective)
 
 
 def main(argv=None):
@@ -137,7 +162,7 @@ def train_and_evaluate(args, distribution):
     from keras_bert_impl.training import resumable as training
     from keras_bert_impl.utils import file_io
     from keras_bert_impl.training.optimization import create_optimizer
-    from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl.data.tf_pretraining_data import objective_dataset, pretraining_dataset
 
     model = build_model(args)
     optimizer = create_optimizer(
@@ -151,18 +176,18 @@ def train_and_evaluate(args, distribution):
     if args.do_train:
 
         def train_dataset(initial_step):
-            return pretraining_dataset(
+            return objective_dataset(pretraining_dataset(
                 args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
                 is_training=True, seed=None,
-            )
+            ), args.objective)
 
         if args.seed is not None:
             # One seeded pipeline: run_training skips the batches the restored steps read, so a resumed run
             # sees exactly the batches of an uninterrupted one.
-            train_dataset = pretraining_dataset(
+            train_dataset = objective_dataset(pretraining_dataset(
                 args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
                 is_training=True, seed=args.seed,
-            )
+            ), args.objective)
 
         outcome = training.run_training(
             model,
@@ -189,10 +214,10 @@ def train_and_evaluate(args, distribution):
         results.update(initial_step=step, global_step=step)
 
     if args.do_eval:
-        eval_dataset = pretraining_dataset(
+        eval_dataset = objective_dataset(pretraining_dataset(
             args.eval_input_file or args.input_file, args.max_seq_length, args.max_predictions_per_seq,
             args.eval_batch_size, is_training=False, drop_remainder=distribution.is_tpu,  # TPUs: static shapes
-        )
+        ), args.objective)
         results["eval"] = training.evaluate(model, eval_dataset, args.max_eval_steps)
         print("***** Eval results *****")
         for name, value in sorted(results["eval"].items()):

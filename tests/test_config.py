@@ -121,7 +121,7 @@ def test_file_errors_name_the_file(tmp_path):
     [
         ({"model_type": "roberta"}, "unsupported architecture model_type='roberta'"),
         ({"position_embedding_type": "relative_key"}, "unsupported position_embedding_type"),
-        ({"is_decoder": True}, "decoder"),
+        ({"is_decoder": True, "add_cross_attention": True}, "cross-attention"),
     ],
 )
 def test_unsupported_architectures_are_refused(extra, message):

@@ -348,7 +348,8 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
     """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
 
     `architecture` goes to config.json's `architectures` (e.g. "BertForSequenceClassification"), and
-    `extra_config` entries (e.g. `id2label`) are added to config.json.
+    `extra_config` entries (e.g. `id2label`) are added to config.json. A causal backbone
+    (`attention_direction="causal"`) gets `is_decoder: true`, with which transformers attends causally.
 
     model.safetensors carries the SHA-256 of its tensors in its metadata, verified when it is read
     (`checkpoint_files.read_safetensors`). Each file is written under a temporary name and renamed
@@ -365,6 +366,8 @@ def save_backbone(backbone, directory, head_weights=None, architecture="BertMode
     for name, value in (head_weights or {}).items():
         weights[name] = np.ascontiguousarray(np.asarray(value, dtype="float32"))
     config = dict(backbone.config.to_dict(), model_type="bert", architectures=[architecture], **(extra_config or {}))
+    if backbone.config.attention_direction == "causal":
+        config["is_decoder"] = True  # transformers' BertModel attends causally with it
     policy = backbone.dtype_policy
     policy_name = getattr(policy, "default_policy", policy).name  # a DTypePolicyMap's default policy
     if policy_name != "float32":

@@ -282,9 +282,14 @@ def check_preset_config(config, allow_gelu_approximation=False):
     """Refuses a `BertConfig` that keras-hub's BertBackbone cannot compute as it is.
 
     Raises:
-        UserInputError: `hidden_act` is not a GELU, or is the exact GELU without
+        UserInputError: `attention_direction` is "causal", or `hidden_act` is not a GELU, or is the exact GELU without
             `allow_gelu_approximation=True`, or `layer_norm_eps` is not 1e-12.
     """
+    if config.attention_direction != "bidirectional":
+        raise UserInputError(
+            f"attention_direction={config.attention_direction!r}: keras-hub's BertBackbone attends bidirectionally "
+            "only; this model cannot be written as a keras-hub preset (save it with save_pretrained)."
+        )
     act = config.hidden_act
     if act not in _TANH_GELUS:
         if act != "gelu":

@@ -27,6 +27,27 @@ def attention_bias_from_padding_mask(padding_mask, dtype="float32"):
     return ops.expand_dims(ops.expand_dims(bias, 1), 1)
 
 
+def causal_attention_bias(padding_mask, dtype="float32"):
+    """Additive attention bias [batch, 1, seq, seq] of a causal (left-to-right) model, from a padding mask.
+
+    Query position t may attend to key position s <= t only: keys after t get `MASK_BIAS`, as do padded
+    keys, and the two add up where both hold (the row's softmax is the same: exp(-10000) is 0 in float32).
+    transformers' extended attention mask for `is_decoder=True` masks the same keys. Query rows broadcast
+    over heads.
+
+    Examples:
+
+    >>> bias = causal_attention_bias(keras.ops.array([[1, 1, 0]]))  # [1, 1, 3, 3]
+    >>> (keras.ops.convert_to_numpy(bias)[0, 0] / MASK_BIAS).tolist()  # rows: queries; 2 = later and padded
+    [[0.0, 1.0, 2.0], [0.0, 0.0, 2.0], [0.0, 0.0, 1.0]]
+    """
+    padding_bias = attention_bias_from_padding_mask(padding_mask, dtype)  # [batch, 1, 1, seq]
+    # Positions 0..seq-1 from the mask itself (no static length needed in a functional graph).
+    positions = ops.cumsum(ops.ones_like(padding_mask, dtype="int32"), axis=1) - 1  # [batch, seq]
+    later = ops.greater(ops.expand_dims(positions, 1), ops.expand_dims(positions, 2))  # [batch, t, s]: s > t
+    return padding_bias + ops.expand_dims(ops.cast(later, dtype), 1) * MASK_BIAS  # [batch, 1, seq, seq]
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with BERT's query/key/value/output projections.
@@ -44,7 +65,9 @@ class BertSelfAttention(keras.layers.Layer):
     Call arguments:
         hidden_states: float tensor [batch, seq, H].
         attention_bias: float tensor broadcastable to [batch, heads, seq, seq], e.g. from
-            `attention_bias_from_padding_mask`.
+            `attention_bias_from_padding_mask` ([batch, 1, 1, seq]) or `causal_attention_bias`
+            ([batch, 1, seq, seq]). With `output_range` n, a bias with one row per query is read at its
+            first n rows.
         output_range: optional int n: only the first n positions query (keys and values still span the
             whole sequence), so the output is [batch, n, H]. Model Garden's name for it; `BertBackbone`
             uses n = 1 in the last layer when only the [CLS] summary is read (see `pooled_output`).
@@ -109,7 +132,9 @@ class BertSelfAttention(keras.layers.Layer):
         q = self.query(queries)  # [B, R, A, d]
         k = self.key(hidden_states)  # [B, T, A, d]
         v = self.value(hidden_states)  # [B, T, A, d]
-        bias = ops.cast(attention_bias, q.dtype)
+        bias = ops.cast(attention_bias, q.dtype)  # [B, 1, 1 or T, T]
+        if output_range is not None and attention_bias.shape[2] != 1:
+            bias = bias[:, :, :output_range]  # [B, 1, R, T]: the rows of the queries computed
         if training and self.dropout > 0:
             scale = 1.0 / math.sqrt(self.head_size)
             logits = ops.einsum("btnh,bsnh->bnts", q, k) * ops.cast(scale, q.dtype) + bias  # [B, A, R, T]

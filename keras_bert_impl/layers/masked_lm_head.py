@@ -41,10 +41,11 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
         sequence_output: float tensor [batch, seq, H].
-        masked_positions: int tensor [batch, num_predictions], positions to predict.
+        masked_positions: int tensor [batch, num_predictions], positions to predict; None: every
+            position (a left-to-right LM predicts the next token at each one).
 
     Returns:
-        float32 logits [batch, num_predictions, vocab_size].
+        float32 logits [batch, num_predictions, vocab_size] ([batch, seq, vocab_size] without positions).
 
     Examples:
 
@@ -109,20 +110,26 @@ class MaskedLMHead(keras.layers.Layer):
         self.output_bias = self.add_weight(shape=(self.vocab_size,), initializer="zeros", name="output_bias")
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
-        # [batch, seq, H] gathered at [batch, P] -> [batch, P, H]
-        positions = ops.expand_dims(ops.cast(masked_positions, "int32"), -1)
-        x = ops.take_along_axis(sequence_output, positions, axis=1)
+    def call(self, sequence_output, masked_positions=None):
+        if masked_positions is None:
+            x = sequence_output  # [batch, seq, H]: every position
+        else:
+            # [batch, seq, H] gathered at [batch, P] -> [batch, P, H]
+            positions = ops.expand_dims(ops.cast(masked_positions, "int32"), -1)
+            x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.transform_layer_norm(self.transform_dense(x))
         embeddings = _embedding_matrix(self.token_embedding, x.dtype)  # [vocab, H]
         logits = ops.einsum("bph,vh->bpv", x, embeddings)
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
+        if masked_positions_shape is None:
+            return tuple(sequence_output_shape[:-1]) + (self.vocab_size,)
         return tuple(masked_positions_shape) + (self.vocab_size,)
 
-    def compute_output_spec(self, sequence_output, masked_positions):
-        return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, masked_positions.shape), "float32")
+    def compute_output_spec(self, sequence_output, masked_positions=None):
+        positions_shape = None if masked_positions is None else masked_positions.shape
+        return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, positions_shape), "float32")
 
     def get_config(self):
         config = super().get_config()

@@ -4,7 +4,7 @@ import keras
 
 from keras_bert_impl.checkpoints import conversion
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.layers.attention import attention_bias_from_padding_mask
+from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, causal_attention_bias
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
@@ -27,6 +27,10 @@ class BertBackbone(keras.Model):
         pooled_output: [batch, H], tanh(Dense(sequence_output[:, 0])), the [CLS] summary.
         hidden_states (only with `output_hidden_states=True`): a list of L + 1 tensors [batch, seq, H], the
             embedding output first, then each encoder layer's output (the feature-based approach).
+
+    With `config.attention_direction="causal"` position t attends to positions <= t only (and not to
+    padding): a left-to-right model, whose [CLS] summary (`pooled_output`) then reads position 0 alone, as
+    the paper's "LTR & No NSP" model is fine-tuned.
 
     Args:
         config: a `BertConfig` (or its dict).
@@ -94,7 +98,8 @@ class BertBackbone(keras.Model):
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
 
-        hidden_states = _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask)
+        causal = config.attention_direction == "causal"
+        hidden_states = _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, causal=causal)
         x = hidden_states[-1]  # [batch, seq, H]
         pooled = pooler(x[:, 0, :])  # [batch, H]
 
@@ -139,7 +144,7 @@ class BertBackbone(keras.Model):
         """
         hidden_states = _encode(
             self.embeddings, self.encoder_blocks, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"],
-            last_layer_output_range=1,
+            last_layer_output_range=1, causal=self.config.attention_direction == "causal",
         )
         return self.pooler(hidden_states[-1][:, 0, :])
 
@@ -270,11 +275,16 @@ def serialize_dtype_policy(model, policy):
     return keras.dtype_policies.serialize(policy)
 
 
-def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer_output_range=None):
+def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer_output_range=None,
+            causal=False):
     """The embedding output and each encoder block's output, [batch, seq, H] each (the last one
-    [batch, last_layer_output_range, H] when that is given)."""
+    [batch, last_layer_output_range, H] when that is given). `causal`: position t attends to positions
+    <= t only."""
     x = embeddings(token_ids, segment_ids)  # [batch, seq, H]
-    attention_bias = attention_bias_from_padding_mask(padding_mask)  # [batch, 1, 1, seq]
+    if causal:
+        attention_bias = causal_attention_bias(padding_mask)  # [batch, 1, seq, seq]
+    else:
+        attention_bias = attention_bias_from_padding_mask(padding_mask)  # [batch, 1, 1, seq]
     hidden_states = [x]
     for i, block in enumerate(encoder_blocks):
         output_range = last_layer_output_range if i == len(encoder_blocks) - 1 else None

@@ -111,8 +111,16 @@ def check_tokenizer_fits_model(tokenizer, args):
 
 
 def config_overrides(args, **overrides):
-    """Backbone config fields replacing the checkpoint's: `--bert_config_file`'s (when given), then `overrides`."""
-    stored = BertConfig.from_json_file(args.bert_config_file).to_dict() if args.bert_config_file else {}
+    """Backbone config fields replacing the checkpoint's: `--bert_config_file`'s (when given), then `overrides`.
+
+    The attention direction is replaced only when the file states it (`attention_direction` or
+    `is_decoder`): a Google-style bert_config.json, which has neither, keeps a causal checkpoint causal."""
+    stored = {}
+    if args.bert_config_file:
+        stored = BertConfig.from_json_file(args.bert_config_file).to_dict()
+        with open(args.bert_config_file, encoding="utf-8") as f:
+            if not {"attention_direction", "is_decoder"} & set(json.load(f)):
+                del stored["attention_direction"]
     return {**stored, **overrides}
 
 
