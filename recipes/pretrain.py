@@ -142,20 +142,24 @@ def run(args):
 
     from keras_bert_impl.training import distribute
 
+    # The strategy first: MultiWorkerMirroredStrategy configures TensorFlow's collectives, which must
+    # precede any other use of the TensorFlow runtime (set_random_seed included).
+    distribution = distribute.get_distribution("tpu" if args.use_tpu else args.strategy, tpu=args.tpu or args.tpu_name)
     if args.seed is not None:
         keras.utils.set_random_seed(args.seed)
-    os.makedirs(args.output_dir, exist_ok=True)
     distribute.set_mixed_precision(args.mixed_precision)
-    distribution = distribute.get_distribution("tpu" if args.use_tpu else args.strategy, tpu=args.tpu or args.tpu_name)
     if distribution.num_replicas > 1:
         print(f"{distribution.name}: {distribution.num_replicas} replicas x "
               f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
-    with distribution.scope():  # model, optimizer and metric variables live on the replicas
-        return train_and_evaluate(args, distribution)
+    # The chief writes output_dir; another worker of a multi-worker job writes a deleted temporary directory.
+    with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
+        return train_and_evaluate(args, distribution, write_dir)
 
 
-def train_and_evaluate(args, distribution):
-    """The recipe's work, inside the strategy scope of `main`."""
+def train_and_evaluate(args, distribution, write_dir=None):
+    """The recipe's work, inside the strategy scope of `main`; outputs go to `write_dir` (default
+    --output_dir), checkpoints are restored from --output_dir."""
+    write_dir = args.output_dir if write_dir is None else write_dir
     import keras
 
     from keras_bert_impl.training import divergence
@@ -200,7 +204,8 @@ def train_and_evaluate(args, distribution):
             steps_per_execution=args.steps_per_execution,
             verbose=verbose,
             # A non-finite loss stops the run naming the step; the newest checkpoint stays a finite one.
-            callbacks=[divergence.DivergenceGuard(os.path.join(args.output_dir, training.CHECKPOINT_SUBDIR))],
+            callbacks=[divergence.DivergenceGuard(os.path.join(write_dir, training.CHECKPOINT_SUBDIR))],
+            write_dir=write_dir,
         )
         # The last update can make the weights non-finite while every logged loss was finite.
         divergence.check_finite_weights(model, f"step {outcome['global_step']}")
@@ -208,7 +213,7 @@ def train_and_evaluate(args, distribution):
         results.update(
             initial_step=outcome["initial_step"], global_step=outcome["global_step"], train=outcome["train_metrics"]
         )
-        model.save_pretrained(os.path.join(args.output_dir, "final"))
+        model.save_pretrained(os.path.join(write_dir, "final"))
     else:
         step = training.restore_latest_checkpoint(model, os.path.join(args.output_dir, training.CHECKPOINT_SUBDIR))
         results.update(initial_step=step, global_step=step)
@@ -223,7 +228,7 @@ def train_and_evaluate(args, distribution):
         for name, value in sorted(results["eval"].items()):
             print(f"  {name} = {value:.4f}")
     results["elapsed_seconds"] = round(time.time() - start, 1)
-    file_io.write_json(os.path.join(args.output_dir, "metrics.json"), results)
+    file_io.write_json(os.path.join(write_dir, "metrics.json"), results)
     return results
 
 

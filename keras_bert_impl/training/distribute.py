@@ -10,6 +10,10 @@ A recipe does:
         model.compile(optimizer=..., steps_per_execution=args.steps_per_execution)
     per_replica_batch = distribution.per_replica_batch_size(args.train_batch_size)
 
+Under "multiworker" every worker runs the same recipe and the chief (worker 0) alone writes the output
+directory: `Distribution.write_dir(output_dir)` is the one place that decides where a worker writes
+(module `keras_bert_impl.runners.launch` starts the workers on one machine).
+
 `--train_batch_size` keeps the original's meaning: the GLOBAL batch (TPUEstimator's train_batch_size),
 split evenly over the replicas: global batch = per-replica batch x replicas.
 """
@@ -18,8 +22,12 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
+import tempfile
 
 import keras
+
+from keras_bert_impl.backends import tf_replicas
 
 STRATEGY_NAMES = ("auto", "tpu", "mirrored", "multiworker", "gpu", "cpu", "data_parallel")
 MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -35,18 +43,49 @@ class Distribution:
         num_replicas: number of model replicas a global batch is split over.
         tf_strategy: the `tf.distribute.Strategy` on the TensorFlow backend, else None.
         keras_distribution: the `keras.distribution.Distribution` set globally on JAX, else None.
+        is_chief: whether this process writes the outputs: False only on the non-chief workers of a
+            multi-worker job.
     """
 
     name: str
     num_replicas: int = 1
     tf_strategy: object = None
     keras_distribution: object = None
+    is_chief: bool = True
 
     def scope(self):
         """Context to build the model and optimizer in (`strategy.scope()` on TensorFlow)."""
         if self.tf_strategy is not None:
             return self.tf_strategy.scope()
         return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def write_dir(self, output_dir):
+        """Context giving the directory this process writes its outputs to: `output_dir` on the chief;
+        on another worker a fresh temporary directory, deleted on exit, for the checkpoint and log
+        copies that every worker of a MultiWorkerMirroredStrategy job writes (the writes run the same
+        collective reads on every worker). Every worker reads checkpoints from `output_dir`.
+
+        Examples:
+
+        >>> with Distribution("default").write_dir("run") as directory:
+        ...     directory
+        'run'
+        >>> with Distribution("multiworker", 2, is_chief=False).write_dir("run") as directory:
+        ...     directory != "run" and os.path.isdir(directory)
+        True
+        >>> os.path.exists(directory)
+        False
+        """
+        if self.is_chief:
+            os.makedirs(output_dir, exist_ok=True)
+            yield output_dir
+            return
+        directory = tempfile.mkdtemp(prefix="keras_bert_impl_worker_")
+        try:
+            yield directory
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     @property
     def is_tpu(self):
@@ -95,11 +134,7 @@ def _tf_distribution(name, tpu):
         tf.tpu.experimental.initialize_tpu_system(resolver)
         strategy = tf.distribute.TPUStrategy(resolver)
         return Distribution("tpu", strategy.num_replicas_in_sync, tf_strategy=strategy)
-    gpus = tf.config.list_logical_devices("GPU")
-    if name == "mirrored" or (name == "auto" and len(gpus) > 1):
-        strategy = tf.distribute.MirroredStrategy()
-        return Distribution("mirrored", strategy.num_replicas_in_sync, tf_strategy=strategy)
-    if name == "multiworker":
+    if name == "multiworker":  # before anything starts the TensorFlow runtime (listing devices does)
         if "TF_CONFIG" not in os.environ:
             raise ValueError("--strategy multiworker needs the TF_CONFIG environment variable (cluster and task).")
         try:
@@ -107,7 +142,16 @@ def _tf_distribution(name, tpu):
         except json.JSONDecodeError as e:
             raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        return Distribution("multiworker", strategy.num_replicas_in_sync, tf_strategy=strategy)
+        tf_replicas.fix_multi_worker_metric_reduction()
+        resolver = strategy.cluster_resolver
+        # The chief is task "chief" when the cluster has one, else worker 0 (TensorFlow's own rule).
+        has_chief = "chief" in resolver.cluster_spec().as_dict()
+        is_chief = resolver.task_type == "chief" or (not has_chief and resolver.task_id == 0)
+        return Distribution("multiworker", strategy.num_replicas_in_sync, tf_strategy=strategy, is_chief=is_chief)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "mirrored" or (name == "auto" and len(gpus) > 1):
+        strategy = tf.distribute.MirroredStrategy()
+        return Distribution("mirrored", strategy.num_replicas_in_sync, tf_strategy=strategy)
     if name == "gpu":
         if not gpus:
             raise ValueError("--strategy gpu: TensorFlow sees no GPU on this machine.")

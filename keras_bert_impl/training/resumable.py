@@ -715,6 +715,7 @@ def run_training(
     steps_per_execution=1,
     verbose="auto",
     callbacks=None,
+    write_dir=None,
 ):
     """Trains `model` to `num_train_steps` optimizer steps in total, resuming from `output_dir`.
 
@@ -743,6 +744,9 @@ def run_training(
             run stops and saves at exact steps.
         verbose: `fit`'s verbosity (1 = progress bar, 2 = one line per loop).
         callbacks: Extra Keras callbacks.
+        write_dir: Where the checkpoints, `train_log.jsonl` and TensorBoard logs are written; default
+            `output_dir`. A non-chief worker passes its `Distribution.write_dir` (a temporary directory):
+            it restores from the chief's `output_dir/checkpoints` and writes nothing there.
 
     Returns:
         A dict: `initial_step` (restored step), `global_step` (final step), `train_metrics` (the last
@@ -774,9 +778,10 @@ def run_training(
         if value <= 0 or value % steps_per_execution:
             raise ValueError(f"{name}={value} must be a positive multiple of steps_per_execution={steps_per_execution}.")
 
-    checkpoint_dir = os.path.join(output_dir, CHECKPOINT_SUBDIR)
-    log_path = os.path.join(output_dir, "train_log.jsonl")
-    initial_step = restore_latest_checkpoint(model, checkpoint_dir)
+    write_dir = output_dir if write_dir is None else write_dir
+    checkpoint_dir = os.path.join(write_dir, CHECKPOINT_SUBDIR)
+    log_path = os.path.join(write_dir, "train_log.jsonl")
+    initial_step = restore_latest_checkpoint(model, os.path.join(output_dir, CHECKPOINT_SUBDIR))
     history = {}
     if initial_step < num_train_steps:
         # Records of steps after the restored checkpoint (a run killed after logging a loop but before
@@ -799,7 +804,7 @@ def run_training(
             _TorchGeneratorsAtFirstStep(model) if initial_step else None,
             StopAtStep(num_train_steps, initial_step),
             # The logger before the checkpoints: a loop's log record is written before its checkpoint.
-            MetricsLogger(log_path, initial_step, os.path.join(output_dir, "logs", "train")),
+            MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train")),
             CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),
         ]
         fit_history = model.fit(

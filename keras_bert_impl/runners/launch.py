@@ -1,0 +1,159 @@
+"""Starts N local worker processes of a recipe that train together, as one job.
+
+    python -m keras_bert_impl.runners.launch --num_workers 2 -- recipes/pretrain.py --input_file=... --output_dir=run
+
+TensorFlow (the default backend): every worker gets `KERAS_BACKEND=tensorflow` and a `TF_CONFIG` whose
+`cluster.worker` lists one free 127.0.0.1 port per worker and whose `task.index` is the worker's number,
+and `--strategy=multiworker` is added to the recipe's flags unless a `--strategy` is given. Worker 0 is
+the chief: it alone writes `output_dir`. Each worker's output lines are printed with a `[worker i] `
+prefix; when a worker exits with a non-zero status the others are killed and the launcher exits with
+that status, naming the worker.
+
+On a cluster, run the same recipe command on every host with `TF_CONFIG` listing every host's
+`host:port` and that host's index (the launcher shows the per-worker environment with `--dry_run`).
+
+JAX multi-process and PyTorch are refused with a one-line error: the JAX backend trains on every local
+device of one process (`--strategy=data_parallel`), PyTorch on one device of one process.
+"""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from keras_bert_impl.utils.errors import UserInputError
+
+BACKENDS = ("tensorflow", "jax", "torch")
+
+
+def free_ports(count):
+    """`count` distinct TCP ports of 127.0.0.1 that were free when asked (held open together, then closed).
+
+    Examples:
+
+    >>> ports = free_ports(2)
+    >>> len(set(ports)), all(0 < p < 65536 for p in ports)
+    (2, True)
+    """
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def worker_commands(command, num_workers, backend="tensorflow", ports=None):
+    """The `(argv, environment additions)` of each worker running the recipe `command`.
+
+    Args:
+        command: The recipe and its flags, e.g. `["recipes/pretrain.py", "--output_dir=run"]`; a path
+            ending in `.py` runs with this Python interpreter, anything else as given.
+        num_workers: Number of worker processes (>= 1).
+        backend: The Keras backend; only "tensorflow" runs several processes.
+        ports: One 127.0.0.1 port per worker; default `free_ports(num_workers)`.
+
+    Examples:
+
+    >>> (argv, env), _ = worker_commands(["recipes/pretrain.py", "--do_train"], 2, ports=[1234, 1235])
+    >>> argv[1:]
+    ['recipes/pretrain.py', '--do_train', '--strategy=multiworker']
+    >>> json.loads(env["TF_CONFIG"])
+    {'cluster': {'worker': ['127.0.0.1:1234', '127.0.0.1:1235']}, 'task': {'type': 'worker', 'index': 0}}
+    """
+    if num_workers < 1:
+        raise UserInputError(f"--num_workers must be at least 1; got {num_workers}.")
+    if not command:
+        raise UserInputError("no recipe given: put it after `--`, e.g. `-- recipes/pretrain.py --output_dir=run`.")
+    if backend == "torch":
+        raise UserInputError("--backend torch: multi-process training is not available on PyTorch here; "
+                             "run the recipe as one process (python recipes/pretrain.py ...) on one device.")
+    if backend == "jax":
+        raise UserInputError("--backend jax: multi-process JAX is not supported yet; run one process with "
+                             "--strategy=data_parallel, which trains on every local device.")
+    if backend not in BACKENDS:
+        raise UserInputError(f"--backend {backend!r}: allowed: {', '.join(BACKENDS)}.")
+    ports = list(ports) if ports is not None else free_ports(num_workers)
+    argv = ([sys.executable] if command[0].endswith(".py") else []) + list(command)
+    if not any(a == "--strategy" or a.startswith("--strategy=") for a in command[1:]):
+        argv.append("--strategy=multiworker")
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+    return [
+        (argv, {"KERAS_BACKEND": backend,
+                "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})})
+        for i in range(num_workers)
+    ]
+
+
+def _forward(index, stream):
+    for line in iter(stream.readline, ""):
+        sys.stdout.write(f"[worker {index}] {line}")
+        sys.stdout.flush()
+    stream.close()
+
+
+def run_workers(workers, poll_seconds=0.1):
+    """Starts the workers of `worker_commands`, forwards their output with a `[worker i] ` prefix, and
+    waits; returns 0 when all exit with 0, else the first failure's status after killing the others."""
+    processes, threads = [], []
+    for i, (argv, env) in enumerate(workers):
+        process = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
+        processes.append(process)
+        threads.append(threading.Thread(target=_forward, args=(i, process.stdout), daemon=True))
+        threads[-1].start()
+    failed = None
+    while failed is None and any(p.poll() is None for p in processes):
+        failed = next((i for i, p in enumerate(processes) if p.poll() not in (None, 0)), None)
+        time.sleep(poll_seconds)
+    if failed is None:
+        failed = next((i for i, p in enumerate(processes) if p.returncode != 0), None)
+    if failed is not None:
+        for p in processes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)  # each worker leads its own session (start_new_session)
+    for p in processes:
+        p.wait()
+    for t in threads:
+        t.join(timeout=5)
+    if failed is None:
+        return 0
+    status = processes[failed].returncode
+    print(f"error: worker {failed} exited with status {status}; the other workers were stopped.", file=sys.stderr)
+    return status if status > 0 else 1
+
+
+def build_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], usage="%(prog)s [options] -- recipe.py [flags]")
+    p.add_argument("--num_workers", type=int, required=True, help="Worker processes to start on this machine.")
+    p.add_argument("--backend", default=os.environ.get("KERAS_BACKEND", "tensorflow"), choices=BACKENDS,
+                   help="Keras backend of the workers (default: $KERAS_BACKEND, else tensorflow).")
+    p.add_argument("--dry_run", action="store_true", help="Print each worker's environment and command; run nothing.")
+    return p
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    own, command = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    args = build_parser().parse_args(own)
+    try:
+        workers = worker_commands(command, args.num_workers, args.backend)
+    except UserInputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for argv_i, env in workers:
+            print(" ".join(f"{k}='{v}'" for k, v in env.items()), " ".join(argv_i))
+        return 0
+    return run_workers(workers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
