@@ -1,0 +1,161 @@
+"""recipes/ablations.py: every step of Tables 5, 8 and 7 is a command its recipe accepts, with the same data,
+steps and seeds across a table's rows; and `--smoke` runs the three tables end to end at toy size (a corpus
+written here, a tiny model, 2 pretraining steps, one epoch on a few examples of each shipped set; Table 7 on
+a tiny random backbone standing in for MiniLM), writing every row and column of the paper's layout with
+finite numbers and the commands that produced them, and a rerun skips every finished step.
+
+The end-to-end smoke trains 50 small runs in this process: 68 s under torch on a 2-core CPU, minutes under
+TensorFlow and JAX (each run traces and compiles its own step functions; docs/experiments.md has the
+times), so the suite runs it under torch only; KERAS_BERT_IMPL_ABLATIONS_SMOKE=1 runs it under any backend.
+"""
+
+import json
+import math
+import os
+import random
+
+import keras
+import pytest
+
+from keras_bert_impl.config import BertConfig
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.runners import ablations
+from tests.finetuning_files import REPO, load_recipe
+
+TOPICS = [
+    "the movie was great and the actors were good".split(),
+    "a river runs through the old town near the hills".split(),
+    "the team won the match after a long hard game".split(),
+    "prices rose in the market as the bank cut rates".split(),
+]
+
+
+def _write_corpus(directory, seed=0):
+    """train.txt (16 documents) and heldout.txt (4), one sentence a line, a blank line between documents."""
+    rng = random.Random(seed)
+    os.makedirs(directory, exist_ok=True)
+    for name, num_documents in (("train.txt", 16), ("heldout.txt", 4)):
+        documents = []
+        for d in range(num_documents):
+            words = TOPICS[d % len(TOPICS)]
+            documents.append("\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(5, 9))) + " ."
+                                       for _ in range(8)))
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            f.write("\n\n".join(documents) + "\n")
+    return str(directory)
+
+
+def _write_stand_in_checkpoint(directory):
+    """A random 3-layer, hidden-16 BERT with a small vocabulary: Table 7's MiniLM in the smoke run."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + sorted({w for t in TOPICS for w in t})
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    BertBackbone(config).save_pretrained(str(directory))
+    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab) + "\n")
+    return str(directory)
+
+
+def _check_table_files(work_dir, number, expected_labels, expected_columns, empty_cells=()):
+    """table_N.json has exactly the expected rows and columns, a finite number in every cell but the
+    expected empty ones, and table_N.md shows every label, column and step command."""
+    result = json.load(open(os.path.join(work_dir, f"table_{number}.json"), encoding="utf-8"))
+    assert [row["labels"] for row in result["rows"]] == expected_labels
+    assert result["columns"] == expected_columns
+    for row in result["rows"]:
+        assert set(row["values"]) == set(expected_columns)  # JSON objects: keys sorted
+        for column, value in row["values"].items():
+            if (row["labels"][0], column) in empty_cells:
+                assert value is None, (row["labels"], column)
+            else:
+                assert isinstance(value, float) and math.isfinite(value), (row["labels"], column, value)
+    markdown = open(os.path.join(work_dir, f"table_{number}.md"), encoding="utf-8").read()
+    table_lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    assert len(table_lines) == 2 + len(expected_labels)  # header, rule, one line per row
+    assert all(column in table_lines[0] for column in expected_columns)
+    for labels, line in zip(expected_labels, table_lines[2:]):
+        assert line.startswith("| " + " | ".join(labels) + " |")
+    for step in result["steps"]:
+        assert step["command"].startswith(("python recipes/", "python benchmarks/")) and step["seconds"] >= 0
+        assert step["command"] in markdown
+    return result
+
+
+
+def test_every_step_is_a_command_its_recipe_accepts_with_the_same_data_steps_and_seeds_across_rows(tmp_path):
+    stand_in = tmp_path / "stand_in"
+    stand_in.mkdir()
+    BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+               intermediate_size=32).to_json_file(str(stand_in / "config.json"))
+    parsers = {}
+    tables = {}
+    for number in (5, 8, 7):
+        args = ablations.build_parser(REPO).parse_args([
+            f"--table={number}", f"--work_dir={tmp_path / 'work'}", f"--corpus_dir={tmp_path / 'corpus'}",
+            f"--init_checkpoint={stand_in}", "--sizes=examples_per_task=0"])
+        tables[number] = ablations.TABLES[number](ablations.Plan(args, REPO))
+        for step in tables[number].steps:
+            name = os.path.basename(step.script)[: -len(".py")]
+            parsers.setdefault(name, load_recipe(name).build_parser)
+            parsers[name]().parse_args(step.flags)  # an unknown flag or a bad value exits
+    commands = {n: [s.command() for s in t.steps] for n, t in tables.items()}
+    # Table 5: one data run, three pretraining runs that differ only in --objective and --output_dir.
+    assert sum("create_pretraining_data.py" in c and "/train.txt" in c for c in commands[5]) == 1
+    pretrain = [c.split() for c in commands[5] if c.startswith("python recipes/pretrain.py")]
+    same = [{a for a in c if not a.startswith(("--objective=", "--output_dir="))} for c in pretrain]
+    assert same[0] == same[1] == same[2] and [a for c in pretrain for a in c if a.startswith("--objective")] == [
+        "--objective=mlm_nsp", "--objective=mlm", "--objective=ltr"]
+    assert sum("--bilstm_units=128" in c and "pretrain_ltr_80_10_10/final" in c for c in commands[5]) == 2
+    # Every fine-tuning of a table has the same flags but for its model (and the task's own flags).
+    ner = [{a for a in c.split() if not a.startswith(("--init_checkpoint=", "--output_dir="))}
+           for c in commands[8] if c.startswith("python recipes/run_ner.py") and "--feature_based" not in c]
+    assert len(ner) == 6 and all(flags == ner[0] for flags in ner)
+    # Table 8: one data run per split, all with the same --random_seed; the 80/10/10 row is Table 5's.
+    data = [c.split() for c in commands[8] if "create_pretraining_data.py" in c and "/train.txt" in c]
+    assert [[a for a in c if a.split("=")[0].endswith("_token_prob")] for c in data] == [
+        [f"--mask_token_prob={m}", f"--keep_token_prob={k}", f"--random_token_prob={r}"]
+        for m, k, r in ablations.MASKING_SPLITS]
+    assert len({next(a for a in c if a.startswith("--random_seed")) for c in data}) == 1
+    assert set(commands[5]) & set(commands[8]) >= {s.command() for s in tables[5].steps if "mlm_nsp" in s.name and not s.name.startswith("qa")}
+    # Table 7: the fine-tuning row, then one feature-based row per preset, in the paper's order.
+    assert [a for c in commands[7] for a in c.split() if a.startswith("--feature_mode=")] == [
+        f"--feature_mode={mode}" for mode, _ in ablations.FEATURE_ROWS]
+    assert all(f"--init_checkpoint={stand_in}" in c and "--do_predict" in c for c in commands[7])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "torch" and os.environ.get("KERAS_BERT_IMPL_ABLATIONS_SMOKE") != "1",
+                    reason="about 70 s under torch, minutes under TensorFlow: KERAS_BERT_IMPL_ABLATIONS_SMOKE=1 runs it")
+def test_smoke_tables_5_8_7_write_every_row_and_column_with_commands_and_rerun_skips(tmp_path, capsys):
+    recipe = load_recipe("ablations")
+    work_dir = str(tmp_path / "work")
+    common = [f"--work_dir={work_dir}", "--smoke", "--in_process", f"--corpus_dir={_write_corpus(tmp_path / 'corpus')}"]
+
+    recipe.main(["--table=5", *common])
+    columns = ["SST-2 (Acc): data/sentiment", "NER (F1): data/ner", "SQuAD (F1): data/qa, answerable",
+               "LM (ppl): held-out"]
+    t5 = _check_table_files(work_dir, 5, [["BERT (MLM + NSP)"], ["No NSP"], ["LTR & No NSP"], ["+ BiLSTM"]], columns,
+                            empty_cells={("+ BiLSTM", columns[0]), ("+ BiLSTM", columns[3])})
+    for row in t5["rows"][:3]:
+        assert 0.0 <= row["values"][columns[0]] <= 100.0 and row["values"][columns[3]] > 1.0
+
+    recipe.main(["--table=8", *common])
+    splits = [[f"{round(100 * p)}%" for p in split] for split in ablations.MASKING_SPLITS]
+    t8 = _check_table_files(work_dir, 8, splits, ["MNLI Fine-tune (Acc): data/sentiment", "NER Fine-tune (F1): data/ner",
+                                                  "NER Feature-based (F1): data/ner"])
+    # The 80/10/10 row reuses Table 5's BERT model: the same step, run once.
+    assert t8["rows"][0]["steps"]["NER Fine-tune (F1): data/ner"] == t5["rows"][0]["steps"]["NER (F1): data/ner"]
+
+    checkpoint = _write_stand_in_checkpoint(tmp_path / "stand_in")
+    recipe.main(["--table=7", *common, f"--init_checkpoint={checkpoint}"])
+    labels = [["Fine-tuning approach: all layers"]] + [
+        [f"Feature-based: {label.format(L=3)}"] for _, label in ablations.FEATURE_ROWS]
+    _check_table_files(work_dir, 7, labels, ["Dev F1", "Test F1"])
+
+    # The same command again: every step skipped, the same numbers.
+    capsys.readouterr()
+    recipe.main(["--table=5", *common])
+    out = capsys.readouterr().out
+    assert out.count("skipped") == len({s["name"] for s in t5["steps"]}) and ": python " not in out
+    rerun = json.load(open(os.path.join(work_dir, "table_5.json"), encoding="utf-8"))
+    assert rerun["rows"] == t5["rows"] and rerun["steps"] == t5["steps"]
