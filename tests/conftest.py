@@ -75,7 +75,8 @@ def minilm_vocab_file(minilm_path):
 # `.ci/run` hands whole files to two pytest-xdist workers in collection order (--dist loadfile
 # --no-loadscope-reorder), so a long file collected last would leave one worker running it alone at the end.
 LONGEST_FIRST = [
-    "test_run_squad.py", "test_task_models.py", "test_tf_export.py", "test_run_ner.py", "test_run_glue.py",
+    "test_run_squad.py", "test_task_models.py", "test_tf_export.py", "test_run_ner.py", "test_multiworker.py",
+    "test_ablations.py", "test_run_glue.py",
     "test_benchmarks.py", "test_docstrings.py", "test_recipe_distribution.py", "test_pretrain_recipe.py",
     "test_divergence.py", "test_token_classifier.py", "test_serialization.py", "test_training.py",
     "test_mixed_precision.py", "test_pretrainer.py", "test_distribute.py", "test_tf_tokenization.py",

@@ -1,26 +1,29 @@
 """recipes/ablations.py: every step of Tables 5, 8 and 7 is a command its recipe accepts, with the same data,
-steps and seeds across a table's rows; and `--smoke` runs the three tables end to end at toy size (a corpus
+steps and seeds across a table's rows; and `--smoke` runs Tables 5 and 7 end to end at toy size (a corpus
 written here, a tiny model, 2 pretraining steps, one epoch on a few examples of each shipped set; Table 7 on
 a tiny random backbone standing in for MiniLM), writing every row and column of the paper's layout with
 finite numbers and the commands that produced them, and a rerun skips every finished step.
 
-The end-to-end smoke trains 50 small runs in this process: 68 s under torch on a 2-core CPU, minutes under
-TensorFlow and JAX (each run traces and compiles its own step functions; docs/experiments.md has the
-times), so the suite runs it under torch only; KERAS_BERT_IMPL_ABLATIONS_SMOKE=1 runs it under any backend.
+The end-to-end smoke runs in one subprocess under the torch backend, whatever the suite's backend: its 24
+small training runs are the recipes' (tested under every backend by their own tests), and under TensorFlow
+and JAX each run traces and compiles its own step functions (minutes for a table; docs/experiments.md).
+Table 8 adds 26 more runs of the same steps (data with another masking split, pretraining, fine-tuning);
+the plan test checks its commands, and `python recipes/ablations.py --table=8 --smoke --work_dir=DIR` runs it.
 """
 
 import json
 import math
 import os
 import random
+import subprocess
+import sys
 
-import keras
 import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.runners import ablations
-from tests.finetuning_files import REPO, load_recipe
+from tests.finetuning_files import REPO, load_recipe, subprocess_env
 
 TOPICS = [
     "the movie was great and the actors were good".split(),
@@ -123,15 +126,29 @@ def test_every_step_is_a_command_its_recipe_accepts_with_the_same_data_steps_and
     assert all(f"--init_checkpoint={stand_in}" in c and "--do_predict" in c for c in commands[7])
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(keras.backend.backend() != "torch" and os.environ.get("KERAS_BERT_IMPL_ABLATIONS_SMOKE") != "1",
-                    reason="about 70 s under torch, minutes under TensorFlow: KERAS_BERT_IMPL_ABLATIONS_SMOKE=1 runs it")
-def test_smoke_tables_5_8_7_write_every_row_and_column_with_commands_and_rerun_skips(tmp_path, capsys):
-    recipe = load_recipe("ablations")
-    work_dir = str(tmp_path / "work")
-    common = [f"--work_dir={work_dir}", "--smoke", "--in_process", f"--corpus_dir={_write_corpus(tmp_path / 'corpus')}"]
+# Run in the smoke subprocess: tables 5 and 7 in one process, then table 5 again (every step skipped).
+_SMOKE_SCRIPT = """
+import sys
+sys.path.insert(0, {repo!r})
+from tests.finetuning_files import load_recipe
+recipe = load_recipe("ablations")
+common = ["--work_dir=" + {work_dir!r}, "--smoke", "--in_process", "--corpus_dir=" + {corpus!r}]
+recipe.main(["--table=5", *common])
+recipe.main(["--table=7", *common, "--init_checkpoint=" + {checkpoint!r}])
+print("RERUN")
+recipe.main(["--table=5", *common])
+"""
 
-    recipe.main(["--table=5", *common])
+
+@pytest.mark.slow
+def test_smoke_tables_5_and_7_write_every_row_and_column_with_commands_and_rerun_skips(tmp_path):
+    work_dir = str(tmp_path / "work")
+    script = _SMOKE_SCRIPT.format(repo=REPO, work_dir=work_dir, corpus=_write_corpus(tmp_path / "corpus"),
+                                  checkpoint=_write_stand_in_checkpoint(tmp_path / "stand_in"))
+    done = subprocess.run([sys.executable, "-c", script], env=dict(subprocess_env(), KERAS_BACKEND="torch"),
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
     columns = ["SST-2 (Acc): data/sentiment", "NER (F1): data/ner", "SQuAD (F1): data/qa, answerable",
                "LM (ppl): held-out"]
     t5 = _check_table_files(work_dir, 5, [["BERT (MLM + NSP)"], ["No NSP"], ["LTR & No NSP"], ["+ BiLSTM"]], columns,
@@ -139,23 +156,10 @@ def test_smoke_tables_5_8_7_write_every_row_and_column_with_commands_and_rerun_s
     for row in t5["rows"][:3]:
         assert 0.0 <= row["values"][columns[0]] <= 100.0 and row["values"][columns[3]] > 1.0
 
-    recipe.main(["--table=8", *common])
-    splits = [[f"{round(100 * p)}%" for p in split] for split in ablations.MASKING_SPLITS]
-    t8 = _check_table_files(work_dir, 8, splits, ["MNLI Fine-tune (Acc): data/sentiment", "NER Fine-tune (F1): data/ner",
-                                                  "NER Feature-based (F1): data/ner"])
-    # The 80/10/10 row reuses Table 5's BERT model: the same step, run once.
-    assert t8["rows"][0]["steps"]["NER Fine-tune (F1): data/ner"] == t5["rows"][0]["steps"]["NER (F1): data/ner"]
-
-    checkpoint = _write_stand_in_checkpoint(tmp_path / "stand_in")
-    recipe.main(["--table=7", *common, f"--init_checkpoint={checkpoint}"])
     labels = [["Fine-tuning approach: all layers"]] + [
         [f"Feature-based: {label.format(L=3)}"] for _, label in ablations.FEATURE_ROWS]
     _check_table_files(work_dir, 7, labels, ["Dev F1", "Test F1"])
 
     # The same command again: every step skipped, the same numbers.
-    capsys.readouterr()
-    recipe.main(["--table=5", *common])
-    out = capsys.readouterr().out
-    assert out.count("skipped") == len({s["name"] for s in t5["steps"]}) and ": python " not in out
-    rerun = json.load(open(os.path.join(work_dir, "table_5.json"), encoding="utf-8"))
-    assert rerun["rows"] == t5["rows"] and rerun["steps"] == t5["steps"]
+    rerun_out = done.stdout.split("RERUN", 1)[1]
+    assert rerun_out.count("skipped") == len({s["name"] for s in t5["steps"]}) and ": python " not in rerun_out
