@@ -200,13 +200,19 @@ def _read_config(path, config_overrides):
 DTYPE_POLICY_KEY = "keras_dtype_policy"
 
 
-def stored_dtype_policy(path):
-    """The `keras_dtype_policy` that `save_backbone` wrote to the config of `path`; None when it has none."""
+def stored_config_field(path, key):
+    """The value of `key` in the config file of `path` (a directory or a config file); None when the config
+    has no such field or cannot be read as a JSON object (e.g. `path` is a TF1 checkpoint prefix)."""
     try:
         with open(find_config_file(path)) as f:
-            value = json.load(f).get(DTYPE_POLICY_KEY)
+            return json.load(f).get(key)
     except (OSError, ValueError, AttributeError):  # a TF1 prefix, no file, not a JSON object
         return None
+
+
+def stored_dtype_policy(path):
+    """The `keras_dtype_policy` that `save_backbone` wrote to the config of `path`; None when it has none."""
+    value = stored_config_field(path, DTYPE_POLICY_KEY)
     return value if isinstance(value, str) else None
 
 

@@ -1,14 +1,13 @@
 """BertPretrainer: the masked-LM + next-sentence-prediction model of BERT's pretraining, and the other
 pretraining objectives of the paper's Table 5 (masked LM only, left-to-right LM)."""
 
-import json
-
 import keras
 from keras import ops
 
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
+from keras_bert_impl.checkpoints import conversion
 from keras_bert_impl.checkpoints.head_weights import masked_lm_table, next_sentence_table
-from keras_bert_impl.config import PRETRAINING_OBJECTIVES, find_config_file
+from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
@@ -153,14 +152,7 @@ class BertPretrainer(BertTask):
             self._build_left_to_right(backbone, objective, **kwargs)
             return
         # === Layers ===
-        masked_lm_head = MaskedLMHead(
-            backbone.token_embedding,
-            hidden_act=config.hidden_act,
-            layer_norm_eps=config.layer_norm_eps,
-            initializer_range=config.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="masked_lm_head",
-        )
+        masked_lm_head = _masked_lm_head(backbone)
         has_nsp = objective in ("mlm_nsp", "sop")
         next_sentence_head = dense_head(2, backbone, name="next_sentence_head")[1] if has_nsp else None
 
@@ -189,16 +181,8 @@ class BertPretrainer(BertTask):
 
     def _build_left_to_right(self, backbone, objective, **kwargs):
         """The "ltr" model: `lm_logits` [batch, seq, vocab] from the masked-LM head at every position."""
-        config = backbone.config
         # === Layers ===
-        lm_head = MaskedLMHead(
-            backbone.token_embedding,
-            hidden_act=config.hidden_act,
-            layer_norm_eps=config.layer_norm_eps,
-            initializer_range=config.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="masked_lm_head",
-        )
+        lm_head = _masked_lm_head(backbone)
         # === Functional graph ===
         inputs = dict(backbone.input)
         lm_logits = lm_head(backbone(inputs)["sequence_output"])  # [batch, seq, vocab]
@@ -357,13 +341,22 @@ class BertPretrainer(BertTask):
         return model
 
 
+def _masked_lm_head(backbone):
+    """The masked-LM head on `backbone`, its output layer tied to the word embeddings (every objective's)."""
+    config = backbone.config
+    return MaskedLMHead(
+        backbone.token_embedding,
+        hidden_act=config.hidden_act,
+        layer_norm_eps=config.layer_norm_eps,
+        initializer_range=config.initializer_range,
+        dtype=backbone.dtype_policy,
+        name="masked_lm_head",
+    )
+
+
 def stored_objective(path):
     """The objective that `BertPretrainer.save_pretrained` recorded in the config of `path`; None when none."""
-    try:
-        with open(find_config_file(path)) as f:
-            value = json.load(f).get(OBJECTIVE_KEY)
-    except (OSError, ValueError, AttributeError):  # a TF1 prefix, no file, not a JSON object
-        return None
+    value = conversion.stored_config_field(path, OBJECTIVE_KEY)
     return value if value in OBJECTIVES else None
 
 
