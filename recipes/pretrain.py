@@ -16,7 +16,8 @@ one; without `--seed` the pipeline restarts unseeded (as the Estimator did). Out
 `checkpoints/`, `train_log.jsonl` (metrics per loop of `--iterations_per_loop` steps), `logs/`
 (TensorBoard), `final/` (a Hugging Face BertForPreTraining directory, BertForMaskedLM for --objective=mlm,
 BertLMHeadModel for ltr, read by `BertPretrainer.from_pretrained`) and `metrics.json` (final train metrics and, with --do_eval,
-eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given.
+eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given; on a TPU
+and in a multi-process JAX job it reads whole batches of `--eval_batch_size` only (as TPUEstimator did).
 
 A NaN or infinite loss stops the run: one line `error: training diverged: step N: loss is nan; the newest
 finite checkpoint is ...` and exit status 1, with no `final/` and no `metrics.json`; the newest checkpoint is
@@ -221,7 +222,7 @@ def train_and_evaluate(args, distribution, write_dir=None):
     if args.do_eval:
         eval_dataset = objective_dataset(pretraining_dataset(
             args.eval_input_file or args.input_file, args.max_seq_length, args.max_predictions_per_seq,
-            args.eval_batch_size, is_training=False, drop_remainder=distribution.is_tpu,  # TPUs: static shapes
+            args.eval_batch_size, is_training=False, drop_remainder=distribution.whole_batches_only,
         ), args.objective)
         results["eval"] = training.evaluate(model, eval_dataset, args.max_eval_steps)
         print("***** Eval results *****")

@@ -116,3 +116,26 @@ def test_mixed_precision_names_map_to_keras_policies():
     finally:
         distribute.set_mixed_precision("float32")
     assert keras.config.dtype_policy().name == "float32"
+
+
+def test_a_multi_process_jax_environment_is_checked_before_jax_starts(monkeypatch):
+    for name in distribute.JAX_PROCESS_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    assert distribute._jax_num_processes() == 1
+    monkeypatch.setenv("KERAS_DISTRIBUTION_NUM_PROCESSES", "2")
+    with pytest.raises(ValueError, match="KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_PROCESS_ID is not set"):
+        distribute._jax_num_processes()
+    monkeypatch.setenv("KERAS_DISTRIBUTION_JOB_ADDRESSES", "127.0.0.1:1234")
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "2")
+    with pytest.raises(ValueError, match=r"KERAS_DISTRIBUTION_PROCESS_ID=2 must be in \[0, 2\)"):
+        distribute._jax_num_processes()
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "one")
+    with pytest.raises(ValueError, match="must be integers; got '2' and 'one'"):
+        distribute._jax_num_processes()
+    monkeypatch.setenv("KERAS_DISTRIBUTION_PROCESS_ID", "1")
+    assert distribute._jax_num_processes() == 2
+    # A one-device strategy in a multi-process job is refused before JAX connects to the coordinator.
+    with pytest.raises(ValueError, match="--strategy 'cpu' trains in one process, but KERAS_DISTRIBUTION_NUM_PROCES"):
+        distribute._jax_distribution("cpu")
+    with pytest.raises(ValueError, match="--strategy multiworker is TensorFlow's; on JAX use data_parallel"):
+        distribute._jax_distribution("multiworker")

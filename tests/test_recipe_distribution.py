@@ -153,3 +153,19 @@ def test_glue_recipe_splits_the_global_batch_over_two_replicas(tmp_path, minilm_
     assert "3/3" in proc.stdout  # 12 examples in global batches of 4
     results = json.loads(proc.stdout.split("RESULTS ", 1)[1].splitlines()[0])
     assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["mm_accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize("name", ["multiworker", "data_parallel"])
+def test_fine_tuning_recipes_refuse_a_job_of_several_worker_processes(tmp_path, monkeypatch, capsys, name):
+    # What get_distribution returns on each worker of a 2-process TensorFlow or JAX job.
+    monkeypatch.setattr(distribute, "get_distribution",
+                        lambda *a, **k: distribute.Distribution(name, 2, is_chief=False, num_processes=2))
+    with pytest.raises(SystemExit) as exit_info:
+        _recipe("run_glue").main(["--task_name=sst2", f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}",
+                                  "--do_train", f"--strategy={name}"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --strategy {name} with 2 worker processes: the fine-tuning recipes train in one process (on every "
+        "local device: --strategy=mirrored on TensorFlow, data_parallel on JAX); recipes/pretrain.py trains on "
+        "several.")
+    assert not os.path.exists(tmp_path / "out")

@@ -165,12 +165,18 @@ def setup_distribution(args):
     """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
     whose `scope()` the recipe builds and compiles its model in.
 
-    `--train_batch_size` stays the global batch. On a TPU every batch needs the same shape, so
+    `--train_batch_size` stays the global batch. A job of several worker processes is refused. On a TPU every batch needs the same shape, so
     `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches
     only) and `--dynamic_padding` is turned off.
     """
     distribute.set_mixed_precision(args.mixed_precision)
     distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
+    if distribution.num_processes > 1:
+        # Every worker would write output_dir and score only its own share of the dev set's predictions.
+        raise UserInputError(
+            f"--strategy {distribution.name} with {distribution.num_processes} worker processes: the fine-tuning "
+            "recipes train in one process (on every local device: --strategy=mirrored on TensorFlow, "
+            "data_parallel on JAX); recipes/pretrain.py trains on several.")
     args.static_shapes = distribution.is_tpu
     if distribution.is_tpu and getattr(args, "dynamic_padding", False):
         print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")

@@ -2,33 +2,45 @@
 
     python -m keras_bert_impl.runners.launch --num_workers 2 -- recipes/pretrain.py --input_file=... --output_dir=run
 
-TensorFlow (the default backend): every worker gets `KERAS_BACKEND=tensorflow` and a `TF_CONFIG` whose
-`cluster.worker` lists one free 127.0.0.1 port per worker and whose `task.index` is the worker's number,
-and `--strategy=multiworker` is added to the recipe's flags unless a `--strategy` is given. Worker 0 is
-the chief: it alone writes `output_dir`. Each worker's output lines are printed with a `[worker i] `
-prefix; when a worker exits with a non-zero status the others are killed and the launcher exits with
-that status, naming the worker.
+TensorFlow (the default backend, `--backend tensorflow`): every worker gets `KERAS_BACKEND=tensorflow` and a
+`TF_CONFIG` whose `cluster.worker` lists one free 127.0.0.1 port per worker and whose `task.index` is the
+worker's number, and `--strategy=multiworker` is added to the recipe's flags unless a `--strategy` is given.
 
-On a cluster, run the same recipe command on every host with `TF_CONFIG` listing every host's
-`host:port` and that host's index (the launcher shows the per-worker environment with `--dry_run`).
+JAX (`--backend jax`): every process gets `KERAS_BACKEND=jax` and the three variables
+`keras.distribution.initialize` reads: `KERAS_DISTRIBUTION_JOB_ADDRESSES` (the addresses; the first, process
+0's, is the coordinator), `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`; and
+`--strategy=data_parallel` is added: `keras.distribution.DataParallel` over every process's devices.
 
-JAX multi-process and PyTorch are refused with a one-line error: the JAX backend trains on every local
-device of one process (`--strategy=data_parallel`), PyTorch on one device of one process.
+Worker 0 is the chief: it alone writes `output_dir`. Each worker's output lines are printed with a
+`[worker i] ` prefix; when a worker exits with a non-zero status (or is killed) the others are killed and
+the launcher exits with that status, naming the worker. The workers' `TMPDIR` is a directory of the
+launcher's, deleted when the job ends, so a killed worker leaves no temporary files behind. Running the
+same command again resumes every worker from the newest complete checkpoint (pretrain.py's resume).
+
+On a cluster, run the same recipe command on every host with the environment of its index: `TF_CONFIG`
+listing every host's `host:port`, or the three `KERAS_DISTRIBUTION_*` variables (the launcher prints the
+per-worker environment with `--dry_run`; docs/distribution.md has the commands).
+
+PyTorch is refused with a one-line error: it trains on one device of one process here.
 """
 
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 from keras_bert_impl.utils.errors import UserInputError
 
 BACKENDS = ("tensorflow", "jax", "torch")
+# The --strategy the launcher adds to the recipe's flags, unless it has one.
+STRATEGY = {"tensorflow": "multiworker", "jax": "data_parallel"}
 
 
 def free_ports(count):
@@ -57,7 +69,7 @@ def worker_commands(command, num_workers, backend="tensorflow", ports=None):
         command: The recipe and its flags, e.g. `["recipes/pretrain.py", "--output_dir=run"]`; a path
             ending in `.py` runs with this Python interpreter, anything else as given.
         num_workers: Number of worker processes (>= 1).
-        backend: The Keras backend; only "tensorflow" runs several processes.
+        backend: The Keras backend of the workers: "tensorflow" or "jax" ("torch" is refused).
         ports: One 127.0.0.1 port per worker; default `free_ports(num_workers)`.
 
     Examples:
@@ -74,17 +86,20 @@ def worker_commands(command, num_workers, backend="tensorflow", ports=None):
         raise UserInputError("no recipe given: put it after `--`, e.g. `-- recipes/pretrain.py --output_dir=run`.")
     if backend == "torch":
         raise UserInputError("--backend torch: multi-process training is not available on PyTorch here; "
-                             "run the recipe as one process (python recipes/pretrain.py ...) on one device.")
-    if backend == "jax":
-        raise UserInputError("--backend jax: multi-process JAX is not supported yet; run one process with "
-                             "--strategy=data_parallel, which trains on every local device.")
+                             "run the recipe as one process (python recipes/pretrain.py ...) on one device, "
+                             "or several worker processes with --backend tensorflow or jax.")
     if backend not in BACKENDS:
         raise UserInputError(f"--backend {backend!r}: allowed: {', '.join(BACKENDS)}.")
     ports = list(ports) if ports is not None else free_ports(num_workers)
     argv = ([sys.executable] if command[0].endswith(".py") else []) + list(command)
     if not any(a == "--strategy" or a.startswith("--strategy=") for a in command[1:]):
-        argv.append("--strategy=multiworker")
-    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+        argv.append("--strategy=" + STRATEGY[backend])
+    addresses = [f"127.0.0.1:{port}" for port in ports]
+    if backend == "jax":  # read by keras.distribution.initialize; process 0 is the coordinator
+        return [(argv, {"KERAS_BACKEND": backend, "KERAS_DISTRIBUTION_JOB_ADDRESSES": ",".join(addresses),
+                        "KERAS_DISTRIBUTION_NUM_PROCESSES": str(num_workers), "KERAS_DISTRIBUTION_PROCESS_ID": str(i)})
+                for i in range(num_workers)]
+    cluster = {"worker": addresses}
     return [
         (argv, {"KERAS_BACKEND": backend,
                 "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})})
@@ -102,9 +117,19 @@ def _forward(index, stream):
 def run_workers(workers, poll_seconds=0.1):
     """Starts the workers of `worker_commands`, forwards their output with a `[worker i] ` prefix, and
     waits; returns 0 when all exit with 0, else the first failure's status after killing the others."""
+    # The workers' temporary files (a non-chief's output copies among them) go to one directory that is
+    # deleted when the job ends, also after a worker was killed before it could clean up.
+    temporary = tempfile.mkdtemp(prefix="keras_bert_impl_launch_")
+    try:
+        return _run(workers, poll_seconds, temporary)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _run(workers, poll_seconds, temporary):
     processes, threads = [], []
     for i, (argv, env) in enumerate(workers):
-        process = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.PIPE,
+        process = subprocess.Popen(argv, env={**os.environ, **env, "TMPDIR": temporary}, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
         processes.append(process)
         threads.append(threading.Thread(target=_forward, args=(i, process.stdout), daemon=True))

@@ -44,7 +44,8 @@ class Distribution:
         tf_strategy: the `tf.distribute.Strategy` on the TensorFlow backend, else None.
         keras_distribution: the `keras.distribution.Distribution` set globally on JAX, else None.
         is_chief: whether this process writes the outputs: False only on the non-chief workers of a
-            multi-worker job.
+            multi-worker job (TensorFlow) or the processes other than 0 of a multi-process JAX job.
+        num_processes: worker processes of the job (TensorFlow workers or JAX processes).
     """
 
     name: str
@@ -52,6 +53,7 @@ class Distribution:
     tf_strategy: object = None
     keras_distribution: object = None
     is_chief: bool = True
+    num_processes: int = 1
 
     def scope(self):
         """Context to build the model and optimizer in (`strategy.scope()` on TensorFlow)."""
@@ -90,6 +92,12 @@ class Distribution:
     @property
     def is_tpu(self):
         return self.name == "tpu"
+
+    @property
+    def whole_batches_only(self):
+        """True where a batch smaller than the global batch cannot run: on a TPU (static shapes) and in a
+        multi-process JAX job (Keras gives each process an equal slice of every global batch)."""
+        return self.is_tpu or (self.keras_distribution is not None and self.num_processes > 1)
 
     def per_replica_batch_size(self, global_batch_size):
         if global_batch_size % self.num_replicas:
@@ -145,9 +153,10 @@ def _tf_distribution(name, tpu):
         tf_replicas.fix_multi_worker_metric_reduction()
         resolver = strategy.cluster_resolver
         # The chief is task "chief" when the cluster has one, else worker 0 (TensorFlow's own rule).
-        has_chief = "chief" in resolver.cluster_spec().as_dict()
-        is_chief = resolver.task_type == "chief" or (not has_chief and resolver.task_id == 0)
-        return Distribution("multiworker", strategy.num_replicas_in_sync, tf_strategy=strategy, is_chief=is_chief)
+        cluster = resolver.cluster_spec().as_dict()
+        is_chief = resolver.task_type == "chief" or ("chief" not in cluster and resolver.task_id == 0)
+        return Distribution("multiworker", strategy.num_replicas_in_sync, tf_strategy=strategy, is_chief=is_chief,
+                            num_processes=len(cluster.get("chief", [])) + len(cluster.get("worker", [])))
     gpus = tf.config.list_logical_devices("GPU")
     if name == "mirrored" or (name == "auto" and len(gpus) > 1):
         strategy = tf.distribute.MirroredStrategy()
@@ -176,15 +185,63 @@ def _tpu_reachable(tpu):
         return False
 
 
+# The environment of a multi-process JAX job, read by `keras.distribution.initialize` (the launcher sets it).
+JAX_PROCESS_ENVIRONMENT = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                           "KERAS_DISTRIBUTION_PROCESS_ID")
+
+
 def _jax_distribution(name):
     if name in ("multiworker",):
-        raise ValueError("--strategy multiworker is TensorFlow's; on JAX use data_parallel with jax.distributed.")
-    devices = keras.distribution.list_devices()
+        raise ValueError("--strategy multiworker is TensorFlow's; on JAX use data_parallel (several processes: "
+                         "python -m keras_bert_impl.runners.launch --backend jax).")
+    num_processes = _jax_num_processes()
+    if num_processes > 1:
+        if name not in ("auto", "data_parallel"):
+            raise ValueError(f"--strategy {name!r} trains in one process, but KERAS_DISTRIBUTION_NUM_PROCESSES is "
+                             f"{num_processes}; use --strategy=data_parallel.")
+        _initialize_jax_processes()
+    devices = keras.distribution.list_devices()  # every process's devices
     if name in ("cpu", "gpu") or (name == "auto" and len(devices) == 1):
         return Distribution("default")
     distribution = keras.distribution.DataParallel(devices=devices)
     keras.distribution.set_distribution(distribution)
-    return Distribution("data_parallel", len(devices), keras_distribution=distribution)
+    import jax
+
+    return Distribution("data_parallel", len(devices), keras_distribution=distribution,
+                        is_chief=jax.process_index() == 0, num_processes=num_processes)
+
+
+def _jax_num_processes():
+    """The process count of a multi-process JAX job from its environment (1 when not set)."""
+    missing = [k for k in JAX_PROCESS_ENVIRONMENT if k not in os.environ]
+    if len(missing) == len(JAX_PROCESS_ENVIRONMENT):
+        return 1
+    if missing:
+        raise ValueError(f"A multi-process JAX job needs all of {', '.join(JAX_PROCESS_ENVIRONMENT)}; "
+                         f"{', '.join(missing)} is not set.")
+    try:
+        num_processes, process_id = (int(os.environ[k]) for k in JAX_PROCESS_ENVIRONMENT[1:])
+    except ValueError:
+        raise ValueError("KERAS_DISTRIBUTION_NUM_PROCESSES and KERAS_DISTRIBUTION_PROCESS_ID must be integers; got "
+                         f"{os.environ['KERAS_DISTRIBUTION_NUM_PROCESSES']!r} and "
+                         f"{os.environ['KERAS_DISTRIBUTION_PROCESS_ID']!r}.") from None
+    if not 0 <= process_id < num_processes:
+        raise ValueError(f"KERAS_DISTRIBUTION_PROCESS_ID={process_id} must be in [0, {num_processes}).")
+    return num_processes
+
+
+def _initialize_jax_processes():
+    """`jax.distributed.initialize` through Keras (coordinator = the first job address), once per process.
+
+    On CPUs the processes' collectives (the gradient all-reduce) run over gloo; JAX's CPU client has no
+    cross-process collectives otherwise. GPUs and TPUs use their own (NCCL, ICI) whatever this setting.
+    """
+    import jax
+
+    if jax.distributed.is_initialized():
+        return
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    keras.distribution.initialize()
 
 
 def set_mixed_precision(name):
