@@ -2,7 +2,8 @@
 `keras_bert_impl.runners.launch`, train as one job. The engine is the suite's backend: TensorFlow workers
 under MultiWorkerMirroredStrategy (`TF_CONFIG`), or JAX processes under `jax.distributed` (gloo CPU
 collectives) with `keras.distribution.DataParallel` over every process's device. PyTorch has no
-multi-process training (the launcher refuses it, tested below); the torch suite runs the TensorFlow engine.
+multi-process training: the launcher refuses it (tested below under every backend), and the torch suite
+skips the two training tests, which the TensorFlow suite runs with the same TensorFlow workers.
 
 * 2 workers pretrain a tiny BERT with the per-step losses of one process with the same global batch, and
   only the chief (worker 0) writes the output directory. One worker is killed with SIGKILL mid-run; the
@@ -30,8 +31,9 @@ from tests.finetuning_files import REPO, subprocess_env
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
 PRETRAIN = os.path.join(REPO, "recipes", "pretrain.py")
-ENGINE = "jax" if keras.backend.backend() == "jax" else "tensorflow"
-STRATEGY = launch.STRATEGY[ENGINE]
+ENGINE = keras.backend.backend()
+TORCH_SKIP = pytest.mark.skipif(ENGINE == "torch", reason="PyTorch has no multi-process training (module docstring)")
+STRATEGY = launch.STRATEGY.get(ENGINE)
 
 
 def _env(tmp_path):
@@ -83,6 +85,7 @@ def _step_losses(directory):
 
 
 @pytest.mark.slow
+@TORCH_SKIP
 def test_two_workers_pretrain_with_the_one_process_losses_only_the_chief_writes_and_a_killed_job_resumes(tmp_path):
     data = write_tiny_data(str(tmp_path / "data"), num_documents=12, dupe_factor=1)
     with open(data["config"]) as f:
@@ -204,6 +207,7 @@ def _id_records(path, count):
 
 
 @pytest.mark.slow
+@TORCH_SKIP
 def test_each_worker_reads_a_disjoint_share_of_every_batch_and_together_the_whole_input(tmp_path):
     from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
 
