@@ -139,3 +139,23 @@ def test_a_multi_process_jax_environment_is_checked_before_jax_starts(monkeypatc
         distribute._jax_distribution("cpu")
     with pytest.raises(ValueError, match="--strategy multiworker is TensorFlow's; on JAX use data_parallel"):
         distribute._jax_distribution("multiworker")
+
+
+def test_a_non_chief_reads_the_chiefs_checkpoints_through_links_and_never_writes_them(tmp_path):
+    from keras_bert_impl.utils.file_io import write_json
+
+    chief = tmp_path / "run"
+    (chief / "checkpoints").mkdir(parents=True)
+    (chief / "checkpoints" / "ckpt-00000002.weights.h5").write_bytes(b"weights")
+    (chief / "checkpoints" / "state.json").write_text('{"2": 1}')
+    (chief / "best.weights.h5").write_bytes(b"best")
+    worker = distribute.Distribution("multiworker", 2, is_chief=False, num_processes=2)
+    with worker.write_dir(str(chief), read_back=("checkpoints", "best.weights.h5", "absent")) as directory:
+        assert sorted(os.listdir(directory)) == ["best.weights.h5", "checkpoints"]
+        assert open(os.path.join(directory, "checkpoints", "ckpt-00000002.weights.h5"), "rb").read() == b"weights"
+        # The worker's own (atomic) write replaces its link; the chief's file keeps its content.
+        write_json(os.path.join(directory, "checkpoints", "state.json"), {"4": 2})
+        assert (chief / "checkpoints" / "state.json").read_text() == '{"2": 1}'
+        assert not os.path.islink(os.path.join(directory, "checkpoints", "state.json"))
+    assert not os.path.exists(directory)
+    assert sorted(os.listdir(chief / "checkpoints")) == ["ckpt-00000002.weights.h5", "state.json"]

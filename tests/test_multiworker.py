@@ -26,6 +26,7 @@ import types
 import keras
 import pytest
 
+from keras_bert_impl.config import BertConfig
 from keras_bert_impl.runners import launch
 from tests.finetuning_files import REPO, subprocess_env
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
@@ -165,6 +166,54 @@ def test_two_workers_pretrain_with_the_one_process_losses_only_the_chief_writes_
     assert _files(two) == _files(one) == sorted(kept + [
         "final/config.json", "final/model.safetensors", "logs/train/events.out.tfevents", "metrics.json",
         "train_log.jsonl"])
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+@pytest.mark.slow
+@TORCH_SKIP
+def test_two_workers_fine_tune_with_the_one_process_results_on_tensorflow_and_jax_refuses(tmp_path, minilm_vocab_file):
+    config = os.path.join(tmp_path, "bert_config.json")  # a tiny random BERT over the real uncased vocabulary
+    BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+               max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+               ).to_json_file(config)
+    # No dropout anywhere (the classifier's own too): every replica would draw its own dropout masks.
+    flags = ["--task_name=sst2", f"--data_dir={os.path.join(REPO, 'data', 'sentiment')}", f"--bert_config_file={config}",
+             f"--vocab_file={minilm_vocab_file}", "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32",
+             "--train_batch_size=16", "--learning_rate=1e-3", "--num_train_epochs=2", "--classifier_dropout=0",
+             "--seed=3", "--verbose=0"]
+    env = _env(tmp_path)
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    glue = os.path.join(REPO, "recipes", "run_glue.py")
+    if ENGINE == "jax":
+        job = _launch(["--num_workers", "2", "--", glue, *flags, f"--output_dir={two}"], env)
+        assert job.returncode == 2, (job.stdout + job.stderr)[-3000:]
+        assert ("error: --strategy data_parallel with 2 JAX processes: the fine-tuning recipes train in one JAX "
+                "process") in job.stdout
+        assert not os.path.exists(two)
+        return
+    # The one-process run goes alongside the 2-worker job.
+    single = subprocess.Popen([sys.executable, glue, *flags, f"--output_dir={one}"], env=env, cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    job = _launch(["--num_workers", "2", "--", glue, *flags, f"--output_dir={two}"], env)
+    single_stderr = single.communicate(timeout=300)[1]
+    assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
+    assert single.returncode == 0, single_stderr[-3000:]
+    assert "[worker 1] multiworker: 2 replicas x 8 = global batch 16" in job.stdout
+
+    # The same training (measured: the best weights equal to 2.4e-7), the same dev metrics and test
+    # predictions: `predict` gathers both workers' halves of every batch in order.
+    def log(directory):
+        with open(os.path.join(directory, "train_log.jsonl")) as f:
+            return [json.loads(line) for line in f]
+
+    for a, b in zip(log(one), log(two), strict=True):
+        assert (a["step"], a["accuracy"], a["dev_accuracy"]) == (b["step"], b["accuracy"], b["dev_accuracy"])
+        assert abs(a["loss"] - b["loss"]) < 1e-5 * a["loss"]
+    for name in ("eval_results.json", "SST-2.tsv"):
+        with open(os.path.join(one, name)) as f, open(os.path.join(two, name)) as g:
+            assert f.read() == g.read(), name
+    # The chief wrote what one process writes; the other worker wrote a deleted temporary directory.
+    assert _files(two) == _files(one)
     assert os.listdir(tmp_path / "tmp") == []
 
 

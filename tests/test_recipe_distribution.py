@@ -155,17 +155,23 @@ def test_glue_recipe_splits_the_global_batch_over_two_replicas(tmp_path, minilm_
     assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["mm_accuracy"] <= 1.0
 
 
-@pytest.mark.parametrize("name", ["multiworker", "data_parallel"])
-def test_fine_tuning_recipes_refuse_a_job_of_several_worker_processes(tmp_path, monkeypatch, capsys, name):
-    # What get_distribution returns on each worker of a 2-process TensorFlow or JAX job.
+def test_fine_tuning_recipes_refuse_several_jax_processes_and_the_protocol_under_multiworker(tmp_path, monkeypatch,
+                                                                                              capsys):
+    # What get_distribution returns on process 1 of a 2-process JAX job.
     monkeypatch.setattr(distribute, "get_distribution",
-                        lambda *a, **k: distribute.Distribution(name, 2, is_chief=False, num_processes=2))
+                        lambda *a, **k: distribute.Distribution("data_parallel", 2, is_chief=False, num_processes=2))
+    argv = ["--task_name=sst2", f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}", "--do_train"]
     with pytest.raises(SystemExit) as exit_info:
-        _recipe("run_glue").main(["--task_name=sst2", f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}",
-                                  "--do_train", f"--strategy={name}"])
+        _recipe("run_glue").main(argv + ["--strategy=data_parallel"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        f"error: --strategy {name} with 2 worker processes: the fine-tuning recipes train in one process (on every "
-        "local device: --strategy=mirrored on TensorFlow, data_parallel on JAX); recipes/pretrain.py trains on "
-        "several.")
+        "error: --strategy data_parallel with 2 JAX processes: the fine-tuning recipes train in one JAX process (on "
+        "every local device: --strategy=data_parallel); several worker processes fine-tune on TensorFlow "
+        "(--strategy=multiworker), and recipes/pretrain.py trains on both.")
+    with pytest.raises(SystemExit) as exit_info:
+        _recipe("run_glue").main(argv + ["--strategy=multiworker", "--num_restarts=2"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --learning_rate_grid / --num_restarts run in one process: leave out --strategy=multiworker (a worker "
+        "would not see the runs the chief has finished).")
     assert not os.path.exists(tmp_path / "out")

@@ -35,11 +35,18 @@ with the same seed and no dropout the result is the uninterrupted run's. A run w
 reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
 the flags say. Delete `output_dir/checkpoints` (or use another `--output_dir`) to train from the start.
 
+Several worker processes (TensorFlow, `--strategy=multiworker`, e.g. started by `runners.launch`): every
+worker runs the same driver on its share of every batch (tf.distribute), `predict` gathers every worker's
+predictions, and only the chief (worker 0) writes `--output_dir`; the others write a temporary directory
+(`distribute.Distribution.write_dir`) and resume from the chief's checkpoints. Several JAX processes are
+refused with one line.
+
 The paper's protocol: with `--learning_rate_grid` and / or `--num_restarts` > 1, `run_finetuning` trains one
 such run per (learning rate, seed) in `output_dir/runs/lr=...,seed=.../`, selects the best on dev and writes
 `output_dir/protocol_results.json` (`runners.protocol`).
 """
 
+import copy
 import json
 import math
 import os
@@ -67,6 +74,8 @@ STEPS_LOG = "train_steps_log.jsonl"
 TENSORBOARD_DIR = "logs"
 STATE_FILE = "state.json"
 BEST_WEIGHTS = "best.weights.h5"
+# What a resumed run reads back from --output_dir (a multi-worker job's other workers read the chief's).
+READ_BACK = (resumable.CHECKPOINT_SUBDIR, BEST_WEIGHTS)
 
 # What the driver and the tasks write into --output_dir, for the list printed at the end of a run.
 OUTPUT_DESCRIPTIONS = {
@@ -165,18 +174,20 @@ def setup_distribution(args):
     """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
     whose `scope()` the recipe builds and compiles its model in.
 
-    `--train_batch_size` stays the global batch. A job of several worker processes is refused. On a TPU every batch needs the same shape, so
+    `--train_batch_size` stays the global batch. A job of several JAX processes is refused. On a TPU every batch needs the same shape, so
     `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches
     only) and `--dynamic_padding` is turned off.
     """
     distribute.set_mixed_precision(args.mixed_precision)
     distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
-    if distribution.num_processes > 1:
-        # Every worker would write output_dir and score only its own share of the dev set's predictions.
+    if distribution.num_processes > 1 and distribution.tf_strategy is None:
+        # Keras' JAX DataParallel would take each process's batch for its own slice of the global batch
+        # (the bucketed training batches are a PyDataset, which it does not shard), and its predictions
+        # span every process's devices.
         raise UserInputError(
-            f"--strategy {distribution.name} with {distribution.num_processes} worker processes: the fine-tuning "
-            "recipes train in one process (on every local device: --strategy=mirrored on TensorFlow, "
-            "data_parallel on JAX); recipes/pretrain.py trains on several.")
+            f"--strategy {distribution.name} with {distribution.num_processes} JAX processes: the fine-tuning "
+            "recipes train in one JAX process (on every local device: --strategy=data_parallel); several worker "
+            "processes fine-tune on TensorFlow (--strategy=multiworker), and recipes/pretrain.py trains on both.")
     args.static_shapes = distribution.is_tpu
     if distribution.is_tpu and getattr(args, "dynamic_padding", False):
         print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
@@ -192,7 +203,12 @@ def run_distributed(work, args):
     """`work(args)` under `--mixed_precision`, inside the `--strategy` scope (`setup_distribution`), so that
     the model, optimizer and metric variables it builds live on the replicas. Returns what `work` returns."""
     distribution = setup_distribution(args)
-    with distribution.scope():
+    # A multi-worker job: the chief writes output_dir; every other worker writes a temporary directory
+    # in which the checkpoints and best weights the chief has written are links (it resumes from them).
+    with distribution.scope(), distribution.write_dir(args.output_dir, read_back=READ_BACK) as write_dir:
+        if write_dir != args.output_dir:
+            args = copy.copy(args)
+            args.output_dir = write_dir
         return work(args)
 
 
@@ -411,11 +427,11 @@ def print_outputs(output_dir, since):
     if not os.path.isdir(output_dir):
         return []
 
-    def newest(path):
+    def newest(path):  # lstat: a link's own time (a worker's links to the chief's files may dangle by now)
         if not os.path.isdir(path):
-            return os.path.getmtime(path)
-        times = [os.path.getmtime(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names]
-        return max(times, default=os.path.getmtime(path))
+            return os.lstat(path).st_mtime
+        times = [os.lstat(os.path.join(root, name)).st_mtime for root, _, names in os.walk(path) for name in names]
+        return max(times, default=os.lstat(path).st_mtime)
 
     written = sorted(name for name in os.listdir(output_dir)
                      if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
@@ -441,6 +457,9 @@ def run_finetuning(task, args):
     selected run's results."""
     if protocol.protocol_settings(args) is None:
         return run_distributed(lambda flags: finetune(task, flags), args)
+    if args.strategy == "multiworker":
+        raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
+                             "--strategy=multiworker (a worker would not see the runs the chief has finished).")
     return run_distributed(lambda flags: protocol.run_protocol(task, flags, finetune), args)
 
 

@@ -62,11 +62,16 @@ class Distribution:
         return contextlib.nullcontext()
 
     @contextlib.contextmanager
-    def write_dir(self, output_dir):
+    def write_dir(self, output_dir, read_back=()):
         """Context giving the directory this process writes its outputs to: `output_dir` on the chief;
         on another worker a fresh temporary directory, deleted on exit, for the checkpoint and log
-        copies that every worker of a MultiWorkerMirroredStrategy job writes (the writes run the same
-        collective reads on every worker). Every worker reads checkpoints from `output_dir`.
+        copies that every worker of a multi-worker job writes (the writes run the same reads of
+        replicated variables on every worker).
+
+        `read_back` names entries of `output_dir` (files, or directories of files) that the recipe reads
+        from its write directory, e.g. its checkpoints: in the temporary directory each existing file is a
+        symbolic link to the chief's, so that every worker resumes from the same files. The recipe's
+        writes replace a link atomically (`file_io.atomic_path`), never the chief's file.
 
         Examples:
 
@@ -85,6 +90,8 @@ class Distribution:
             return
         directory = tempfile.mkdtemp(prefix="keras_bert_impl_worker_")
         try:
+            for name in read_back:
+                _link_entry(os.path.join(output_dir, name), os.path.join(directory, name))
             yield directory
         finally:
             shutil.rmtree(directory, ignore_errors=True)
@@ -106,6 +113,17 @@ class Distribution:
                 f"replicas of the {self.name!r} strategy."
             )
         return global_batch_size // self.num_replicas
+
+
+def _link_entry(source, target):
+    """`target` as a symbolic link to the file `source`, or as a directory of links to the files of the
+    directory `source`; nothing when `source` does not exist."""
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+        for name in os.listdir(source):
+            _link_entry(os.path.join(source, name), os.path.join(target, name))
+    elif os.path.isfile(source):
+        os.symlink(os.path.abspath(source), target)
 
 
 def get_distribution(name="auto", tpu=None):
