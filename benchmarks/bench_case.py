@@ -14,6 +14,9 @@ Workloads (random weights; the speed of a model does not depend on its values):
   epoch        one fine-tuning epoch over sequences of realistic lengths (mostly short, a long tail):
                ours with length bucketing and dynamic padding, keras-hub with its fixed-length pipeline
   pretrain     masked LM + NSP training step at a fixed shape with --predictions masked positions
+  user_head_pooled, user_head_tokens
+               the user's own head: a functional `keras.Model` with Dense(2) on the backbone's pooled_output
+               (or sequence_output: a label per token), trained with keras.optimizers.AdamW (`user_head`)
 Libraries: ours (keras_bert_impl), keras_hub (keras_hub.models.BertBackbone), transformers (torch only).
 """
 
@@ -298,8 +301,49 @@ def pretrain(args):
     return {"times": timed(lambda: model.train_on_batch(inputs, labels), args.warmup, args.repeats)}
 
 
+def user_head(args, output):
+    """The user's own path: `keras.Model(inputs, Dense(2)(backbone(inputs)[output]))` built with the functional
+    API on the library's backbone and trained with Keras' AdamW (transformers: BertModel + torch.nn.Linear on
+    the same output, torch's AdamW). `output` is "pooled_output" (a sentence head) or "sequence_output" (a
+    token head: a label per position)."""
+    x = random_batch(args.batch, args.seq)
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, NUM_CLASSES, size=(args.batch,) if output == "pooled_output" else (args.batch, args.seq))
+    y = y.astype("int32")
+    if args.library == "transformers":
+        import torch
+        from transformers import BertModel
+
+        backbone = BertModel(hf_config(args.size)).train()
+        head = torch.nn.Linear(backbone.config.hidden_size, NUM_CLASSES)
+        parameters = list(backbone.parameters()) + list(head.parameters())
+        optimizer = torch.optim.AdamW(parameters, lr=LEARNING_RATE, weight_decay=0.01, eps=1e-6)
+        inputs, labels = to_torch(x), torch.from_numpy(y).long()
+
+        def run():
+            optimizer.zero_grad()
+            outputs = backbone(**inputs)
+            hidden = outputs.pooler_output if output == "pooled_output" else outputs.last_hidden_state
+            logits = head(hidden)
+            torch.nn.functional.cross_entropy(logits.reshape(-1, NUM_CLASSES), labels.reshape(-1)).backward()
+            optimizer.step()
+
+        return {"times": timed(run, args.warmup, args.repeats)}
+    import keras
+
+    backbone = keras_backbone(args.library, args.size)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids",
+                                                                                 "padding_mask")}
+    model = keras.Model(inputs, keras.layers.Dense(NUM_CLASSES)(backbone(inputs)[output]))
+    model.compile(optimizer=keras.optimizers.AdamW(LEARNING_RATE, weight_decay=0.01, epsilon=1e-6),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return {"times": timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)}
+
+
 WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": train_step,
-             "train_step_bf16": train_step_bf16, "epoch": epoch, "pretrain": pretrain}
+             "train_step_bf16": train_step_bf16, "epoch": epoch, "pretrain": pretrain,
+             "user_head_pooled": lambda args: user_head(args, "pooled_output"),
+             "user_head_tokens": lambda args: user_head(args, "sequence_output")}
 
 
 def main():

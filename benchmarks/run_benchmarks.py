@@ -43,6 +43,8 @@ WORKLOADS = {
     "forward_bf16": ("bert_base", 8, 128, [], (), 2.0, "bf16 vs our fp32"),
     "train_step_bf16": ("bert_small", 16, 128, [], ("keras_hub",), 1.0, "vs keras-hub, both bf16"),
     "pretrain": ("bert_small", 16, 128, ["--predictions=20"], ("transformers",), None, "vs transformers"),
+    "user_head_pooled": ("bert_small", 16, 128, [], ("keras_hub", "transformers"), 1.1, "vs keras-hub"),
+    "user_head_tokens": ("bert_small", 16, 128, [], ("keras_hub", "transformers"), 1.1, "vs keras-hub"),
 }
 SMOKE = {"size": "bert_tiny", "batch": 8, "seq": 32, "examples": 32, "warmup": 1, "repeats": 1}
 

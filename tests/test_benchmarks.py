@@ -22,16 +22,20 @@ def _suite():
 @pytest.mark.slow
 def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
     backend = keras.backend.backend()
-    report = _suite().main(["--smoke", f"--backends={backend}", "--workloads=forward,epoch,train_step_bf16",
+    workloads = ["forward", "epoch", "train_step_bf16", "user_head_pooled", "user_head_tokens"]
+    report = _suite().main(["--smoke", f"--backends={backend}", f"--workloads={','.join(workloads)}",
                             f"--output_dir={tmp_path}"])
     rows = {r["workload"]: r for r in report["rows"]}
-    assert set(rows) == {"forward", "epoch", "train_step_bf16"}
+    assert set(rows) == set(workloads)
     for row in rows.values():
         assert row["ours"]["backend"] == backend and row["keras_hub"]["library"] == "keras_hub"
         assert row["ours"]["median_s"] > 0 and row["ratio_vs_keras_hub"] > 0 and row["ours"]["peak_rss_mb"] > 100
         assert row["target_met"] in (True, False)
     if backend == "torch":
         assert rows["forward"]["transformers"]["library"] == "transformers" and rows["forward"]["ratio_vs_transformers"] > 0
+    # The user's own functional heads are compared with keras-hub's backbone under the same head.
+    for name in ("user_head_pooled", "user_head_tokens"):
+        assert rows[name]["ratio_vs_keras_hub"] > 0 and rows[name]["target"] == 1.1
     # Bucketing: our epoch computes on fewer padded token slots than the fixed-length pipeline.
     assert rows["epoch"]["ours"]["padded_tokens"] < rows["epoch"]["keras_hub"]["padded_tokens"]
     # bf16 training: both libraries timed under mixed_bfloat16, ours in float32 as well.
@@ -40,7 +44,7 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
     assert len(bf16["ours"]["float32_times"]) == len(bf16["ours"]["times"]) == 1
     assert bf16["ours"]["compute_dtypes"] == bf16["keras_hub"]["compute_dtypes"] == ["bfloat16"]
     stored = json.load(open(tmp_path / "results_smoke.json"))
-    assert [r["workload"] for r in stored["rows"]] == ["forward", "epoch", "train_step_bf16"]
+    assert [r["workload"] for r in stored["rows"]] == workloads
     assert stored["versions"]["keras"]
     table = (tmp_path / "results_smoke.md").read_text()
     assert "| forward | bert_tiny 8×32 | " + backend in table and "× keras-hub" in table
