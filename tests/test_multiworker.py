@@ -2,8 +2,7 @@
 `keras_bert_impl.runners.launch`, train as one job. The engine is the suite's backend: TensorFlow workers
 under MultiWorkerMirroredStrategy (`TF_CONFIG`), or JAX processes under `jax.distributed` (gloo CPU
 collectives) with `keras.distribution.DataParallel` over every process's device. PyTorch has no
-multi-process training: the launcher refuses it (tested below under every backend), and the torch suite
-skips the two training tests, which the TensorFlow suite runs with the same TensorFlow workers.
+multi-process training: under torch each test checks that the launcher refuses it.
 
 * 2 workers pretrain a tiny BERT with the per-step losses of one process with the same global batch, and
   only the chief (worker 0) writes the output directory. One worker is killed with SIGKILL mid-run; the
@@ -33,7 +32,6 @@ from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
 PRETRAIN = os.path.join(REPO, "recipes", "pretrain.py")
 ENGINE = keras.backend.backend()
-TORCH_SKIP = pytest.mark.skipif(ENGINE == "torch", reason="PyTorch has no multi-process training (module docstring)")
 STRATEGY = launch.STRATEGY.get(ENGINE)
 
 
@@ -80,14 +78,22 @@ def _worker_pid(launcher_pid, index):
     raise AssertionError(f"worker {index} of launcher {launcher_pid} not found among {children}")
 
 
+def _torch_refuses(capsys):
+    """Under torch: a job of several workers is refused in one line (what each training test checks there)."""
+    assert launch.main(["--num_workers", "2", "--backend", "torch", "--", PRETRAIN]) == 2
+    assert capsys.readouterr().err.startswith("error: --backend torch: multi-process training is not available")
+    return True
+
+
 def _step_losses(directory):
     with open(os.path.join(directory, "train_log.jsonl")) as f:
         return [(r["step"], r["loss"]) for r in map(json.loads, f)]
 
 
 @pytest.mark.slow
-@TORCH_SKIP
-def test_two_workers_pretrain_with_the_one_process_losses_only_the_chief_writes_and_a_killed_job_resumes(tmp_path):
+def test_two_workers_pretrain_like_one_process_only_the_chief_writes_and_a_killed_job_resumes(tmp_path, capsys):
+    if ENGINE == "torch" and _torch_refuses(capsys):
+        return
     data = write_tiny_data(str(tmp_path / "data"), num_documents=12, dupe_factor=1)
     with open(data["config"]) as f:
         config = json.load(f)
@@ -170,14 +176,16 @@ def test_two_workers_pretrain_with_the_one_process_losses_only_the_chief_writes_
 
 
 @pytest.mark.slow
-@TORCH_SKIP
-def test_two_workers_fine_tune_with_the_one_process_results_on_tensorflow_and_jax_refuses(tmp_path, minilm_vocab_file):
+def test_two_workers_fine_tune_like_one_process_on_tensorflow_and_jax_refuses(tmp_path, minilm_vocab_file, capsys):
+    if ENGINE == "torch" and _torch_refuses(capsys):
+        return
     config = os.path.join(tmp_path, "bert_config.json")  # a tiny random BERT over the real uncased vocabulary
     BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
                max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                ).to_json_file(config)
     # No dropout anywhere (the classifier's own too): every replica would draw its own dropout masks.
-    flags = ["--task_name=sst2", f"--data_dir={os.path.join(REPO, 'data', 'sentiment')}", f"--bert_config_file={config}",
+    sentiment = os.path.join(REPO, "data", "sentiment")
+    flags = ["--task_name=sst2", f"--data_dir={sentiment}", f"--bert_config_file={config}",
              f"--vocab_file={minilm_vocab_file}", "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32",
              "--train_batch_size=16", "--learning_rate=1e-3", "--num_train_epochs=2", "--classifier_dropout=0",
              "--seed=3", "--verbose=0"]
@@ -256,8 +264,9 @@ def _id_records(path, count):
 
 
 @pytest.mark.slow
-@TORCH_SKIP
-def test_each_worker_reads_a_disjoint_share_of_every_batch_and_together_the_whole_input(tmp_path):
+def test_each_worker_reads_a_disjoint_share_of_every_batch_and_together_the_whole_input(tmp_path, capsys):
+    if ENGINE == "torch" and _torch_refuses(capsys):
+        return
     from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
 
     path = str(tmp_path / "ids.tfrecord")
