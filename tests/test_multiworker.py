@@ -15,7 +15,6 @@ multi-process training: under torch each test checks that the launcher refuses i
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.runners import launch
+from keras_bert_impl.training import resumable
 from tests.finetuning_files import REPO, subprocess_env
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
@@ -58,10 +58,8 @@ def _files(directory):
 
 
 def _complete_checkpoint_steps(directory):
-    """Steps of the checkpoints in `directory/checkpoints` whose .sha256 (written last) exists."""
-    directory = os.path.join(directory, "checkpoints")
-    names = os.listdir(directory) if os.path.isdir(directory) else []
-    return sorted(int(m[1]) for m in map(re.compile(r"ckpt-(\d+)\.weights\.h5\.sha256").fullmatch, names) if m)
+    """Steps of the complete checkpoints in `directory/checkpoints` (`resumable.list_checkpoints`)."""
+    return [step for step, _ in resumable.list_checkpoints(os.path.join(directory, "checkpoints"))]
 
 
 def _worker_pid(launcher_pid, index):

@@ -174,9 +174,9 @@ def setup_distribution(args):
     """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
     whose `scope()` the recipe builds and compiles its model in.
 
-    `--train_batch_size` stays the global batch. A job of several JAX processes is refused. On a TPU every batch needs the same shape, so
-    `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches
-    only) and `--dynamic_padding` is turned off.
+    `--train_batch_size` stays the global batch. A job of several JAX processes is refused. On a TPU every
+    batch needs the same shape, so `args.static_shapes` becomes True (training batches padded to
+    `--max_seq_length`, whole batches only) and `--dynamic_padding` is turned off.
     """
     distribute.set_mixed_precision(args.mixed_precision)
     distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
