@@ -159,3 +159,11 @@ def test_a_non_chief_reads_the_chiefs_checkpoints_through_links_and_never_writes
         assert not os.path.islink(os.path.join(directory, "checkpoints", "state.json"))
     assert not os.path.exists(directory)
     assert sorted(os.listdir(chief / "checkpoints")) == ["ckpt-00000002.weights.h5", "state.json"]
+
+
+def test_only_a_keras_distribution_over_several_processes_is_a_multiprocess_jax_job():
+    one_process = distribute.Distribution("data_parallel", 2, keras_distribution=object())
+    two_processes = distribute.Distribution("data_parallel", 2, keras_distribution=object(), num_processes=2)
+    tf_workers = distribute.Distribution("multiworker", 2, tf_strategy=object(), num_processes=2)
+    assert [d.is_multiprocess_jax for d in (one_process, two_processes, tf_workers)] == [False, True, False]
+    assert [d.whole_batches_only for d in (one_process, two_processes, tf_workers)] == [False, True, False]

@@ -159,7 +159,8 @@ def test_fine_tuning_recipes_refuse_several_jax_processes_and_the_protocol_under
                                                                                               capsys):
     # What get_distribution returns on process 1 of a 2-process JAX job.
     monkeypatch.setattr(distribute, "get_distribution",
-                        lambda *a, **k: distribute.Distribution("data_parallel", 2, is_chief=False, num_processes=2))
+                        lambda *a, **k: distribute.Distribution("data_parallel", 2, keras_distribution=object(),
+                                                                    is_chief=False, num_processes=2))
     argv = ["--task_name=sst2", f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}", "--do_train"]
     with pytest.raises(SystemExit) as exit_info:
         _recipe("run_glue").main(argv + ["--strategy=data_parallel"])

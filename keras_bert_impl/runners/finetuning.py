@@ -180,7 +180,7 @@ def setup_distribution(args):
     """
     distribute.set_mixed_precision(args.mixed_precision)
     distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
-    if distribution.num_processes > 1 and distribution.tf_strategy is None:
+    if distribution.is_multiprocess_jax:
         # Keras' JAX DataParallel would take each process's batch for its own slice of the global batch
         # (the bucketed training batches are a PyDataset, which it does not shard), and its predictions
         # span every process's devices.

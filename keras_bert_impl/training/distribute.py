@@ -101,10 +101,15 @@ class Distribution:
         return self.name == "tpu"
 
     @property
+    def is_multiprocess_jax(self):
+        """True in a JAX job of several processes: a `keras.distribution` spanning every process's devices."""
+        return self.keras_distribution is not None and self.num_processes > 1
+
+    @property
     def whole_batches_only(self):
         """True where a batch smaller than the global batch cannot run: on a TPU (static shapes) and in a
         multi-process JAX job (Keras gives each process an equal slice of every global batch)."""
-        return self.is_tpu or (self.keras_distribution is not None and self.num_processes > 1)
+        return self.is_tpu or self.is_multiprocess_jax
 
     def per_replica_batch_size(self, global_batch_size):
         if global_batch_size % self.num_replicas:
