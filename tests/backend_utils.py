@@ -37,3 +37,31 @@ def trainable_gradients(model, inputs, loss_fn):
 
 def to_numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def compiled_gradient_hlo(model, inputs):
+    """The optimized XLA HLO text of the gradient of `sum(model(inputs, training=True))` with respect to the
+    trainable variables (JAX: `jax.jit`; TensorFlow: `tf.function(jit_compile=True)`): what XLA keeps after
+    removing the computations no output needs. Torch has no such compiled graph: NotImplementedError."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        non_trainable = [v.value for v in model.non_trainable_variables]
+
+        def loss(trainable_values):
+            outputs, _ = model.stateless_call(trainable_values, non_trainable, inputs, training=True)
+            return jax.numpy.sum(outputs)
+
+        return jax.jit(jax.grad(loss)).lower([v.value for v in model.trainable_variables]).compile().as_text()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        @tf.function(jit_compile=True)
+        def gradients(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(x, training=True))
+            return [g for g in tape.gradient(loss, model.trainable_variables) if g is not None]
+
+        return gradients.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
+    raise NotImplementedError(f"no compiled graph on the {backend} backend")

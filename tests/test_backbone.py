@@ -6,7 +6,7 @@ import pytest
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from tests.backend_utils import to_numpy, trainable_gradients
+from tests.backend_utils import compiled_gradient_hlo, to_numpy, trainable_gradients
 
 TINY = BertConfig(
     vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
@@ -78,6 +78,64 @@ def test_cls_only_pooled_output_equals_the_full_pooled_output():
     np.testing.assert_allclose(
         to_numpy(pooled_model(inputs)), to_numpy(model(inputs)["pooled_output"]), atol=1e-5
     )
+
+
+def test_the_last_blocks_two_parts_equal_one_call_of_the_block_over_every_row():
+    """On JAX and TensorFlow the backbone runs its last block as the [CLS] row and the other rows (on torch
+    as one call); with padding and with causal attention, the outputs equal one call over the whole
+    sequence, and the pooler reads that call's [CLS] row."""
+    from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, causal_attention_bias
+
+    for direction in ("bidirectional", "causal"):
+        model = BertBackbone(BertConfig.from_dict({**TINY.to_dict(), "attention_direction": direction}))
+        inputs = _inputs()
+        inputs["padding_mask"][1, 5:] = 0
+        bias = (causal_attention_bias if direction == "causal" else attention_bias_from_padding_mask)(
+            inputs["padding_mask"])
+        x = model.embeddings(inputs["token_ids"], inputs["segment_ids"])
+        for block in model.encoder_blocks:
+            x = block(x, bias)
+        outputs = model(inputs)
+        np.testing.assert_allclose(to_numpy(outputs["sequence_output"]), to_numpy(x), atol=1e-6)
+        np.testing.assert_allclose(to_numpy(outputs["pooled_output"]), to_numpy(model.pooler(x[:, 0])), atol=1e-6)
+
+
+def _rows_through_last_feed_forward(model, run):
+    """The number of rows the last block's feed-forward computes while `run()` executes eagerly."""
+    dense = model.encoder_blocks[-1].intermediate_dense
+    rows, call = [], dense.call
+    dense.call = lambda x, *args, **kwargs: rows.append(int(np.prod(x.shape[:-1]))) or call(x, *args, **kwargs)
+    try:
+        run()
+    finally:
+        del dense.call
+    return sum(rows)
+
+
+def test_a_user_head_reading_only_pooled_output_skips_the_last_blocks_other_rows_when_compiled():
+    """A user's functional head on `pooled_output` compiles (XLA on JAX and TensorFlow, forward and backward)
+    to exactly the dots of the explicit `pooled_output()` graph: XLA drops the last block's non-[CLS] rows.
+    One on `sequence_output` keeps them. Torch runs eagerly: every row is computed, as the eager count shows
+    on every backend, and `pooled_output()` is the path that skips them there."""
+    model = BertBackbone(TINY)
+    symbolic = {k: keras.Input(shape=(None,), dtype="int32", name=k) for k in ("token_ids", "segment_ids",
+                                                                                 "padding_mask")}
+    heads = {
+        "pooled head": keras.Model(symbolic, keras.layers.Dense(2)(model(symbolic)["pooled_output"])),
+        "explicit": keras.Model(symbolic, keras.layers.Dense(2)(model.pooled_output(symbolic))),
+        "token head": keras.Model(symbolic, keras.layers.Dense(2)(model(symbolic)["sequence_output"])),
+    }
+    inputs = _inputs(batch=2, seq=6)
+    eager_rows = {name: _rows_through_last_feed_forward(model, lambda: head(inputs)) for name, head in heads.items()}
+    assert eager_rows == {"pooled head": 2 * 6, "explicit": 2, "token head": 2 * 6}
+    if keras.backend.backend() == "torch":
+        return
+    dots = {name: sorted(re.findall(r"= (\S+) dot\(", compiled_gradient_hlo(head, inputs)))
+            for name, head in heads.items()}
+    assert dots["pooled head"] == dots["explicit"]
+    # The other rows: 2 x 5 of them through the last block's projections and feed-forward.
+    assert not any(shape.startswith("f32[10,") for shape in dots["pooled head"])
+    assert sum(shape.startswith("f32[10,") for shape in dots["token head"]) >= 4
 
 
 def test_padding_does_not_change_outputs_at_real_positions():
@@ -181,9 +239,13 @@ def test_summary_shows_the_backbones_own_shapes_after_a_classifier_reuses_its_la
     def last_block_shape(model):
         lines = []
         model.summary(line_length=120, print_fn=lambda line, **_: lines.append(line))
-        line = next(line for line in "\n".join(lines).splitlines() if "transformer_layer_1" in line)
-        return re.search(r"\(None, \w+, 128\)", line).group(0)
+        rows = "\n".join(lines).splitlines()
+        at = next(i for i, line in enumerate(rows) if "transformer_layer_1" in line)
+        # The output-shape column of the block's row and of its continuation row.
+        return " ".join(row.split("│")[2].strip() for row in rows[at: at + 2]).strip()
 
-    assert last_block_shape(backbone) == "(None, None, 128)"
+    # The backbone's graph: on JAX and TensorFlow the [CLS] row and the other rows as two parts; on torch one.
+    own = "(None, None, 128)" if keras.backend.backend() == "torch" else "[(None, 1, 128), (None, None, 128)]"
+    assert last_block_shape(backbone) == own
     assert last_block_shape(classifier) == "(None, 1, 128)"  # the classifier's graph: [CLS] only
-    assert last_block_shape(backbone) == "(None, None, 128)"
+    assert last_block_shape(backbone) == own

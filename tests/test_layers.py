@@ -59,12 +59,19 @@ def test_attention_bias_is_finite_and_zero_on_real_tokens():
     assert np.isfinite(bias).all()
 
 
-@pytest.mark.parametrize("path", ["fused", "explicit_with_dropout_layer"])
-def test_self_attention_matches_modeling_py(path):
-    layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.3 if path != "fused" else 0.0)
+@pytest.mark.parametrize("path", ["fused", "einsums", "explicit_with_dropout_layer"])
+def test_self_attention_matches_modeling_py(path, monkeypatch):
+    """Every path of the attention, on every backend: keras.ops.dot_product_attention ("fused", the path
+    where the backend has a fused kernel), the einsums at inference (JAX on a CPU), the einsums with the
+    dropout layer in training."""
+    from keras_bert_impl.layers import attention
+
+    if path != "explicit_with_dropout_layer":
+        monkeypatch.setattr(attention, "_fused_attention_is_a_kernel", lambda: path == "fused")
+    layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.3 if path == "explicit_with_dropout_layer" else 0.0)
     x = _random_hidden()
     bias = attention_bias_from_padding_mask(PADDING_MASK)
-    if path == "fused":
+    if path != "explicit_with_dropout_layer":
         out = layer(x, bias, training=False)
     else:
         layer(x, bias)  # build
@@ -119,6 +126,12 @@ def test_encoder_block_output_range_equals_the_first_rows_of_the_full_output(tra
 def test_activations_are_the_named_functions():
     x = np.linspace(-4, 4, 41).astype("float32")
     np.testing.assert_allclose(to_numpy(get_activation("gelu")(x)), numpy_bert.gelu(x), atol=1e-6)
+    # Against Keras' exact GELU (JAX: get_activation's erf form against jax.nn.gelu's erfc form), wide range.
+    wide = np.linspace(-12, 12, 2401).astype("float32")
+    np.testing.assert_allclose(to_numpy(get_activation("gelu")(wide)),
+                               to_numpy(keras.activations.gelu(wide, approximate=False)), atol=2e-6)
+    np.testing.assert_allclose(to_numpy(get_activation("gelu")(wide)), numpy_bert.gelu(wide.astype("float64")),
+                               atol=2e-6)
     np.testing.assert_allclose(to_numpy(get_activation("gelu_new")(x)), numpy_bert.gelu_tanh(x), atol=1e-6)
     np.testing.assert_allclose(to_numpy(get_activation("relu")(x)), np.maximum(x, 0), atol=0)
     with pytest.raises(ValueError, match="Unknown hidden_act 'elu'"):

@@ -4,7 +4,15 @@ import keras
 
 
 def gelu(x):
-    """Exact GELU, x * Phi(x) with the erf form: what Hugging Face's "gelu" computes."""
+    """Exact GELU, x * Phi(x) with the erf form: what Hugging Face's "gelu" computes.
+
+    On JAX, `backends/jax_ops.gelu` computes the same erf form; Keras' GELU there is JAX's erfc form, which
+    XLA's CPU computes 4x slower forward and 2x slower backward.
+    """
+    if keras.backend.backend() == "jax":
+        from keras_bert_impl.backends import jax_ops
+
+        return jax_ops.gelu(x)
     return keras.activations.gelu(x, approximate=False)
 
 

@@ -48,13 +48,40 @@ def causal_attention_bias(padding_mask, dtype="float32"):
     return padding_bias + ops.expand_dims(ops.cast(later, dtype), 1) * MASK_BIAS  # [batch, 1, seq, seq]
 
 
+def _fused_attention_is_a_kernel():
+    """Whether `keras.ops.dot_product_attention` runs as one fused kernel: everywhere but JAX on its CPU.
+
+    There JAX's attention is XLA's composition of the same einsums and softmax, with the probabilities and
+    the context laid out through extra transposes and copies (a bert_base layer at 8 x 128 compiles to 7
+    more copies and transposes, one of them the [batch, heads, seq, seq] probabilities): the einsums of
+    `BertSelfAttention` compile to keras-hub's layout.
+    """
+    if keras.backend.backend() == "jax":
+        from keras_bert_impl.backends import jax_ops
+
+        return not jax_ops.on_cpu()
+    return True
+
+
+def rows_output_spec(shape, dtype, output_range=None, split_at=None):
+    """The KerasTensor(s) of a layer whose output keeps its input's [batch, seq, H] shape, or the rows
+    `output_range` / `split_at` select (see `BertSelfAttention`)."""
+    batch, seq, width = shape
+    if split_at is not None:
+        rest = None if seq is None else seq - split_at
+        return [keras.KerasTensor((batch, split_at, width), dtype=dtype),
+                keras.KerasTensor((batch, rest, width), dtype=dtype)]
+    return keras.KerasTensor((batch, seq if output_range is None else output_range, width), dtype=dtype)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with BERT's query/key/value/output projections.
 
     Uses the fused `keras.ops.dot_product_attention` whenever no dropout is applied to the attention
-    probabilities (inference, or `dropout=0`); in training with dropout it computes
-    softmax(QK^T / sqrt(d) + bias), applies dropout, then multiplies by V, exactly as modeling.py.
+    probabilities (inference, or `dropout=0`) and the backend has a fused kernel (not JAX on a CPU); else
+    it computes softmax(QK^T / sqrt(d) + bias), applies dropout in training, then multiplies by V, exactly
+    as modeling.py.
 
     Args:
         hidden_size: Model width H.
@@ -71,10 +98,13 @@ class BertSelfAttention(keras.layers.Layer):
         output_range: optional int n: only the first n positions query (keys and values still span the
             whole sequence), so the output is [batch, n, H]. Model Garden's name for it; `BertBackbone`
             uses n = 1 in the last layer when only the [CLS] summary is read (see `pooled_output`).
+        split_at: optional int n: the output as two tensors, the first n positions' [batch, n, H] and the
+            others' [batch, seq - n, H], from keys and values computed once. In a compiled graph (XLA, a
+            tf.function) a part nobody reads is not computed; see `BertBackbone`.
 
     Returns:
-        float tensor [batch, seq, H] (or [batch, output_range, H]), after the output projection, before
-        residual and LayerNorm.
+        float tensor [batch, seq, H] (or [batch, output_range, H], or the two parts of `split_at`), after
+        the output projection, before residual and LayerNorm.
 
     Examples:
 
@@ -126,16 +156,24 @@ class BertSelfAttention(keras.layers.Layer):
         self.output_dense.build(tuple(hidden_states_shape[:2]) + (self.num_heads, self.head_size))
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=None, output_range=None):
-        queries = hidden_states if output_range is None else hidden_states[:, :output_range]
-        # T: sequence length; R: number of query positions, output_range when given, else T.
-        q = self.query(queries)  # [B, R, A, d]
+    def call(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
+        # T: sequence length.
         k = self.key(hidden_states)  # [B, T, A, d]
         v = self.value(hidden_states)  # [B, T, A, d]
+        if split_at is not None:
+            return [self._attend(hidden_states, k, v, attention_bias, 0, split_at, training),
+                    self._attend(hidden_states, k, v, attention_bias, split_at, None, training)]
+        return self._attend(hidden_states, k, v, attention_bias, 0, output_range, training)
+
+    def _attend(self, hidden_states, k, v, attention_bias, start, stop, training):
+        """The output [B, R, H] of the query positions start..stop-1 (R of them; stop None: to the end)."""
+        whole = start == 0 and stop is None
+        queries = hidden_states if whole else hidden_states[:, start:stop]
+        q = self.query(queries)  # [B, R, A, d]
         bias = ops.cast(attention_bias, q.dtype)  # [B, 1, 1 or T, T]
-        if output_range is not None and attention_bias.shape[2] != 1:
-            bias = bias[:, :, :output_range]  # [B, 1, R, T]: the rows of the queries computed
-        if training and self.dropout > 0:
+        if not whole and attention_bias.shape[2] != 1:
+            bias = bias[:, :, start:stop]  # [B, 1, R, T]: the rows of the queries computed
+        if (training and self.dropout > 0) or not _fused_attention_is_a_kernel():
             scale = 1.0 / math.sqrt(self.head_size)
             logits = ops.einsum("btnh,bsnh->bnts", q, k) * ops.cast(scale, q.dtype) + bias  # [B, A, R, T]
             # Softmax in float32 for stability under mixed precision.
@@ -146,11 +184,8 @@ class BertSelfAttention(keras.layers.Layer):
             context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
         return self.output_dense(context)  # [B, R, H]
 
-    def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None):
-        shape = list(hidden_states.shape)
-        if output_range is not None:
-            shape[1] = output_range
-        return keras.KerasTensor(tuple(shape), dtype=self.compute_dtype)
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
+        return rows_output_spec(hidden_states.shape, self.compute_dtype, output_range, split_at)
 
     def get_config(self):
         config = super().get_config()

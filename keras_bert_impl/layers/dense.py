@@ -38,9 +38,9 @@ def _float32_epilogue(compute_dtype, training):
 def _einsum_float32_result(equation, x, kernel):
     """einsum of bfloat16 operands with a float32 result: accumulated in float32 on JAX, cast on TensorFlow."""
     if keras.backend.backend() == "jax":
-        from keras_bert_impl.backends import jax_dense  # keras.ops.einsum has no preferred_element_type
+        from keras_bert_impl.backends import jax_ops  # keras.ops.einsum has no preferred_element_type
 
-        return jax_dense.einsum_float32_result(equation, x, kernel)
+        return jax_ops.einsum_float32_result(equation, x, kernel)
     return ops.cast(ops.einsum(equation, x, kernel), "float32")
 
 

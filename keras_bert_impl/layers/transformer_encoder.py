@@ -31,9 +31,12 @@ class BertEncoderBlock(keras.layers.Layer):
             still attend to the whole sequence); the output is then [batch, n, H] and equals the first n
             rows of the full output. With n = 1 the last block of a [CLS] classifier skips the queries,
             attention output and feed-forward of every other token.
+        split_at: optional int n: the output as two tensors, the first n rows [batch, n, H] and the
+            others [batch, seq - n, H] (the attention's keys and values computed once): in a compiled graph
+            a part nobody reads is not computed.
 
     Returns:
-        float tensor [batch, seq, H] (or [batch, output_range, H]).
+        float tensor [batch, seq, H] (or [batch, output_range, H], or the two parts of `split_at`).
 
     Examples:
 
@@ -97,10 +100,18 @@ class BertEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_states_shape)
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=None, output_range=None):
+    def call(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
+        if split_at is not None:
+            first, rest = self.attention(hidden_states, attention_bias, training=training, split_at=split_at)
+            return [self._feed_forward(hidden_states[:, :split_at], first, training),
+                    self._feed_forward(hidden_states[:, split_at:], rest, training)]
         attention_output = self.attention(hidden_states, attention_bias, training=training, output_range=output_range)
-        attention_output = self.attention_dropout_layer(attention_output, training=training)
         residual = hidden_states if output_range is None else hidden_states[:, :output_range]
+        return self._feed_forward(residual, attention_output, training)
+
+    def _feed_forward(self, residual, attention_output, training):
+        """The block's output [B, R, H] from the rows' input `residual` and their attention output."""
+        attention_output = self.attention_dropout_layer(attention_output, training=training)
         attention_output = self.attention_layer_norm(residual + attention_output)
 
         intermediate = self.intermediate_dense(attention_output)
@@ -108,8 +119,9 @@ class BertEncoderBlock(keras.layers.Layer):
         layer_output = self.output_dropout(layer_output, training=training)
         return self.output_layer_norm(attention_output + layer_output)
 
-    def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None):
-        return self.attention.compute_output_spec(hidden_states, attention_bias, output_range=output_range)
+    def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
+        return self.attention.compute_output_spec(hidden_states, attention_bias, output_range=output_range,
+                                                  split_at=split_at)
 
     def get_config(self):
         config = super().get_config()

@@ -99,9 +99,16 @@ class BertBackbone(keras.Model):
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
 
         causal = config.attention_direction == "causal"
-        hidden_states = _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, causal=causal)
+        # On JAX and TensorFlow the last block computes its [CLS] row and the other rows as two parts, which
+        # the graph then concatenates: compiled (XLA; a tf.function), a model that reads only
+        # `pooled_output` (a user's sentence head) skips the last block's queries, attention output and
+        # feed-forward at every other position, as `pooled_output()` does explicitly. PyTorch runs the
+        # graph eagerly, computing every part whether read or not: there the last block runs once.
+        last_layer = "whole" if keras.backend.backend() == "torch" else "split"
+        hidden_states, cls_row = _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask,
+                                         last_layer=last_layer, causal=causal)
         x = hidden_states[-1]  # [batch, seq, H]
-        pooled = pooler(x[:, 0, :])  # [batch, H]
+        pooled = pooler(cls_row[:, 0, :])  # [batch, H]
 
         outputs = {"sequence_output": x, "pooled_output": pooled}
         if output_hidden_states:
@@ -142,11 +149,11 @@ class BertBackbone(keras.Model):
         Returns:
             float [batch, H], equal to `self(inputs)["pooled_output"]`.
         """
-        hidden_states = _encode(
+        _, cls_row = _encode(
             self.embeddings, self.encoder_blocks, inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"],
-            last_layer_output_range=1, causal=self.config.attention_direction == "causal",
+            last_layer="cls", causal=self.config.attention_direction == "causal",
         )
-        return self.pooler(hidden_states[-1][:, 0, :])
+        return self.pooler(cls_row[:, 0, :])
 
     def summary(self, *args, **kwargs):
         """`keras.Model.summary`, with each layer's output shape as this backbone's graph computes it.
@@ -275,19 +282,30 @@ def serialize_dtype_policy(model, policy):
     return keras.dtype_policies.serialize(policy)
 
 
-def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer_output_range=None,
-            causal=False):
-    """The embedding output and each encoder block's output, [batch, seq, H] each (the last one
-    [batch, last_layer_output_range, H] when that is given). `causal`: position t attends to positions
-    <= t only."""
+def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, last_layer, causal=False):
+    """The embedding output and each encoder block's output, [batch, seq, H] each, and the last block's
+    [CLS] row [batch, 1, H]. `causal`: position t attends to positions <= t only.
+
+    `last_layer` says how the last block runs: "whole" (one call), "split" (its [CLS] row and the other
+    rows as two parts, concatenated: a graph compiler drops the part nobody reads) or "cls" (the [CLS] row
+    only; the last hidden state is then [batch, 1, H])."""
     x = embeddings(token_ids, segment_ids)  # [batch, seq, H]
     if causal:
         attention_bias = causal_attention_bias(padding_mask)  # [batch, 1, seq, seq]
     else:
         attention_bias = attention_bias_from_padding_mask(padding_mask)  # [batch, 1, 1, seq]
     hidden_states = [x]
-    for i, block in enumerate(encoder_blocks):
-        output_range = last_layer_output_range if i == len(encoder_blocks) - 1 else None
-        x = block(x, attention_bias, output_range=output_range)  # [batch, seq, H]
+    for block in encoder_blocks[:-1]:
+        x = block(x, attention_bias)  # [batch, seq, H]
         hidden_states.append(x)
-    return hidden_states
+    last = encoder_blocks[-1]
+    if last_layer == "split":
+        cls_row, other_rows = last(x, attention_bias, split_at=1)  # [batch, 1, H], [batch, seq - 1, H]
+        x = keras.ops.concatenate([cls_row, other_rows], axis=1)  # [batch, seq, H]
+    elif last_layer == "cls":
+        x = cls_row = last(x, attention_bias, output_range=1)  # [batch, 1, H]
+    else:
+        x = last(x, attention_bias)  # [batch, seq, H]
+        cls_row = x[:, :1]  # [batch, 1, H]
+    hidden_states.append(x)
+    return hidden_states, cls_row
