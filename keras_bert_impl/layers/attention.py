@@ -173,12 +173,20 @@ class BertSelfAttention(keras.layers.Layer):
         bias = ops.cast(attention_bias, q.dtype)  # [B, 1, 1 or T, T]
         if not whole and attention_bias.shape[2] != 1:
             bias = bias[:, :, start:stop]  # [B, 1, R, T]: the rows of the queries computed
-        if (training and self.dropout > 0) or not _fused_attention_is_a_kernel():
-            scale = 1.0 / math.sqrt(self.head_size)
-            logits = ops.einsum("btnh,bsnh->bnts", q, k) * ops.cast(scale, q.dtype) + bias  # [B, A, R, T]
+        with_dropout = training and self.dropout > 0
+        if with_dropout or not _fused_attention_is_a_kernel():
+            # The queries are scaled before the product (keras-hub's order): [B, R, A, d] is half as many
+            # numbers as the logits [B, A, R, T] at R = T.
+            q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
+            logits = ops.einsum("bsnh,btnh->bnts", k, q) + bias  # [B, A, R, T]
             # Softmax in float32 for stability under mixed precision.
             probs = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
-            probs = self.probs_dropout(probs, training=training)
+            if with_dropout:
+                probs = self.probs_dropout(probs, training=training)
+            elif keras.backend.backend() == "jax":
+                from keras_bert_impl.backends import jax_ops
+
+                probs = jax_ops.unfused(probs)
             context = ops.einsum("bnts,bsnh->btnh", probs, v)  # [B, R, A, d]
         else:
             context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
