@@ -18,10 +18,10 @@ TRAIN_FILE = os.path.join(REPO, "data", "qa", "train.json")
 DEV_FILE = os.path.join(REPO, "data", "qa", "dev.json")
 
 # Fine-tuning settings of the end-to-end test (short sequences: every data/qa feature fits in 128): one
-# epoch of batches of 8 at 1e-4, the suite's budget. One epoch this short is chaotic: changes of float
-# rounding alone (the order of the attention's products; the last block run as two parts, each with its
-# own dropout draw) moved HasAns F1 on TensorFlow 2.21 between 74.0, 81.3 and 86.7; JAX (lengths rounded
-# to 32, below) gave 81.6 and torch 85.4 (Keras 3.15). One answerable dev question is 1.3 F1. A model
+# epoch of batches of 8 at 1e-4, the suite's budget. One epoch this short is chaotic: float-level
+# variants of the same computation (the order of the attention's products; the last block run whole or as
+# two parts, each with its own dropout draw) give HasAns F1 74.0, 81.3 and 86.7 on TensorFlow 2.21; JAX
+# (lengths rounded to 32, below) 81.6 and torch 85.4 (Keras 3.15). One answerable dev question is 1.3 F1. A model
 # that learned nothing scores near 0; the bars below are 65, under the lowest of these runs. Two epochs at
 # 5e-5 (the paper's grid: `--num_train_epochs=2 --learning_rate=5e-5`) give HasAns F1 97.3 on TensorFlow.
 E2E_FLAGS = ["--max_seq_length=128", "--doc_stride=64", "--train_batch_size=8", "--learning_rate=1e-4",

@@ -63,7 +63,7 @@ def _fused_attention_is_a_kernel():
     return True
 
 
-def rows_output_spec(shape, dtype, output_range=None, split_at=None):
+def _rows_output_spec(shape, dtype, output_range=None, split_at=None):
     """The KerasTensor(s) of a layer whose output keeps its input's [batch, seq, H] shape, or the rows
     `output_range` / `split_at` select (see `BertSelfAttention`)."""
     batch, seq, width = shape
@@ -80,8 +80,8 @@ class BertSelfAttention(keras.layers.Layer):
 
     Uses the fused `keras.ops.dot_product_attention` whenever no dropout is applied to the attention
     probabilities (inference, or `dropout=0`) and the backend has a fused kernel (not JAX on a CPU); else
-    it computes softmax(QK^T / sqrt(d) + bias), applies dropout in training, then multiplies by V, exactly
-    as modeling.py.
+    it computes softmax((Q / sqrt(d)) K^T + bias), applies dropout in training, then multiplies by V: the
+    math of modeling.py, which scales the product instead of the queries.
 
     Args:
         hidden_size: Model width H.
@@ -193,7 +193,7 @@ class BertSelfAttention(keras.layers.Layer):
         return self.output_dense(context)  # [B, R, H]
 
     def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
-        return rows_output_spec(hidden_states.shape, self.compute_dtype, output_range, split_at)
+        return _rows_output_spec(hidden_states.shape, self.compute_dtype, output_range, split_at)
 
     def get_config(self):
         config = super().get_config()
