@@ -25,6 +25,7 @@ import pytest
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.runners import ablations
+from keras_bert_impl.runners.ablations import Step
 from tests.finetuning_files import REPO, load_recipe, subprocess_env
 
 TOPICS = [
@@ -166,3 +167,62 @@ def test_smoke_tables_5_and_7_write_every_row_and_column_with_commands_and_rerun
     # The same command again: every step skipped, the same numbers.
     rerun_out = done.stdout.split("RERUN", 1)[1]
     assert rerun_out.count("skipped") == len({s["name"] for s in t5["steps"]}) and ": python " not in rerun_out
+
+
+def test_a_step_reruns_over_a_new_run_of_a_step_it_needs_and_is_skipped_over_the_same_run(tmp_path, capsys):
+    # Two steps of a script that appends its name to a log: "pretrain" with a --learning_rate flag, and
+    # "finetune", which needs it and writes a checkpoint-like file into its own output directory.
+    repo, work_dir = tmp_path / "repo", tmp_path / "work"
+    repo.mkdir()
+    (repo / "step.py").write_text(
+        "import os, sys\n"
+        "name, log, out = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+        "os.makedirs(out, exist_ok=True)\n"
+        "open(os.path.join(out, 'ckpt'), 'a').write('x')\n"
+        "open(log, 'a').write(name + ' ')\n")
+    log = str(tmp_path / "log.txt")
+
+    def run(learning_rate):
+        pretrain = Step("pretrain", "step.py", ["pretrain", log, str(work_dir / "pretrain"),
+                                                f"--learning_rate={learning_rate}"], str(work_dir / "pretrain"))
+        finetune = Step("finetune", "step.py", ["finetune", log, str(work_dir / "finetune")],
+                        str(work_dir / "finetune"), needs=("pretrain",))
+        records = {}
+        for step in (pretrain, finetune):
+            records[step.name] = ablations.run_step(step, str(work_dir), str(repo), records=records)
+        return {name: r["skipped"] for name, r in records.items()}
+
+    assert run(1e-3) == {"pretrain": False, "finetune": False}
+    assert run(1e-3) == {"pretrain": True, "finetune": True}
+    # Another learning rate: the pretraining runs again, so does the fine-tuning that reads it, from a clean
+    # output directory (one "x": the old run's file is gone), though the fine-tuning's own command is the same.
+    assert run(1e-4) == {"pretrain": False, "finetune": False}
+    assert (work_dir / "finetune" / "ckpt").read_text() == "x"
+    assert run(1e-4) == {"pretrain": True, "finetune": True}
+    assert open(log).read().split() == ["pretrain", "finetune", "pretrain", "finetune"]
+    # A pretraining record lost: it runs again (same command, new run), and the fine-tuning with it.
+    os.remove(work_dir / ablations.STEPS_DIR / "pretrain.json")
+    assert run(1e-4) == {"pretrain": False, "finetune": False}
+    with pytest.raises(ValueError, match=r"finetune needs \['pretrain'\]"):
+        ablations.run_step(Step("finetune", "step.py", [], needs=("pretrain",)), str(work_dir), str(repo))
+
+
+def test_every_table_step_needs_the_steps_whose_output_its_flags_read(tmp_path):
+    # Table 5 and 8: each pretraining needs its data steps; each fine-tuning of a pretrained model needs it.
+    for number in (5, 8):
+        args = ablations.build_parser(REPO).parse_args([f"--table={number}", f"--work_dir={tmp_path}"])
+        table = ablations.TABLES[number](ablations.Plan(args, REPO))
+        by_name = {s.name: s for s in table.steps}
+        for step in table.steps:
+            for need in step.needs:
+                assert table.steps.index(by_name[need]) < table.steps.index(step)  # needs run first
+            if step.name.startswith("pretrain_"):  # e.g. pretrain_mlm_nsp_80_10_10 reads data_80_10_10
+                split = "_".join(step.name.split("_")[-3:])
+                assert set(step.needs) == {f"data_{split}", "data_heldout"}
+                assert f"--input_file={by_name[f'data_{split}'].flags[1].split('=', 1)[1]}" in step.flags
+            elif step.script.startswith("recipes/run_"):
+                (need,) = step.needs
+                assert f"--init_checkpoint={by_name[need].output_dir}/final" in step.flags
+            elif step.name.startswith("data_"):
+                assert step.needs == ("vocab",)
+        assert by_name["vocab"].needs == ("corpus",)

@@ -18,11 +18,13 @@ a command of this repository, the same data, training steps and seeds across the
   `run_ner.py --feature_based --feature_mode=...` run per row of the paper, and one fine-tuning row.
 
 Every step writes into its own directory under `work_dir` and, once its command has returned, a record
-`work_dir/steps/<step>.json` (its command and seconds). The same command run again skips every step whose
-record holds the same finished command and reruns the others (the recipes themselves resume an interrupted
-step from its checkpoints; a step whose command changed starts over). A step is known by its command only:
-after changing the corpus, start in a new work_dir. Steps run as subprocesses (`python recipes/...`; `--in_process` calls the recipes'
-`main(argv)` in this process instead). At the end `work_dir/table_N.md` holds the table in the paper's
+`work_dir/steps/<step>.json` (its command, seconds, finishing time, and the finishing times of the steps it
+reads from). The same command run again skips every step whose record holds the same finished command over
+the same runs of its upstream steps, and reruns the others: a pretraining run again (say with another
+learning rate) reruns every fine-tuning of its model. The recipes themselves resume an interrupted step
+from its checkpoints; a step whose command or upstream runs changed starts over. A corpus given by
+`--corpus_dir` is not a step: after changing its files, start in a new work_dir. Steps run as
+subprocesses (`python recipes/...`; `--in_process` calls the recipes' `main(argv)` in this process instead). At the end `work_dir/table_N.md` holds the table in the paper's
 layout, the exact commands and their run times, and `work_dir/table_N.json` the numbers.
 
 `--smoke` runs the same pipelines at toy size (tiny model, 2 pretraining steps, one epoch on a few examples
@@ -145,6 +147,7 @@ class Step:
     script: str  # relative to the repository root, e.g. "recipes/pretrain.py"
     flags: list
     output_dir: str = ""
+    needs: tuple = ()  # the names of the steps whose output this one reads
 
     def command(self):
         return shlex.join(["python", self.script, *self.flags])
@@ -234,7 +237,8 @@ class Plan:
                               [f"--output_dir={self.corpus_dir}", f"--max_mb={self.args.corpus_mb}"]))
         steps.append(Step("vocab", "recipes/learn_vocab.py", [
             f"--input_files={self.corpus_dir}/train.txt", f"--output_file={self.vocab_file}",
-            f"--vocab_size={self.sizes.vocab_size}", "--do_lower_case", "--quiet"]))
+            f"--vocab_size={self.sizes.vocab_size}", "--do_lower_case", "--quiet"],
+            needs=tuple(s.name for s in steps)))
         return steps
 
     def write_config(self):
@@ -260,13 +264,13 @@ class Plan:
         """The held-out split, masked 80/10/10 for every row: the perplexity is measured on the same data."""
         return Step("data_heldout", "recipes/create_pretraining_data.py", self._data_flags(
             f"{self.corpus_dir}/heldout.txt", self.path("data", "heldout.tfrecord"), self.seed + 1,
-            max(1, self.sizes.dupe_factor), ORIGINAL_SPLIT))
+            max(1, self.sizes.dupe_factor), ORIGINAL_SPLIT), needs=("vocab",))
 
     def data_step(self, split):
         name = split_name(split)
         return Step(f"data_{name}", "recipes/create_pretraining_data.py", self._data_flags(
             f"{self.corpus_dir}/train.txt", self.path("data", name, "train.tfrecord"), self.seed,
-            self.sizes.dupe_factor, split))
+            self.sizes.dupe_factor, split), needs=("vocab",))
 
     def pretrain_step(self, objective, split):
         s, name = self.sizes, f"pretrain_{objective}_{split_name(split)}"
@@ -281,7 +285,8 @@ class Plan:
             f"--num_warmup_steps={s.num_warmup_steps}", f"--learning_rate={s.pretrain_learning_rate}",
             f"--save_checkpoints_steps={max(1, s.num_train_steps // 4)}",
             f"--iterations_per_loop={max(1, s.num_train_steps // 10)}", f"--seed={self.seed}",
-            f"--verbose={0 if self.args.smoke else 2}", *self.distribution_flags()], output_dir)
+            f"--verbose={0 if self.args.smoke else 2}", *self.distribution_flags()], output_dir,
+            needs=(f"data_{split_name(split)}", "data_heldout"))
 
     # fine-tuning --------------------------------------------------------------------------------------
     def task_files(self):
@@ -297,8 +302,10 @@ class Plan:
                             "qa": [f"--train_file={qa_train}", f"--predict_file={qa_dev}", "--version_2_with_negative"]}
         return self._task_files
 
-    def finetune_step(self, task, model, init_checkpoint, hidden_size, variant="", vocab_flags=(), predict=False):
-        """`task`: sentiment, ner or qa; `variant`: "", "bilstm" or a feature mode (NER feature-based)."""
+    def finetune_step(self, task, model, init_checkpoint, hidden_size, variant="", vocab_flags=(), predict=False,
+                      needs=()):
+        """`task`: sentiment, ner or qa; `variant`: "", "bilstm" or a feature mode (NER feature-based);
+        `needs`: the step that wrote `init_checkpoint`, if one did."""
         s, name = self.sizes, f"{task}{'_' + variant if variant else ''}__{model}"
         output_dir = self.path("finetune", name)
         script = {"sentiment": "recipes/run_glue.py", "ner": "recipes/run_ner.py", "qa": "recipes/run_squad.py"}[task]
@@ -327,11 +334,12 @@ class Plan:
             flags.append(f"--learning_rate={learning_rate:g}")
         if self.args.num_restarts:
             flags.append(f"--num_restarts={self.args.num_restarts}")
-        return Step(name, script, flags + self.distribution_flags(), output_dir)
+        return Step(name, script, flags + self.distribution_flags(), output_dir, needs)
 
     def pretrained_finetune(self, task, pretrain, variant=""):
         return self.finetune_step(task, pretrain.name, os.path.join(pretrain.output_dir, "final"),
-                                  self.sizes.hidden_size, variant, [f"--vocab_file={self.vocab_file}", "--do_lower_case"])
+                                  self.sizes.hidden_size, variant, [f"--vocab_file={self.vocab_file}", "--do_lower_case"],
+                                  needs=(pretrain.name,))
 
 
 def split_name(split):
@@ -491,13 +499,15 @@ def build_parser(repo):
 _RECIPE_MODULES = {}
 
 
-def run_step(step, work_dir, repo, in_process=False):
-    """Runs `step` unless its record in `work_dir/steps/` says the same command finished; returns the record
-    ({"name", "command", "seconds", "skipped"}).
+def run_step(step, work_dir, repo, in_process=False, records=None):
+    """Runs `step` unless its record in `work_dir/steps/` says the same command finished over the same runs of
+    the steps it needs; returns the record ({"name", "command", "upstream", "seconds", "finished",
+    "skipped"}). `records`: {step name: record} of the steps run (or skipped) before, holding `step.needs`.
 
-    The record is written twice: {"command"} before the step starts, with "seconds" once it has returned. A
-    step started before with the same command is run again (the recipe resumes from its checkpoints); one
-    started with another command first loses its output directory (its checkpoints are another run's).
+    The record is written twice: {"command", "upstream"} before the step starts, with "seconds" and
+    "finished" once it has returned. A step started before with the same command over the same upstream runs
+    is run again (the recipe resumes from its checkpoints); one started with another command, or over other
+    upstream runs, first loses its output directory (its checkpoints are another run's).
 
     Examples:
 
@@ -513,16 +523,22 @@ def run_step(step, work_dir, repo, in_process=False):
     >>> first["skipped"], again["skipped"], open(os.path.join(work_dir, "out.txt")).read()
     (False, True, 'ran ')
     """
+    records = records or {}
+    missing = [name for name in step.needs if name not in records]
+    if missing:
+        raise ValueError(f"step {step.name} needs {missing}, which have not run before it")
+    upstream = {name: records[name]["finished"] for name in step.needs}
     record_path = os.path.join(work_dir, STEPS_DIR, f"{step.name}.json")
     if os.path.isfile(record_path):
         record = _read_json(record_path)
-        if record.get("command") == step.command() and "seconds" in record:
+        same = record.get("command") == step.command() and record.get("upstream", {}) == upstream
+        if same and "finished" in record:
             print(f"[ablations] {step.name}: done before ({record['seconds']:.0f} s), skipped", flush=True)
             return dict(record, skipped=True)
         inside = os.path.abspath(step.output_dir or work_dir).startswith(os.path.abspath(work_dir) + os.sep)
-        if record.get("command") != step.command() and inside and os.path.isdir(step.output_dir):
+        if not same and inside and os.path.isdir(step.output_dir):
             shutil.rmtree(step.output_dir)
-    write_json(record_path, {"name": step.name, "command": step.command()})
+    write_json(record_path, {"name": step.name, "command": step.command(), "upstream": upstream})
     print(f"[ablations] {step.name}: {step.command()}", flush=True)
     start = time.time()
     if in_process:
@@ -531,7 +547,10 @@ def run_step(step, work_dir, repo, in_process=False):
         done = subprocess.run([sys.executable, os.path.join(repo, step.script), *step.flags], cwd=repo)
         if done.returncode != 0:
             raise RuntimeError(f"step {step.name} failed with exit status {done.returncode}: {step.command()}")
-    record = {"name": step.name, "command": step.command(), "seconds": round(time.time() - start, 1)}
+    # "finished" names this run of the step: a step that needs it compares it with what it ran over.
+    record = {"name": step.name, "command": step.command(), "upstream": upstream,
+              "seconds": round(time.time() - start, 1),
+              "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")}
     write_json(record_path, record)
     return dict(record, skipped=False)
 
@@ -565,12 +584,12 @@ def run_table(args, repo):
     records = {}
     if table is None:  # tables 5 and 8: the vocabulary first, then the config that its size fixes
         for step in plan.corpus_steps():
-            records[step.name] = run_step(step, plan.work_dir, repo, args.in_process)
+            records[step.name] = run_step(step, plan.work_dir, repo, args.in_process, records)
         plan.write_config()
         table = TABLES[args.table](plan)
     for step in table.steps:
         if step.name not in records:
-            records[step.name] = run_step(step, plan.work_dir, repo, args.in_process)
+            records[step.name] = run_step(step, plan.work_dir, repo, args.in_process, records)
     return write_table(table, plan, records)
 
 
