@@ -17,6 +17,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.layers import (
     CRF,
     BertDense,
+    BertDropout,
     BertEinsumDense,
     BertEmbeddings,
     BertEncoderBlock,
@@ -49,6 +50,7 @@ __all__ = [
     "BertClassifier",
     "BertConfig",
     "BertDense",
+    "BertDropout",
     "BertEinsumDense",
     "BertEmbeddings",
     "BertEncoderBlock",

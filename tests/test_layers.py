@@ -6,6 +6,7 @@ import pytest
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import MASK_BIAS, BertSelfAttention, attention_bias_from_padding_mask
+from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 from tests import numpy_bert
@@ -88,6 +89,70 @@ def test_attention_dropout_is_active_only_in_training():
     inference = to_numpy(layer(x, bias, training=False))
     np.testing.assert_allclose(inference, to_numpy(layer(x, bias, training=False)), atol=1e-6)
     assert np.abs(to_numpy(layer(x, bias, training=True)) - inference).max() > 1e-3
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_dropout_zeroes_values_at_its_rate_and_scales_the_others_by_one_over_keep(rate):
+    """BertDropout on every backend (torch: its own mask, `backends/torch_ops.dropout`): the share of zeros
+    is the rate within 5 binomial standard deviations, the kept values are x / (1 - rate), the gradient is
+    the same mask times 1 / (1 - rate), and inference is the identity."""
+    n = 1_000_000
+    x = np.random.RandomState(1).uniform(1.0, 2.0, size=(4, n // 4)).astype("float32")
+    layer = BertDropout(rate)
+    y = to_numpy(layer(x, training=True))
+    dropped = y == 0
+    assert abs(dropped.mean() - rate) < 5 * np.sqrt(rate * (1 - rate) / n)
+    np.testing.assert_allclose(y[~dropped], x[~dropped] / (1 - rate), rtol=1e-6)
+    np.testing.assert_array_equal(to_numpy(layer(x, training=False)), x)
+    # Two calls draw two masks.
+    assert (dropped != (to_numpy(layer(x, training=True)) == 0)).mean() > rate * (1 - rate)
+    if keras.backend.backend() == "torch":  # the gradient: the same mask, scaled
+        import torch
+
+        xt = torch.tensor(x, requires_grad=True)
+        out = layer(xt, training=True)
+        out.sum().backward()
+        np.testing.assert_allclose(xt.grad.numpy(), (out.detach().numpy() != 0) / (1 - rate), rtol=1e-6)
+
+
+def test_dropout_on_torch_draws_from_torchs_default_generator():
+    """The same torch seed, the same mask: the dropout of a model trained on torch follows torch.manual_seed
+    (and the generator state a resumed run restores), as torch.nn.functional.dropout does."""
+    if keras.backend.backend() != "torch":
+        pytest.skip("torch's default generator: the torch backend's mask")
+    import torch
+
+    layer, x = BertDropout(0.3), np.ones((64, 64), "float32")
+    torch.manual_seed(7)
+    first = to_numpy(layer(x, training=True))
+    torch.manual_seed(7)
+    np.testing.assert_array_equal(to_numpy(layer(x, training=True)), first)
+
+
+def test_dropout_config_and_class_round_trip_and_a_seed_or_noise_shape_takes_keras_path():
+    layer = BertDropout(0.2, noise_shape=(None, 1), seed=3, name="d")
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(restored) is BertDropout and restored.get_config() == layer.get_config()
+    # noise_shape (None, 1): one draw per row, as Keras' Dropout does.
+    y = to_numpy(layer(np.ones((200, 6), "float32"), training=True))
+    assert all(len(set(row.tolist())) == 1 for row in y) and 0 < (y[:, 0] == 0).mean() < 0.5
+
+
+def test_torch_attention_products_equal_the_einsums():
+    if keras.backend.backend() != "torch":
+        pytest.skip("backends/torch_ops: the torch backend's fast path")
+    import torch
+
+    from keras_bert_impl.backends import torch_ops
+
+    rng = np.random.RandomState(2)
+    k, v = (torch.tensor(rng.normal(size=(2, 7, 3, 4)).astype("float32")) for _ in range(2))
+    q = torch.tensor(rng.normal(size=(2, 5, 3, 4)).astype("float32"))  # 5 queries, 7 keys
+    logits = torch_ops.attention_logits(k, q)
+    torch.testing.assert_close(logits, torch.einsum("bsnh,btnh->bnts", k, q), atol=1e-5, rtol=1e-5)
+    probs = torch.softmax(logits, -1)
+    torch.testing.assert_close(torch_ops.attention_context(probs, v), torch.einsum("bnts,bsnh->btnh", probs, v),
+                               atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("hidden_act, reference", [("gelu", numpy_bert.gelu), ("gelu_new", numpy_bert.gelu_tanh)])

@@ -3,6 +3,7 @@
 from keras_bert_impl.layers.attention import BertSelfAttention, attention_bias_from_padding_mask
 from keras_bert_impl.layers.crf import CRF, crf_log_likelihood, crf_viterbi_decode
 from keras_bert_impl.layers.dense import BertDense, BertEinsumDense
+from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.scalar_mix import ScalarMix
@@ -10,6 +11,7 @@ from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 
 __all__ = [
     "BertDense",
+    "BertDropout",
     "BertEinsumDense",
     "BertEmbeddings",
     "BertEncoderBlock",

@@ -11,6 +11,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.dense import BertEinsumDense
+from keras_bert_impl.layers.dropout import BertDropout
 
 # The original modeling.py adds -10000.0 to the logits of padded keys: finite, so a row whose keys are all
 # padding gives a uniform distribution instead of NaN, and representable in float16.
@@ -61,6 +62,24 @@ def _fused_attention_is_a_kernel():
 
         return not jax_ops.on_cpu()
     return True
+
+
+def _logits(k, q):
+    """[B, A, R, T] logits from keys [B, T, A, d] and (scaled) queries [B, R, A, d]."""
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        return torch_ops.attention_logits(k, q)
+    return ops.einsum("bsnh,btnh->bnts", k, q)
+
+
+def _context(probs, v):
+    """[B, R, A, d] context from probabilities [B, A, R, T] and values [B, T, A, d]."""
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        return torch_ops.attention_context(probs, v)
+    return ops.einsum("bnts,bsnh->btnh", probs, v)
 
 
 def _rows_output_spec(shape, dtype, output_range=None, split_at=None):
@@ -148,7 +167,7 @@ class BertSelfAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention_output",
         )
-        self.probs_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="attention_probs_dropout")
+        self.probs_dropout = BertDropout(dropout, dtype=self.dtype_policy, name="attention_probs_dropout")
 
     def build(self, hidden_states_shape, attention_bias_shape=None):
         for layer in (self.query, self.key, self.value):
@@ -178,7 +197,7 @@ class BertSelfAttention(keras.layers.Layer):
             # The queries are scaled before the product (keras-hub's order): [B, R, A, d] is half as many
             # numbers as the logits [B, A, R, T] at R = T.
             q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
-            logits = ops.einsum("bsnh,btnh->bnts", k, q) + bias  # [B, A, R, T]
+            logits = _logits(k, q) + bias  # [B, A, R, T]
             # Softmax in float32 for stability under mixed precision.
             probs = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
             if with_dropout:
@@ -187,7 +206,7 @@ class BertSelfAttention(keras.layers.Layer):
                 from keras_bert_impl.backends import jax_ops
 
                 probs = jax_ops.unfused(probs)
-            context = ops.einsum("bnts,bsnh->btnh", probs, v)  # [B, R, A, d]
+            context = _context(probs, v)  # [B, R, A, d]
         else:
             context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
         return self.output_dense(context)  # [B, R, H]

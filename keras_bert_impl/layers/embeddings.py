@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_impl.layers.dropout import BertDropout
+
 
 class PositionEmbedding(keras.layers.Embedding):
     """`keras.layers.Embedding` of the learned positions, which `Model.quantize` leaves in float.
@@ -85,7 +87,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="embeddings_layer_norm"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="embeddings_dropout")
+        self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="embeddings_dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.word_embeddings.build(token_ids_shape)

@@ -5,6 +5,7 @@ import keras
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import BertSelfAttention
 from keras_bert_impl.layers.dense import BertDense
+from keras_bert_impl.layers.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -74,7 +75,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.attention = BertSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range, dtype=policy, name="attention"
         )
-        self.attention_dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="attention_output_dropout")
+        self.attention_dropout_layer = BertDropout(dropout, dtype=policy, name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="attention_layer_norm"
         )
@@ -86,7 +87,7 @@ class BertEncoderBlock(keras.layers.Layer):
             name="intermediate_dense",
         )
         self.output_dense = BertDense(hidden_size, kernel_initializer=init, dtype=policy, name="output_dense")
-        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        self.output_dropout = BertDropout(dropout, dtype=policy, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=policy, name="output_layer_norm"
         )

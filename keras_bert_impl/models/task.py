@@ -9,6 +9,7 @@ import numpy as np
 from keras_bert_impl.backends import tf_replicas
 from keras_bert_impl.checkpoints.conversion import check_not_quantized
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
+from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.models.backbone import serialize_dtype_policy
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, is_raw_text
@@ -363,7 +364,7 @@ def dense_head(units, backbone, dropout=None, name="classifier"):
     """
     dropout_layer = None
     if dropout is not None:
-        dropout_layer = keras.layers.Dropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")
+        dropout_layer = BertDropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")
     dense = keras.layers.Dense(
         units,
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.config.initializer_range),

@@ -1,0 +1,36 @@
+"""Dropout: Keras' layer, with a backend's faster mask where it has one.
+
+The same computation as `keras.layers.Dropout` (each value zeroed with probability `rate`, the others
+scaled by 1 / (1 - rate)) with the same seed generator, config and weights (none), so a model saved with
+either loads into the other.
+"""
+
+import keras
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class BertDropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` that draws its mask faster on PyTorch (see `backends/torch_ops.dropout`).
+
+    On torch, Keras' unseeded dropout calls `torch.nn.functional.dropout` on torch's default generator;
+    this layer draws from the same generator. A `seed` or a `noise_shape` takes Keras' path on every
+    backend.
+
+    Examples:
+
+    >>> layer = BertDropout(0.5)
+    >>> x = keras.ops.ones((4, 1000))
+    >>> bool(keras.ops.all(layer(x) == x))  # inference: unchanged
+    True
+    >>> y = keras.ops.convert_to_numpy(layer(x, training=True))
+    >>> sorted(set(y.ravel().tolist())), bool(0.45 < (y == 0).mean() < 0.55)
+    ([0.0, 2.0], True)
+    """
+
+    def call(self, inputs, training=False):
+        if (training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None
+                and keras.backend.backend() == "torch"):
+            from keras_bert_impl.backends import torch_ops
+
+            return torch_ops.dropout(inputs, self.rate)
+        return super().call(inputs, training=training)
