@@ -50,18 +50,22 @@ def causal_attention_bias(padding_mask, dtype="float32"):
 
 
 def _fused_attention_is_a_kernel():
-    """Whether `keras.ops.dot_product_attention` runs as one fused kernel: everywhere but JAX on its CPU.
+    """Whether `keras.ops.dot_product_attention` runs as one fused kernel: on torch (its SDPA kernel) and on
+    JAX off its CPU.
 
-    There JAX's attention is XLA's composition of the same einsums and softmax, with the probabilities and
-    the context laid out through extra transposes and copies (a bert_base layer at 8 x 128 compiles to 7
-    more copies and transposes, one of them the [batch, heads, seq, seq] probabilities): the einsums of
-    `BertSelfAttention` compile to keras-hub's layout.
+    Elsewhere it is a composition of the same einsums and softmax: TensorFlow's (Keras' `tensorflow/nn.py`,
+    on every device) transposes to [batch, heads, seq, head_size] and back: a bert_base forward at 8 x 128
+    on the 2-core CPU took 0.938 s through it against 0.926 s through the einsums here, keras-hub's 0.953 s
+    (`benchmarks/attention_paths.py`; docs/performance.md). JAX's on its CPU lays the probabilities and the context out through
+    extra transposes and copies (a bert_base layer at 8 x 128 compiles to 7 more copies and transposes,
+    one of them the [batch, heads, seq, seq] probabilities).
     """
-    if keras.backend.backend() == "jax":
+    backend = keras.backend.backend()
+    if backend == "jax":
         from keras_bert_impl.backends import jax_ops
 
         return not jax_ops.on_cpu()
-    return True
+    return backend == "torch"
 
 
 def _logits(k, q):
@@ -98,7 +102,7 @@ class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with BERT's query/key/value/output projections.
 
     Uses the fused `keras.ops.dot_product_attention` whenever no dropout is applied to the attention
-    probabilities (inference, or `dropout=0`) and the backend has a fused kernel (not JAX on a CPU); else
+    probabilities (inference, or `dropout=0`) and the backend has a fused kernel (torch; JAX off its CPU); else
     it computes softmax((Q / sqrt(d)) K^T + bias), applies dropout in training, then multiplies by V: the
     math of modeling.py, which scales the product instead of the queries.
 
