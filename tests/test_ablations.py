@@ -169,7 +169,7 @@ def test_smoke_tables_5_and_7_write_every_row_and_column_with_commands_and_rerun
     assert rerun_out.count("skipped") == len({s["name"] for s in t5["steps"]}) and ": python " not in rerun_out
 
 
-def test_a_step_reruns_over_a_new_run_of_a_step_it_needs_and_is_skipped_over_the_same_run(tmp_path, capsys):
+def test_a_step_reruns_over_a_new_run_of_a_step_it_needs_and_is_skipped_over_the_same_run(tmp_path):
     # Two steps of a script that appends its name to a log: "pretrain" with a --learning_rate flag, and
     # "finetune", which needs it and writes a checkpoint-like file into its own output directory.
     repo, work_dir = tmp_path / "repo", tmp_path / "work"

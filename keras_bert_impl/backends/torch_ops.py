@@ -11,11 +11,13 @@ def dropout(x, rate):
     """`x` with each element zeroed with probability `rate` and the others scaled by 1 / (1 - rate).
 
     The keep mask is `uniform >= rate` over float32 uniforms from torch's default generator (the one
-    `torch.nn.functional.dropout` draws from, which Keras' unseeded dropout calls). On this 2-core CPU a
+    `torch.nn.functional.dropout` draws from, which Keras' unseeded dropout calls), whatever `x`'s dtype:
+    bfloat16 uniforms have 8 significant bits, and `rand_like` of a bfloat16 tensor drops 10.2% at rate
+    0.1 (4M draws). On this 2-core CPU a
     [16, 8, 128, 128] mask takes 8.0 ms this way and 12.4 ms through `torch.bernoulli_`, which
     `torch.nn.functional.dropout` calls (13.5 ms with its multiply; docs/performance.md).
     """
-    keep = torch.rand_like(x) >= rate
+    keep = torch.rand(x.shape, dtype=torch.float32, device=x.device) >= rate
     return torch.where(keep, x * (1.0 / (1.0 - rate)), 0.0)
 
 

@@ -56,9 +56,9 @@ def _fused_attention_is_a_kernel():
     Elsewhere it is a composition of the same einsums and softmax: TensorFlow's (Keras' `tensorflow/nn.py`,
     on every device) transposes to [batch, heads, seq, head_size] and back: a bert_base forward at 8 x 128
     on the 2-core CPU took 0.938 s through it against 0.926 s through the einsums here, keras-hub's 0.953 s
-    (`benchmarks/attention_paths.py`; docs/performance.md). JAX's on its CPU lays the probabilities and the context out through
-    extra transposes and copies (a bert_base layer at 8 x 128 compiles to 7 more copies and transposes,
-    one of them the [batch, heads, seq, seq] probabilities).
+    (`benchmarks/attention_paths.py`; docs/performance.md). JAX's on its CPU lays the probabilities and the
+    context out through extra transposes and copies (a bert_base layer at 8 x 128 compiles to 7 more copies
+    and transposes, one of them the [batch, heads, seq, seq] probabilities).
     """
     backend = keras.backend.backend()
     if backend == "jax":

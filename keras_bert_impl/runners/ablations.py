@@ -24,8 +24,9 @@ the same runs of its upstream steps, and reruns the others: a pretraining run ag
 learning rate) reruns every fine-tuning of its model. The recipes themselves resume an interrupted step
 from its checkpoints; a step whose command or upstream runs changed starts over. A corpus given by
 `--corpus_dir` is not a step: after changing its files, start in a new work_dir. Steps run as
-subprocesses (`python recipes/...`; `--in_process` calls the recipes' `main(argv)` in this process instead). At the end `work_dir/table_N.md` holds the table in the paper's
-layout, the exact commands and their run times, and `work_dir/table_N.json` the numbers.
+subprocesses (`python recipes/...`; `--in_process` calls the recipes' `main(argv)` in this process
+instead). At the end `work_dir/table_N.md` holds the table in the paper's layout, the exact commands and
+their run times, and `work_dir/table_N.json` the numbers.
 
 `--smoke` runs the same pipelines at toy size (tiny model, 2 pretraining steps, one epoch on a few examples
 of each shipped set): a check of the plumbing whose numbers mean nothing.
@@ -340,8 +341,8 @@ class Plan:
 
     def pretrained_finetune(self, task, pretrain, variant=""):
         return self.finetune_step(task, pretrain.name, os.path.join(pretrain.output_dir, "final"),
-                                  self.sizes.hidden_size, variant, [f"--vocab_file={self.vocab_file}", "--do_lower_case"],
-                                  needs=(pretrain.name,))
+                                  self.sizes.hidden_size, variant,
+                                  [f"--vocab_file={self.vocab_file}", "--do_lower_case"], needs=(pretrain.name,))
 
 
 def split_name(split):
