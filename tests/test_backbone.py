@@ -81,13 +81,14 @@ def test_cls_only_pooled_output_equals_the_full_pooled_output():
 
 
 def test_the_last_blocks_two_parts_equal_one_call_of_the_block_over_every_row():
-    """On JAX and TensorFlow the backbone runs its last block as the [CLS] row and the other rows (on torch
-    as one call); with padding and with causal attention, the outputs equal one call over the whole
-    sequence, and the pooler reads that call's [CLS] row."""
+    """The backbone runs its last block as the [CLS] row and the other rows (on torch outside training: one
+    call, sliced); with padding and with causal attention, in inference and in training without dropout,
+    the outputs equal one call over the whole sequence, and the pooler reads that call's [CLS] row."""
     from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, causal_attention_bias
 
+    no_dropout = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
     for direction in ("bidirectional", "causal"):
-        model = BertBackbone(BertConfig.from_dict({**TINY.to_dict(), "attention_direction": direction}))
+        model = BertBackbone(BertConfig.from_dict({**TINY.to_dict(), **no_dropout, "attention_direction": direction}))
         inputs = _inputs()
         inputs["padding_mask"][1, 5:] = 0
         bias = (causal_attention_bias if direction == "causal" else attention_bias_from_padding_mask)(
@@ -95,9 +96,11 @@ def test_the_last_blocks_two_parts_equal_one_call_of_the_block_over_every_row():
         x = model.embeddings(inputs["token_ids"], inputs["segment_ids"])
         for block in model.encoder_blocks:
             x = block(x, bias)
-        outputs = model(inputs)
-        np.testing.assert_allclose(to_numpy(outputs["sequence_output"]), to_numpy(x), atol=1e-6)
-        np.testing.assert_allclose(to_numpy(outputs["pooled_output"]), to_numpy(model.pooler(x[:, 0])), atol=1e-6)
+        for training in (False, True):
+            outputs = model(inputs, training=training)
+            np.testing.assert_allclose(to_numpy(outputs["sequence_output"]), to_numpy(x), atol=1e-6)
+            np.testing.assert_allclose(to_numpy(outputs["pooled_output"]), to_numpy(model.pooler(x[:, 0])),
+                                       atol=1e-6)
 
 
 def _rows_through_last_feed_forward(model, run):
@@ -112,11 +115,31 @@ def _rows_through_last_feed_forward(model, run):
     return sum(rows)
 
 
+def _rows_through_last_feed_forward_backward(model, loss):
+    """The number of rows of the last block's feed-forward output that torch's backward pass of `loss()`
+    (computed in training) reaches."""
+    dense = model.encoder_blocks[-1].intermediate_dense
+    rows, call = [], dense.call
+
+    def counting_call(x, *args, **kwargs):
+        y = call(x, *args, **kwargs)
+        y.register_hook(lambda grad: rows.append(int(np.prod(grad.shape[:-1]))))
+        return y
+
+    dense.call = counting_call
+    try:
+        loss().backward()
+    finally:
+        del dense.call
+    return sum(rows)
+
+
 def test_a_user_head_reading_only_pooled_output_skips_the_last_blocks_other_rows_when_compiled():
     """A user's functional head on `pooled_output` compiles (XLA on JAX and TensorFlow, forward and backward)
     to exactly the dots of the explicit `pooled_output()` graph: XLA drops the last block's non-[CLS] rows.
-    One on `sequence_output` keeps them. Torch runs eagerly: every row is computed, as the eager count shows
-    on every backend, and `pooled_output()` is the path that skips them there."""
+    One on `sequence_output` keeps them. Torch runs eagerly: every row is computed forward, as the eager
+    count shows on every backend, and `pooled_output()` is the path that skips them there; torch's backward
+    pass in training reaches only the [CLS] rows of a pooled head, as it does for `pooled_output()`."""
     model = BertBackbone(TINY)
     symbolic = {k: keras.Input(shape=(None,), dtype="int32", name=k) for k in ("token_ids", "segment_ids",
                                                                                  "padding_mask")}
@@ -129,6 +152,9 @@ def test_a_user_head_reading_only_pooled_output_skips_the_last_blocks_other_rows
     eager_rows = {name: _rows_through_last_feed_forward(model, lambda: head(inputs)) for name, head in heads.items()}
     assert eager_rows == {"pooled head": 2 * 6, "explicit": 2, "token head": 2 * 6}
     if keras.backend.backend() == "torch":
+        backward_rows = {name: _rows_through_last_feed_forward_backward(
+            model, lambda: keras.ops.sum(head(inputs, training=True))) for name, head in heads.items()}
+        assert backward_rows == {"pooled head": 2, "explicit": 2, "token head": 2 + 2 * 5}
         return
     dots = {name: sorted(re.findall(r"= (\S+) dot\(", compiled_gradient_hlo(head, inputs)))
             for name, head in heads.items()}
@@ -244,8 +270,8 @@ def test_summary_shows_the_backbones_own_shapes_after_a_classifier_reuses_its_la
         # The output-shape column of the block's row and of its continuation row.
         return " ".join(row.split("│")[2].strip() for row in rows[at: at + 2]).strip()
 
-    # The backbone's graph: on JAX and TensorFlow the [CLS] row and the other rows as two parts; on torch one.
-    own = "(None, None, 128)" if keras.backend.backend() == "torch" else "[(None, 1, 128), (None, None, 128)]"
+    # The backbone's graph: the [CLS] row and the other rows as two parts.
+    own = "[(None, 1, 128), (None, None, 128)]"
     assert last_block_shape(backbone) == own
     assert last_block_shape(classifier) == "(None, 1, 128)"  # the classifier's graph: [CLS] only
     assert last_block_shape(backbone) == own

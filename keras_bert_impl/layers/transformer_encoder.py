@@ -34,7 +34,9 @@ class BertEncoderBlock(keras.layers.Layer):
             attention output and feed-forward of every other token.
         split_at: optional int n: the output as two tensors, the first n rows [batch, n, H] and the
             others [batch, seq - n, H] (the attention's keys and values computed once): in a compiled graph
-            a part nobody reads is not computed.
+            a part nobody reads is not computed, and in training a part the loss does not read gets no
+            backward pass. On torch outside training (eager: both parts would be computed anyway) the
+            block runs once and its output is sliced in two.
 
     Returns:
         float tensor [batch, seq, H] (or [batch, output_range, H], or the two parts of `split_at`).
@@ -102,6 +104,11 @@ class BertEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
+        if split_at is not None and keras.backend.backend() == "torch" and not training:
+            # Eager torch computes every part whether read or not; the parts pay off only in the backward
+            # pass, which skips a part the loss does not read (a sentence head's other rows).
+            whole = self.call(hidden_states, attention_bias, training=training)  # [B, T, H]
+            return [whole[:, :split_at], whole[:, split_at:]]
         if split_at is not None:
             first, rest = self.attention(hidden_states, attention_bias, training=training, split_at=split_at)
             return [self._feed_forward(hidden_states[:, :split_at], first, training),

@@ -99,14 +99,13 @@ class BertBackbone(keras.Model):
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
 
         causal = config.attention_direction == "causal"
-        # On JAX and TensorFlow the last block computes its [CLS] row and the other rows as two parts, which
-        # the graph then concatenates: compiled (XLA; a tf.function), a model that reads only
-        # `pooled_output` (a user's sentence head) skips the last block's queries, attention output and
-        # feed-forward at every other position, as `pooled_output()` does explicitly. PyTorch runs the
-        # graph eagerly, computing every part whether read or not: there the last block runs once.
-        last_layer = "whole" if keras.backend.backend() == "torch" else "split"
+        # The last block computes its [CLS] row and the other rows as two parts, which the graph then
+        # concatenates. A model that reads only `pooled_output` (a user's sentence head) then skips the last
+        # block's queries, attention output and feed-forward at every other position: compiled (XLA; a
+        # tf.function) in the forward and backward pass, as `pooled_output()` does explicitly; eager
+        # (torch) in the backward pass, which follows only what the loss reads.
         hidden_states, cls_row = _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask,
-                                         last_layer=last_layer, causal=causal)
+                                         last_layer="split", causal=causal)
         x = hidden_states[-1]  # [batch, seq, H]
         pooled = pooler(cls_row[:, 0, :])  # [batch, H]
 
@@ -286,9 +285,9 @@ def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, la
     """The embedding output and each encoder block's output, [batch, seq, H] each, and the last block's
     [CLS] row [batch, 1, H]. `causal`: position t attends to positions <= t only.
 
-    `last_layer` says how the last block runs: "whole" (one call), "split" (its [CLS] row and the other
-    rows as two parts, concatenated: a graph compiler drops the part nobody reads) or "cls" (the [CLS] row
-    only; the last hidden state is then [batch, 1, H])."""
+    `last_layer` says how the last block runs: "split" (its [CLS] row and the other rows as two parts,
+    concatenated: a graph compiler drops the part nobody reads, a backward pass the part the loss does not
+    read) or "cls" (the [CLS] row only; the last hidden state is then [batch, 1, H])."""
     x = embeddings(token_ids, segment_ids)  # [batch, seq, H]
     if causal:
         attention_bias = causal_attention_bias(padding_mask)  # [batch, 1, seq, seq]
@@ -305,7 +304,6 @@ def _encode(embeddings, encoder_blocks, token_ids, segment_ids, padding_mask, la
     elif last_layer == "cls":
         x = cls_row = last(x, attention_bias, output_range=1)  # [batch, 1, H]
     else:
-        x = last(x, attention_bias)  # [batch, seq, H]
-        cls_row = x[:, :1]  # [batch, 1, H]
+        raise ValueError(f"last_layer={last_layer!r}: expected 'split' or 'cls'.")
     hidden_states.append(x)
     return hidden_states, cls_row
