@@ -155,20 +155,18 @@ def test_glue_recipe_splits_the_global_batch_over_two_replicas(tmp_path, minilm_
     assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["mm_accuracy"] <= 1.0
 
 
-def test_fine_tuning_recipes_refuse_several_jax_processes_and_the_protocol_under_multiworker(tmp_path, monkeypatch,
-                                                                                              capsys):
+def test_fine_tuning_recipes_refuse_the_protocol_over_several_processes(tmp_path, monkeypatch, capsys):
     # What get_distribution returns on process 1 of a 2-process JAX job.
     monkeypatch.setattr(distribute, "get_distribution",
                         lambda *a, **k: distribute.Distribution("data_parallel", 2, keras_distribution=object(),
                                                                     is_chief=False, num_processes=2))
     argv = ["--task_name=sst2", f"--data_dir={tmp_path}", f"--output_dir={tmp_path / 'out'}", "--do_train"]
     with pytest.raises(SystemExit) as exit_info:
-        _recipe("run_glue").main(argv + ["--strategy=data_parallel"])
+        _recipe("run_glue").main(argv + ["--strategy=data_parallel", "--num_restarts=2"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == (
-        "error: --strategy data_parallel with 2 JAX processes: the fine-tuning recipes train in one JAX process (on "
-        "every local device: --strategy=data_parallel); several worker processes fine-tune on TensorFlow "
-        "(--strategy=multiworker), and recipes/pretrain.py trains on both.")
+        "error: --learning_rate_grid / --num_restarts run in one process: start one JAX process (a worker would not "
+        "see the runs the chief has finished).")
     with pytest.raises(SystemExit) as exit_info:
         _recipe("run_glue").main(argv + ["--strategy=multiworker", "--num_restarts=2"])
     assert exit_info.value.code == 2

@@ -68,13 +68,14 @@ def plan_batches(lengths, batch_size, shuffle=False, seed=0, sort_by_length=True
         seed: seed of the shuffling (use a new one every epoch).
         sort_by_length: bucket by length (on by default); False keeps the (shuffled) order.
         bucket_window: batches per sorting window when shuffling.
-        drop_remainder: leave out the examples that do not fill a whole batch (the last `N % batch_size`
-            of the epoch's order), for TPUs, which need every batch of the same shape.
+        drop_remainder: leave out the examples that do not fill a whole batch (a random `N % batch_size` of
+            them when shuffling), for TPUs, which need every batch of the same shape. When `batch_size`
+            divides N nothing is left out and the plan is the one without `drop_remainder`.
 
     Returns:
         A list of int64 index arrays.
     """
-    if drop_remainder:
+    if drop_remainder and len(lengths) % batch_size:
         n_full = (len(lengths) // batch_size) * batch_size
         if n_full == 0:
             raise ValueError(f"drop_remainder with {len(lengths)} examples and batch_size {batch_size} leaves no batch.")
@@ -243,6 +244,10 @@ class BucketedBatches(keras.utils.PyDataset):
         seed: shuffling seed of the first epoch (`seed + k` for epoch k).
         initial_epoch: the epoch (0-based) the first pass is, so a run resumed at epoch k sees the
             batches an uninterrupted run saw in epoch k.
+        process_share: None, or `(index, count)` in a job of `count` processes that each feed their share of
+            every global batch (multi-process JAX): every process plans the same global batches (same seed)
+            and this one yields rows `index * b / count` to `(index + 1) * b / count` of each (`share_of_batch`).
+            Only whole batches then (`drop_remainder`), each a multiple of `count`.
         **options: the other arguments of `bucketed_batches` (dynamic_padding, max_length,
             label_padding_value, ...).
 
@@ -256,9 +261,14 @@ class BucketedBatches(keras.utils.PyDataset):
     `model.fit(batches, epochs=3, shuffle=False)` trains on it; every epoch gets a new order.
     """
 
-    def __init__(self, features, labels, batch_size, seed=0, initial_epoch=0, **options):
+    def __init__(self, features, labels, batch_size, seed=0, initial_epoch=0, process_share=None, **options):
         super().__init__()
+        if process_share is not None:
+            options["drop_remainder"] = True
+            if batch_size % process_share[1]:
+                raise ValueError(f"batch_size {batch_size} is not a multiple of the {process_share[1]} processes.")
         self.features, self.labels, self.batch_size, self.seed, self.options = features, labels, batch_size, seed, options
+        self.process_share = process_share
         self.epoch = int(initial_epoch)
         self.batches = self._plan()
 
@@ -270,11 +280,32 @@ class BucketedBatches(keras.utils.PyDataset):
         return len(self.batches)
 
     def __getitem__(self, index):
-        return self.batches[index]
+        if self.process_share is None:
+            return self.batches[index]
+        return share_of_batch(self.batches[index], *self.process_share)
 
     def on_epoch_end(self):
         self.epoch += 1
         self.batches = self._plan()
+
+
+def share_of_batch(batch, index, count):
+    """Process `index`'s rows of a global `batch` (any nest of arrays [B, ...]) split into `count` equal,
+    consecutive shares: the per-process batch a multi-process JAX job feeds (Keras puts process i's rows
+    i-th in the global batch).
+
+    Examples:
+
+    >>> x = {"token_ids": np.arange(8).reshape(4, 2)}
+    >>> share_of_batch((x, np.arange(4)), 1, 2)
+    ({'token_ids': array([[4, 5],
+           [6, 7]])}, array([2, 3]))
+    """
+    rows = len(keras.tree.flatten(batch)[0])
+    if rows % count:
+        raise ValueError(f"a batch of {rows} rows does not split into {count} equal shares.")
+    share = rows // count
+    return keras.tree.map_structure(lambda a: a[index * share:(index + 1) * share], batch)
 
 
 def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_length=None, pad_to_multiple_of=8,

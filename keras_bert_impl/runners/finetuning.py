@@ -38,8 +38,9 @@ the flags say. Delete `output_dir/checkpoints` (or use another `--output_dir`) t
 Several worker processes (TensorFlow, `--strategy=multiworker`, e.g. started by `runners.launch`): every
 worker runs the same driver on its share of every batch (tf.distribute), `predict` gathers every worker's
 predictions, and only the chief (worker 0) writes `--output_dir`; the others write a temporary directory
-(`distribute.Distribution.write_dir`) and resume from the chief's checkpoints. Several JAX processes are
-refused with one line.
+(`distribute.Distribution.write_dir`) and resume from the chief's checkpoints. In a job of several JAX
+processes each process feeds its share of every global batch and the predictions run across the processes
+(`setup_distribution`).
 
 The paper's protocol: with `--learning_rate_grid` and / or `--num_restarts` > 1, `run_finetuning` trains one
 such run per (learning rate, seed) in `output_dir/runs/lr=...,seed=.../`, selects the best on dev and writes
@@ -174,21 +175,23 @@ def setup_distribution(args):
     """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
     whose `scope()` the recipe builds and compiles its model in.
 
-    `--train_batch_size` stays the global batch. A job of several JAX processes is refused. On a TPU every
-    batch needs the same shape, so `args.static_shapes` becomes True (training batches padded to
-    `--max_seq_length`, whole batches only) and `--dynamic_padding` is turned off.
+    `--train_batch_size` stays the global batch. On a TPU every batch needs the same shape, so
+    `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches only)
+    and `--dynamic_padding` is turned off. In a multi-process JAX job `args.process_share` is
+    `(process index, process count)`: every process plans the same global batches and feeds its share of
+    each (whole batches only), and predictions run across the processes (`distribute.CrossProcessPredictions`);
+    elsewhere it is None.
     """
     distribute.set_mixed_precision(args.mixed_precision)
     distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
-    if distribution.is_multiprocess_jax:
-        # Keras' JAX DataParallel would take each process's batch for its own slice of the global batch
-        # (the bucketed training batches are a PyDataset, which it does not shard), and its predictions
-        # span every process's devices.
-        raise UserInputError(
-            f"--strategy {distribution.name} with {distribution.num_processes} JAX processes: the fine-tuning "
-            "recipes train in one JAX process (on every local device: --strategy=data_parallel); several worker "
-            "processes fine-tune on TensorFlow (--strategy=multiworker), and recipes/pretrain.py trains on both.")
+    if distribution.is_multiprocess_jax and protocol.protocol_settings(args) is not None:
+        raise UserInputError("--learning_rate_grid / --num_restarts run in one process: start one JAX process (a "
+                             "worker would not see the runs the chief has finished).")
     args.static_shapes = distribution.is_tpu
+    args.process_share = distribution.process_share
+    if args.process_share is not None:
+        # The training batches are already each process's share (`BucketedBatches(process_share=...)`).
+        distribution.keras_distribution.auto_shard_dataset = False
     if distribution.is_tpu and getattr(args, "dynamic_padding", False):
         print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
         args.dynamic_padding = False
@@ -212,9 +215,23 @@ def run_distributed(work, args):
         return work(args)
 
 
-def num_train_steps(num_examples, train_batch_size, num_train_epochs):
-    """Optimizer steps of a fine-tuning run: every batch of every epoch (the last partial batch counts)."""
-    return max(1, math.ceil(num_examples / train_batch_size) * math.ceil(num_train_epochs))
+def num_train_steps(num_examples, train_batch_size, num_train_epochs, whole_batches_only=False):
+    """Optimizer steps of a fine-tuning run: every batch of every epoch (the last partial batch counts,
+    unless `whole_batches_only`)."""
+    return max(1, batching.num_batches(num_examples, train_batch_size, whole_batches_only)
+               * math.ceil(num_train_epochs))
+
+
+def whole_batches_only(args):
+    """Whether training leaves out the last partial batch of an epoch: on a TPU (static shapes) and in a
+    multi-process JAX job (every process feeds an equal share of every batch)."""
+    return bool(getattr(args, "static_shapes", False) or getattr(args, "process_share", None))
+
+
+def predictor(model, args):
+    """What the tasks compute `model`'s predictions with: the model, or across the processes of a
+    multi-process JAX job (`distribute.CrossProcessPredictions`)."""
+    return distribute.CrossProcessPredictions(model) if getattr(args, "process_share", None) else model
 
 
 def create_finetuning_optimizer(args, total_steps):
@@ -250,7 +267,8 @@ def training_batches(features, labels, args, initial_epoch=0, **options):
     if static_shapes:
         options.update(dynamic_padding=False, drop_remainder=True)
     return batching.BucketedBatches(features, labels, args.train_batch_size, seed=args.seed,
-                                    initial_epoch=initial_epoch, **options)
+                                    initial_epoch=initial_epoch, process_share=getattr(args, "process_share", None),
+                                    **options)
 
 
 class BestCheckpoint(keras.callbacks.Callback):
@@ -500,9 +518,9 @@ def finetune(task, args):
     elif args.do_eval or args.do_predict:
         warn_untrained_heads(model, args)
     if task.can_evaluate and not results:
-        results = task.evaluate(model)
+        results = task.evaluate(predictor(model, args))
     if args.do_predict:
-        results = task.predict(model, results)
+        results = task.predict(predictor(model, args), results)
     task.write_results(results)
     print_outputs(args.output_dir, started)
     return results
@@ -513,12 +531,14 @@ def fit_task(task, model, train, args):
     from output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or {} when the
     task has no dev set."""
     epochs = math.ceil(args.num_train_epochs)
-    total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs)
+    total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs,
+                                  whole_batches_only(args))
     # The model's own loss and metrics (`BertTask.compile`'s defaults).
     model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
                   steps_per_execution=args.steps_per_execution)
     checkpoint_dir = os.path.join(args.output_dir, resumable.CHECKPOINT_SUBDIR)
-    best = BestCheckpoint(task.evaluate, task.main_metric, args.output_dir) if task.can_evaluate else None
+    best = (BestCheckpoint(lambda fitted: task.evaluate(predictor(fitted, args)), task.main_metric, args.output_dir)
+            if task.can_evaluate else None)
     initial_epoch = restore_training(model, checkpoint_dir, best)
     log_path = os.path.join(args.output_dir, TRAIN_LOG)
     initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0

@@ -111,7 +111,8 @@ class SquadTask(FinetuningTask):
             print(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
         write_json(os.path.join(args.output_dir, "train_data_stats.json"), stats)
         description = f"{len(examples)} training examples, {len(features)} features"
-        if args.dynamic_padding or getattr(args, "static_shapes", False):
+        # A multi-process JAX job feeds shares of the bucketed batches (`BucketedBatches`), also at fixed length.
+        if args.dynamic_padding or getattr(args, "static_shapes", False) or getattr(args, "process_share", None):
             x, y = squad_data.features_to_lists(features)
             return TrainingSet(x, y, len(features), description, fit_kwargs={"shuffle": True})
         x, y = squad_data.features_to_arrays(features)

@@ -111,6 +111,21 @@ class Distribution:
         multi-process JAX job (Keras gives each process an equal slice of every global batch)."""
         return self.is_tpu or self.is_multiprocess_jax
 
+    @property
+    def process_share(self):
+        """`(process index, process count)` in a multi-process JAX job, where each process feeds its share of
+        every global batch (`batching.share_of_batch`); None elsewhere (tf.distribute splits the batches)."""
+        if not self.is_multiprocess_jax:
+            return None
+        import jax
+
+        return jax.process_index(), self.num_processes
+
+    def predictor(self, model):
+        """What computes `model`'s predictions batch by batch (`predict_on_batch`): the model itself, or in a
+        multi-process JAX job a `CrossProcessPredictions` of it."""
+        return CrossProcessPredictions(model) if self.is_multiprocess_jax else model
+
     def per_replica_batch_size(self, global_batch_size):
         if global_batch_size % self.num_replicas:
             raise ValueError(
@@ -118,6 +133,53 @@ class Distribution:
                 f"replicas of the {self.name!r} strategy."
             )
         return global_batch_size // self.num_replicas
+
+
+class CrossProcessPredictions:
+    """`model` with a `predict_on_batch` that runs in a multi-process JAX job, where Keras' cannot: there
+    Keras takes each process's batch as its share of a global batch and returns outputs spread over every
+    process's devices, which no process can read whole.
+
+    Every process calls `predict_on_batch(x)` with the same whole batch `x` (the model's input dict). The
+    batch is padded to a multiple of the job's devices (copies of its last row), each process feeds its
+    share (`batching.share_of_batch`), the model runs once over the global batch, and every process gets
+    the whole batch's outputs back (`process_allgather`), in order, without the padding rows. Other
+    attributes are the model's.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self._function = None
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def predict_on_batch(self, x):
+        import jax
+        import numpy as np
+        from jax.experimental import multihost_utils
+
+        from keras_bert_impl.data.batching import share_of_batch
+
+        rows = len(keras.tree.flatten(x)[0])
+        padded = -(-rows // jax.device_count()) * jax.device_count()
+        x = keras.tree.map_structure(
+            lambda a: np.concatenate([a, np.repeat(a[-1:], padded - rows, axis=0)]) if padded > rows else a,
+            keras.tree.map_structure(np.asarray, x))
+        share = share_of_batch(x, jax.process_index(), jax.process_count())
+        distribution = keras.distribution.distribution()
+        global_x = keras.tree.map_structure(lambda a: jax.make_array_from_process_local_data(
+            distribution.get_data_layout(a.shape).backend_layout, a), share)
+        if self._function is None:
+            def predict(trainable, non_trainable, inputs):
+                outputs, _ = self.model.stateless_call(trainable, non_trainable, inputs, training=False)
+                return outputs
+
+            self._function = jax.jit(predict)
+        outputs = self._function([v.value for v in self.model.trainable_variables],
+                                 [v.value for v in self.model.non_trainable_variables], global_x)
+        outputs = multihost_utils.process_allgather(outputs, tiled=True)
+        return keras.tree.map_structure(lambda a: np.asarray(a)[:rows], outputs)
 
 
 def _link_entry(source, target):
