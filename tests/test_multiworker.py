@@ -182,12 +182,13 @@ def test_two_workers_fine_tune_like_one_process(tmp_path, minilm_vocab_file, cap
     BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
                max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                ).to_json_file(config)
-    # No dropout anywhere (the classifier's own too): every replica would draw its own dropout masks.
+    # No dropout anywhere (the classifier's own too): every replica would draw its own dropout masks. Every
+    # batch padded to 32 tokens: one shape to compile (JAX) or trace (TensorFlow) per process.
     sentiment = os.path.join(REPO, "data", "sentiment")
     flags = ["--task_name=sst2", f"--data_dir={sentiment}", f"--bert_config_file={config}",
              f"--vocab_file={minilm_vocab_file}", "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32",
              "--train_batch_size=16", "--learning_rate=1e-3", "--num_train_epochs=2", "--classifier_dropout=0",
-             "--seed=3", "--verbose=0"]
+             "--seed=3", "--verbose=0", "--pad_to_multiple_of=32"]
     env = _env(tmp_path)
     one, two = str(tmp_path / "one"), str(tmp_path / "two")
     glue = os.path.join(REPO, "recipes", "run_glue.py")
