@@ -257,7 +257,7 @@ if strategy is None:
     inputs = keras.Input((3,), name="x")
     model = keras.Model(inputs, keras.layers.Dense(2, kernel_initializer="ones")(inputs))
     x = np.arange(15, dtype="float32").reshape(5, 3)
-    print("predictions", json.dumps(distribution.predictor(model).predict_on_batch(x).tolist()))
+    print("predictions", json.dumps(distribute.CrossProcessPredictions(model).predict_on_batch(x).tolist()))
 """
 
 

@@ -177,7 +177,8 @@ def setup_distribution(args):
 
     `--train_batch_size` stays the global batch. On a TPU every batch needs the same shape, so
     `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches only)
-    and `--dynamic_padding` is turned off. In a multi-process JAX job `args.process_share` is
+    and `--dynamic_padding` is turned off. `args.whole_batches_only` says whether an epoch's last partial
+    batch is left out (`Distribution.whole_batches_only`). In a multi-process JAX job `args.process_share` is
     `(process index, process count)`: every process plans the same global batches and feeds its share of
     each (whole batches only), and predictions run across the processes (`distribute.CrossProcessPredictions`);
     elsewhere it is None.
@@ -188,6 +189,7 @@ def setup_distribution(args):
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: start one JAX process (a "
                              "worker would not see the runs the chief has finished).")
     args.static_shapes = distribution.is_tpu
+    args.whole_batches_only = distribution.whole_batches_only
     args.process_share = distribution.process_share
     if args.process_share is not None:
         # The training batches are already each process's share (`BucketedBatches(process_share=...)`).
@@ -222,15 +224,10 @@ def num_train_steps(num_examples, train_batch_size, num_train_epochs, whole_batc
                * math.ceil(num_train_epochs))
 
 
-def whole_batches_only(args):
-    """Whether training leaves out the last partial batch of an epoch: on a TPU (static shapes) and in a
-    multi-process JAX job (every process feeds an equal share of every batch)."""
-    return bool(getattr(args, "static_shapes", False) or getattr(args, "process_share", None))
-
-
 def predictor(model, args):
     """What the tasks compute `model`'s predictions with: the model, or across the processes of a
-    multi-process JAX job (`distribute.CrossProcessPredictions`)."""
+    multi-process JAX job (`distribute.CrossProcessPredictions`, which compiles its step once per batch
+    shape: make one per model)."""
     return distribute.CrossProcessPredictions(model) if getattr(args, "process_share", None) else model
 
 
@@ -510,34 +507,37 @@ def finetune(task, args):
         if not args.do_train:  # `warn_untrained_heads` says it once, plainly
             warnings.filterwarnings("ignore", message=".*initialized randomly", category=UserWarning)
         model = task.build_model()
+    predictions = predictor(model, args)
     results = {}
     if args.do_train:
-        results = fit_task(task, model, train, args)
+        results = fit_task(task, model, train, args, predictions)
         if args.save_model:
             task.save_model(model, os.path.join(args.output_dir, "model"))
     elif args.do_eval or args.do_predict:
         warn_untrained_heads(model, args)
     if task.can_evaluate and not results:
-        results = task.evaluate(predictor(model, args))
+        results = task.evaluate(predictions)
     if args.do_predict:
-        results = task.predict(predictor(model, args), results)
+        results = task.predict(predictions, results)
     task.write_results(results)
     print_outputs(args.output_dir, started)
     return results
 
 
-def fit_task(task, model, train, args):
+def fit_task(task, model, train, args, predictions):
     """Compiles and fits `model` on `train` (a `tasks.base.TrainingSet`) for `--num_train_epochs`, resuming
     from output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or {} when the
-    task has no dev set."""
+    task has no dev set. `predictions`: what the dev set is scored with after every epoch, `model` or
+    `predictor(model, args)`."""
     epochs = math.ceil(args.num_train_epochs)
     total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs,
-                                  whole_batches_only(args))
+                                  getattr(args, "whole_batches_only", False))
     # The model's own loss and metrics (`BertTask.compile`'s defaults).
     model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
                   steps_per_execution=args.steps_per_execution)
     checkpoint_dir = os.path.join(args.output_dir, resumable.CHECKPOINT_SUBDIR)
-    best = (BestCheckpoint(lambda fitted: task.evaluate(predictor(fitted, args)), task.main_metric, args.output_dir)
+    # `fit` hands the callback `model` itself; `predictions` computes its outputs.
+    best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, args.output_dir)
             if task.can_evaluate else None)
     initial_epoch = restore_training(model, checkpoint_dir, best)
     log_path = os.path.join(args.output_dir, TRAIN_LOG)

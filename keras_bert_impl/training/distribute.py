@@ -121,11 +121,6 @@ class Distribution:
 
         return jax.process_index(), self.num_processes
 
-    def predictor(self, model):
-        """What computes `model`'s predictions batch by batch (`predict_on_batch`): the model itself, or in a
-        multi-process JAX job a `CrossProcessPredictions` of it."""
-        return CrossProcessPredictions(model) if self.is_multiprocess_jax else model
-
     def per_replica_batch_size(self, global_batch_size):
         if global_batch_size % self.num_replicas:
             raise ValueError(
