@@ -486,7 +486,8 @@ def build_parser(repo):
     p.add_argument("--init_checkpoint", default=None, help="Table 7's model; default: all-MiniLM-L6-v2.")
     p.add_argument("--data_dir", default=os.path.join(repo, "data"), help="Holds sentiment/, ner/ and qa/.")
     p.add_argument("--num_train_steps", type=positive_int, default=None,
-                   help="Pretraining steps of every row (default 1000; smoke 2).")
+                   help=f"Pretraining steps of every row (default {FULL.num_train_steps}; "
+                   f"smoke {SMOKE.num_train_steps}).")
     p.add_argument("--config", default=None, help="A BertConfig preset's shape (e.g. bert_base) for tables 5 and 8; "
                    "default: 4 layers, hidden 128 (smoke: 3 layers, hidden 16).")
     p.add_argument("--sizes", default=None, help="Overrides of the sizes, e.g. train_batch_size=256,max_seq_length=512 "
