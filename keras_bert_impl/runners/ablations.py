@@ -645,8 +645,8 @@ def table_markdown(result, notes):
         cells = ["" if row["values"][c] is None else f"{row['values'][c]:.1f}" for c in result["columns"]]
         lines.append("| " + " | ".join(row["labels"] + cells) + " |")
     lines += ["", f"Backend {result['backend']}, seed {result['seed']}, written {result['written']}; "
-              f"total step time {result['total_seconds']:.0f} s (each step's time is that of the run that "
-              "did it).", ""]
+              f"total step time {result['total_seconds']:.0f} s (each step's time is that of its last run: a "
+              "step resumed after an interruption does not count its earlier runs).", ""]
     lines += [*notes, "", "## Commands", "", "```"]
     for step in result["steps"]:
         lines += [f"# {step['name']}: {step['seconds']:.0f} s", step["command"]]
