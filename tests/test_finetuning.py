@@ -30,6 +30,22 @@ def test_backbone_and_tokenizer_come_from_the_checkpoint_directory(minilm_path):
     assert backbone.config.num_hidden_layers == 6 and backbone.config.hidden_dropout_prob == 0.0
 
 
+def test_a_random_backbone_from_the_config_file_takes_the_same_options_as_a_checkpoint(tmp_path):
+    """--bert_config_file without --init_checkpoint (a random backbone, e.g. a feature-based baseline) honours
+    output_hidden_states and the config overrides as from_pretrained does."""
+    from keras_bert_impl.config import BertConfig
+
+    BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
+               intermediate_size=16).to_json_file(tmp_path / "bert_config.json")
+    args = _parse(f"--bert_config_file={tmp_path / 'bert_config.json'}")
+    backbone = finetuning.load_backbone(args, output_hidden_states=True, hidden_dropout_prob=0.0)
+    assert backbone.output_hidden_states and backbone.config.hidden_dropout_prob == 0.0
+    outputs = backbone({"token_ids": np.array([[2, 7, 3]]), "segment_ids": np.zeros((1, 3), "int32"),
+                        "padding_mask": np.ones((1, 3), "int32")})
+    assert len(outputs["hidden_states"]) == 3  # the embeddings and 2 layers
+    assert not finetuning.load_backbone(args).output_hidden_states
+
+
 def test_missing_sources_are_clear_errors(tmp_path):
     with pytest.raises(UserInputError, match="Either --init_checkpoint or --bert_config_file is required"):
         finetuning.load_backbone(_parse())

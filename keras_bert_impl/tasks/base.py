@@ -124,16 +124,18 @@ def config_overrides(args, **overrides):
     return {**stored, **overrides}
 
 
-def load_backbone(args, **overrides):
-    """The backbone of `--init_checkpoint` (with `--bert_config_file` when given), else a random one."""
+def load_backbone(args, output_hidden_states=False, **overrides):
+    """The backbone of `--init_checkpoint` (with `--bert_config_file` when given), else a random one of
+    `--bert_config_file`; `output_hidden_states` as in `BertBackbone`, `overrides`: config fields."""
     if args.init_checkpoint:
-        return BertBackbone.from_pretrained(args.init_checkpoint, **config_overrides(args, **overrides))
+        return BertBackbone.from_pretrained(args.init_checkpoint, output_hidden_states=output_hidden_states,
+                                            **config_overrides(args, **overrides))
     if not args.bert_config_file:
         raise UserInputError("Either --init_checkpoint or --bert_config_file is required.")
     config = BertConfig.from_json_file(args.bert_config_file)
     if overrides:
         config = BertConfig.from_dict({**config.to_dict(), **overrides})
-    return BertBackbone(config)
+    return BertBackbone(config, output_hidden_states=output_hidden_states)
 
 
 def save_model_directory(model, tokenizer, directory, max_seq_length, extra_config=None, **save_kwargs):
