@@ -113,9 +113,15 @@ def test_every_step_is_a_command_its_recipe_accepts_with_the_same_data_steps_and
         "--objective=mlm_nsp", "--objective=mlm", "--objective=ltr"]
     assert sum("--bilstm_units=128" in c and "pretrain_ltr_80_10_10/final" in c for c in commands[5]) == 2
     # Every fine-tuning of a table has the same flags but for its model (and the task's own flags).
-    ner = [{a for a in c.split() if not a.startswith(("--init_checkpoint=", "--output_dir="))}
+    ner = [{a for a in c.split() if not a.startswith(("--init_checkpoint=", "--bert_config_file=", "--output_dir="))}
            for c in commands[8] if c.startswith("python recipes/run_ner.py") and "--feature_based" not in c]
-    assert len(ner) == 6 and all(flags == ner[0] for flags in ner)
+    assert len(ner) == 7 and all(flags == ner[0] for flags in ner)
+    # The control rows: the same fine-tunings of the table's bert_config.json, randomly initialized.
+    for number, count in ((5, 5), (8, 3)):
+        control = [s for s in tables[number].steps if s.name.endswith("__random_init")]
+        assert len(control) == count and all(
+            f"--bert_config_file={tmp_path / 'work' / 'bert_config.json'}" in s.flags
+            and not any(f.startswith("--init_checkpoint") for f in s.flags) for s in control)
     # Table 8: one data run per split, all with the same --random_seed; the 80/10/10 row is Table 5's.
     data = [c.split() for c in commands[8] if "create_pretraining_data.py" in c and "/train.txt" in c]
     assert [[a for a in c if a.split("=")[0].endswith("_token_prob")] for c in data] == [
@@ -155,8 +161,12 @@ def test_smoke_tables_5_and_7_write_every_row_and_column_with_commands_and_rerun
 
     columns = ["SST-2 (Acc): data/sentiment", "NER (F1): data/ner", "SQuAD (F1): data/qa, answerable",
                "LM (ppl): held-out"]
-    t5 = _check_table_files(work_dir, 5, [["BERT (MLM + NSP)"], ["No NSP"], ["LTR & No NSP"], ["+ BiLSTM"]], columns,
-                            empty_cells={("+ BiLSTM", columns[0]), ("+ BiLSTM", columns[3])})
+    control = ablations.NO_PRETRAINING
+    t5 = _check_table_files(
+        work_dir, 5, [["BERT (MLM + NSP)"], ["No NSP"], ["LTR & No NSP"], ["+ BiLSTM"], [control],
+                      [control + " + BiLSTM"]], columns,
+        empty_cells={("+ BiLSTM", columns[0]), ("+ BiLSTM", columns[3]), (control, columns[3]),
+                     (control + " + BiLSTM", columns[0]), (control + " + BiLSTM", columns[3])})
     for row in t5["rows"][:3]:
         assert 0.0 <= row["values"][columns[0]] <= 100.0 and row["values"][columns[3]] > 1.0
 
@@ -220,6 +230,8 @@ def test_every_table_step_needs_the_steps_whose_output_its_flags_read(tmp_path):
                 split = "_".join(step.name.split("_")[-3:])
                 assert set(step.needs) == {f"data_{split}", "data_heldout"}
                 assert f"--input_file={by_name[f'data_{split}'].flags[1].split('=', 1)[1]}" in step.flags
+            elif step.name.endswith("__random_init"):  # reads bert_config.json, written from the vocabulary
+                assert step.needs == ("vocab",) and f"--bert_config_file={tmp_path}/bert_config.json" in step.flags
             elif step.script.startswith("recipes/run_"):
                 (need,) = step.needs
                 assert f"--init_checkpoint={by_name[need].output_dir}/final" in step.flags

@@ -59,6 +59,8 @@ FEATURE_ROWS = (("embeddings", "Embeddings"), ("second_to_last", "Second-to-Last
                 ("last", "Last Hidden"), ("sum_last_four", "Weighted Sum Last Four Hidden"),
                 ("concat_last_four", "Concat Last Four Hidden"), ("sum_all", "Weighted Sum All {L} Layers"))
 STEPS_DIR = "steps"
+# The label of the control rows: the same fine-tuning, randomly initialized.
+NO_PRETRAINING = "No pre-training (random init)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,11 +310,14 @@ class Plan:
     def finetune_step(self, task, model, init_checkpoint, hidden_size, variant="", vocab_flags=(), predict=False,
                       needs=()):
         """`task`: sentiment, ner or qa; `variant`: "", "bilstm" or a feature mode (NER feature-based);
-        `needs`: the step that wrote `init_checkpoint`, if one did."""
+        `init_checkpoint`: None for a randomly initialized model of the table's bert_config.json; `needs`: the
+        steps that wrote what it reads."""
         s, name = self.sizes, f"{task}{'_' + variant if variant else ''}__{model}"
         output_dir = self.path("finetune", name)
         script = {"sentiment": "recipes/run_glue.py", "ner": "recipes/run_ner.py", "qa": "recipes/run_squad.py"}[task]
-        flags = [*self.task_files()[task], f"--init_checkpoint={init_checkpoint}", *vocab_flags,
+        model_flag = (f"--init_checkpoint={init_checkpoint}" if init_checkpoint
+                      else f"--bert_config_file={self.config_file}")
+        flags = [*self.task_files()[task], model_flag, *vocab_flags,
                  f"--output_dir={output_dir}", "--do_train", f"--train_batch_size={s.finetune_batch_size}",
                  f"--num_train_epochs={s.num_train_epochs:g}", f"--seed={self.seed}", "--nosave_model",
                  f"--verbose={0 if self.args.smoke else 2}"]
@@ -343,6 +348,11 @@ class Plan:
         return self.finetune_step(task, pretrain.name, os.path.join(pretrain.output_dir, "final"),
                                   self.sizes.hidden_size, variant,
                                   [f"--vocab_file={self.vocab_file}", "--do_lower_case"], needs=(pretrain.name,))
+
+    def random_init_finetune(self, task, variant=""):
+        """The control: the same fine-tuning of the table's model shape, randomly initialized (no pretraining)."""
+        return self.finetune_step(task, "random_init", None, self.sizes.hidden_size, variant,
+                                  [f"--vocab_file={self.vocab_file}", "--do_lower_case"], needs=("vocab",))
 
 
 def split_name(split):
@@ -410,10 +420,17 @@ def table_5(plan):
              columns[2][0]: plan.pretrained_finetune("qa", ltr, "bilstm")}
     steps += list(cells.values())
     rows.append((["+ BiLSTM"], cells))
+    task_columns = {"sentiment": columns[0][0], "ner": columns[1][0], "qa": columns[2][0]}
+    for label, variant, tasks in ((NO_PRETRAINING, "", ("sentiment", "ner", "qa")),
+                                  (NO_PRETRAINING + " + BiLSTM", "bilstm", ("ner", "qa"))):
+        cells = {task_columns[task]: plan.random_init_finetune(task, variant) for task in tasks}
+        steps += list(cells.values())
+        rows.append(([label], cells))
     notes = ["Rows pretrain the same model shape on the same TFRecords with the same seed; only `--objective` "
              "differs. LM (ppl) is masked-LM perplexity for the first two rows and left-to-right perplexity for "
              "LTR (not comparable across them). + BiLSTM is the LTR model fine-tuned with `--bilstm_units`; "
-             "run_glue.py has no BiLSTM head, so its SST-2 cell is empty."]
+             "run_glue.py has no BiLSTM head, so its SST-2 cell is empty. The last two rows (not in the paper) are the "
+             "control: the same fine-tunings of the same model shape randomly initialized."]
     return Table(5, "Ablation over the pre-training tasks", ["Tasks"], columns, rows, steps, notes)
 
 
@@ -429,9 +446,14 @@ def table_8(plan):
                  columns[2][0]: plan.pretrained_finetune("ner", pretrain, "concat_last_four")}
         steps += [plan.data_step(split), pretrain, *cells.values()]
         rows.append(([f"{round(100 * p)}%" for p in split], cells))
+    cells = {columns[0][0]: plan.random_init_finetune("sentiment"), columns[1][0]: plan.random_init_finetune("ner"),
+             columns[2][0]: plan.random_init_finetune("ner", "concat_last_four")}
+    steps += list(cells.values())
+    rows.append(([NO_PRETRAINING, "", ""], cells))
     notes = ["Every row's create_pretraining_data.py run has the same --random_seed, so the same tokens are "
              "chosen; only what replaces them differs. Feature-based: --feature_mode=concat_last_four (the "
-             "paper's appendix C.2). The 80/10/10 row is Table 5's BERT row (the same steps)."]
+             "paper's appendix C.2). The 80/10/10 row is Table 5's BERT row (the same steps). The last row (not in "
+             "the paper) is the control: the same fine-tunings of the same model shape randomly initialized."]
     return Table(8, "Ablation over different masking strategies", ["MASK", "SAME", "RND"], columns, rows, steps,
                  notes)
 
