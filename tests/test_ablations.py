@@ -4,11 +4,11 @@ written here, a tiny model, 2 pretraining steps, one epoch on a few examples of 
 a tiny random backbone standing in for MiniLM), writing every row and column of the paper's layout with
 finite numbers and the commands that produced them, and a rerun skips every finished step.
 
-The end-to-end smoke runs in one subprocess under the torch backend, in the torch suite only: its 24 small
+The end-to-end smoke runs in one subprocess under the torch backend, in the torch suite only: its 29 small
 training runs are the recipes' (tested under every backend by their own tests), and under TensorFlow and
 JAX each run traces and compiles its own step functions (minutes for a table; docs/experiments.md), so
 the TensorFlow and JAX suites would only run the same torch subprocess again.
-Table 8 adds 26 more runs of the same steps (data with another masking split, pretraining, fine-tuning);
+Table 8 adds 27 more runs of the same steps (data with another masking split, pretraining, fine-tuning);
 the plan test checks its commands, and `python recipes/ablations.py --table=8 --smoke --work_dir=DIR` runs it.
 """
 
