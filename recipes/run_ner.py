@@ -32,8 +32,10 @@ Writes to `--output_dir`:
     model/                      the fine-tuned model as a Hugging Face BertForTokenClassification (with
                                 the CRF transitions under `classifier.crf_transitions`), vocab.txt,
                                 tokenizer_config.json, max_seq_length in config.json and label_list.json;
-                                the feature-based tagger: its frozen backbone and
-                                feature_based_tagger.weights.h5
+                                the feature-based tagger: a BertModel directory whose model.safetensors
+                                also holds the tagger (classifier.feature_tagger.*) and whose config.json
+                                holds its settings (feature_based_tagger); as --init_checkpoint with
+                                --feature_based it loads the trained tagger
 
 The task itself is keras_bert_impl/tasks/ner.py.
 
@@ -69,13 +71,16 @@ def build_parser():
     p.add_argument("--tagging_scheme", default="auto", choices=conll_data.TAGGING_SCHEMES,
                    help="Tagging scheme of the files: auto (detected from the training file), iob1 or bio.")
     p.add_bool_flag("feature_based", False, "Frozen BERT features + BiLSTM tagger (the paper's Table 7).")
-    p.add_argument("--feature_layers", default="-1,-2,-3,-4", help="Hidden states concatenated (feature-based).")
-    p.add_argument("--feature_combine", default="concat", choices=FEATURE_COMBINES,
-                   help="Feature-based: concatenate --feature_layers, or a learned softmax-weighted sum (scalar_mix).")
+    # The feature-based tagger's settings default to the saved tagger's when --init_checkpoint holds one.
+    p.add_argument("--feature_layers", default=None,
+                   help="Hidden states concatenated (feature-based; default -1,-2,-3,-4).")
+    p.add_argument("--feature_combine", default=None, choices=FEATURE_COMBINES,
+                   help="Feature-based: concatenate --feature_layers (default), or a learned softmax-weighted sum "
+                        "(scalar_mix).")
     p.add_argument("--feature_mode", default="", choices=["", *FEATURE_MODES],
                    help="Feature-based: a Table 7 row, replacing --feature_layers and --feature_combine.")
-    p.add_argument("--lstm_units", type=int, default=768, help="Units per LSTM direction (feature-based).")
-    p.add_argument("--lstm_layers", type=int, default=2, help="Stacked BiLSTM layers (feature-based).")
+    p.add_argument("--lstm_units", type=int, default=None, help="Units per LSTM direction (feature-based; default 768).")
+    p.add_argument("--lstm_layers", type=int, default=None, help="Stacked BiLSTM layers (feature-based; default 2).")
     p.add_argument("--classifier_dropout", type=float, default=0.1)
     add_bilstm_flag(p)
     return add_task_flags(p, "window")

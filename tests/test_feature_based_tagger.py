@@ -86,3 +86,44 @@ def test_config_round_trip_and_checks(tmp_path):
         BertFeatureBasedTagger(BertBackbone(TINY), num_classes=3)
     with pytest.raises(ValueError, match="feature layer -6 out of range"):
         _tagger(feature_layers=(-6,))
+
+
+def _trained_tagger(**kwargs):
+    """A tagger whose head weights moved away from their initialization (two training steps)."""
+    model = _tagger(**kwargs)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2))
+    x, labels = _data()
+    model.fit(x, labels, batch_size=6, epochs=1, verbose=0)
+    return model
+
+
+@pytest.mark.parametrize("settings", [{"feature_layers": (-1, -3), "num_lstm_layers": 2},
+                                      {"feature_mode": "sum_all", "num_lstm_layers": 1}])
+def test_save_pretrained_reloads_the_trained_tagger_with_its_settings(settings, tmp_path):
+    model = _trained_tagger(**settings)
+    directory = str(tmp_path / "tagger")
+    model.save_pretrained(directory, label_names=["O", "B-X", "I-X"])
+    loaded = BertFeatureBasedTagger.from_pretrained(directory)  # no settings: the saved tagger's
+    assert loaded.newly_initialized_heads == []
+    assert (loaded.feature_layers, loaded.feature_combine, loaded.feature_mode, loaded.lstm_units,
+            loaded.num_lstm_layers, loaded.num_classes) == (model.feature_layers, model.feature_combine,
+                                                            model.feature_mode, 8, model.num_lstm_layers, 3)
+    x, _ = _data(batch=4, seed=1)
+    np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
+    # The same settings, spelled otherwise, load too; a different one is refused in one line.
+    same = {"feature_layers": (4, 2)} if "feature_layers" in settings else {"feature_mode": "sum_all"}
+    assert BertFeatureBasedTagger.from_pretrained(directory, **same).newly_initialized_heads == []
+    with pytest.raises(ValueError, match=r"saved feature-based tagger has lstm_units=8 .*, not 16"):
+        BertFeatureBasedTagger.from_pretrained(directory, lstm_units=16)
+    with pytest.raises(ValueError, match="saved feature-based tagger has feature_layers="):
+        BertFeatureBasedTagger.from_pretrained(directory, feature_mode="last")
+
+
+def test_a_plain_checkpoint_gives_a_new_tagger_that_reports_its_untrained_head(tmp_path):
+    directory = str(tmp_path / "backbone")
+    BertBackbone(TINY).save_pretrained(directory)
+    model = BertFeatureBasedTagger.from_pretrained(directory, num_classes=3, lstm_units=8, num_lstm_layers=1)
+    assert model.newly_initialized_heads == ["feature-based tagger"]
+    assert (model.feature_layers, model.feature_combine) == ((-1, -2, -3, -4), "concat")  # the paper's
+    with pytest.raises(ValueError, match="no feature-based tagger in the checkpoint; pass num_classes"):
+        BertFeatureBasedTagger.from_pretrained(directory)

@@ -80,7 +80,7 @@ def tiny_checkpoint(minilm_path, tmp_path_factory):
 def test_recipe_variants_train_and_write_their_outputs(variant, tiny_checkpoint, tmp_path):
     output_dir = str(tmp_path / variant)
     flags = ["--use_crf", "--use_document_context"] if variant == "crf_document_context" else [
-        "--feature_based", "--lstm_units=8", "--feature_layers=-1,-2,-3,-4"]
+        "--feature_based", "--lstm_units=8", "--lstm_layers=1", "--feature_layers=-1,-3"]
     results = _recipe().main([
         f"--data_dir={DATA_DIR}", f"--init_checkpoint={tiny_checkpoint}", f"--output_dir={output_dir}",
         "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32", "--train_batch_size=30",
@@ -98,7 +98,16 @@ def test_recipe_variants_train_and_write_their_outputs(variant, tiny_checkpoint,
     assert json.load(open(os.path.join(model_dir, "config.json"), encoding="utf-8"))["max_seq_length"] == 32
     assert json.load(open(os.path.join(model_dir, "label_list.json"), encoding="utf-8"))["tagging_scheme"] == "iob1"
     if variant == "feature_based":
-        assert os.path.isfile(os.path.join(model_dir, "feature_based_tagger.weights.h5"))
+        # The saved tagger, evaluated by itself (no tagger flags: the saved settings), scores as the run did.
+        reloaded_dir = str(tmp_path / "reloaded")
+        reloaded = _recipe().main([
+            f"--data_dir={DATA_DIR}", f"--init_checkpoint={model_dir}", f"--output_dir={reloaded_dir}",
+            "--feature_based", "--do_eval", "--do_predict", "--max_seq_length=32", "--eval_batch_size=80",
+            "--verbose=0",
+        ])
+        for key in ("precision", "recall", "f1"):
+            assert reloaded[key] == pytest.approx(results[key], abs=1e-9), key
+        assert _read_predictions(os.path.join(reloaded_dir, "test_predictions.txt")) == rows
     else:
         model = BertTokenClassifier.from_pretrained(model_dir, use_crf=True)
         assert model.use_crf and model.num_classes == 9

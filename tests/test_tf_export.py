@@ -8,6 +8,7 @@ strings equal the Keras models' own and the recipes':
 * a cased classifier: the SavedModel tokenizes without lower-casing, as the Keras model and
   `from_pretrained` do (the probabilities would differ if it lower-cased);
 * a CRF tagger: the SavedModel's word tags are `BertTokenClassifier.decode`'s Viterbi tags (not argmax);
+* a feature-based tagger (`BertFeatureBasedTagger`, BiLSTMs on frozen layers): the word tags of its argmax;
 * a SQuAD v2.0 span QA model: the SavedModel's answers and has_answer are those of recipes/run_squad.py's
   predictions.json (the n-best candidate rule, the null-score threshold, the answer text).
 
@@ -28,6 +29,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data import squad_data
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
+from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.models.token_classifier import (
     IGNORE_LABEL_ID,
@@ -93,11 +95,11 @@ def _run(args, backend="tensorflow"):
     return proc.stdout
 
 
-def _tiny_backbone(vocab_size=30522):
+def _tiny_backbone(vocab_size=30522, **kwargs):
     """A 2-layer, H=32 backbone without dropout; the default vocab_size is MiniLM's vocabulary's."""
     return BertBackbone(BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                    intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                                   attention_probs_dropout_prob=0.0))
+                                   attention_probs_dropout_prob=0.0), **kwargs)
 
 
 def _softmax(logits):
@@ -150,7 +152,7 @@ def _threshold_between(odds):
 
 
 def _every_task_models(root, tokenizer):
-    """Four tiny models on the real vocabulary (the classifier trained a step under this backend), saved;
+    """Five tiny models on the real vocabulary (the classifier trained a step under this backend), saved;
     returns them, their export arguments and their serving jobs."""
     batch = tokenizer(TEXTS, PAIRS, max_length=32)
     models = {
@@ -158,6 +160,8 @@ def _every_task_models(root, tokenizer):
         "classifier": BertClassifier(_tiny_backbone(), num_classes=3, dropout=0.0),
         "token_classifier": BertTokenClassifier(_tiny_backbone(), num_classes=len(TAGS), dropout=0.0),
         "span_qa": BertSpanQA(_tiny_backbone()),
+        "feature_based_tagger": BertFeatureBasedTagger(_tiny_backbone(output_hidden_states=True), num_classes=len(TAGS),
+                                                       feature_mode="sum_all", lstm_units=8, num_lstm_layers=1),
     }
     classifier = models["classifier"]
     classifier.compile(optimizer=keras.optimizers.SGD(0.1),
@@ -167,7 +171,7 @@ def _every_task_models(root, tokenizer):
         directory = str(root / name)
         if name == "classifier":
             model.save_pretrained(directory, label_names=["negative", "neutral", "positive"])
-        elif name == "token_classifier":
+        elif name in ("token_classifier", "feature_based_tagger"):
             model.save_pretrained(directory, label_names=TAGS)
         else:
             model.save_pretrained(directory)
@@ -181,6 +185,7 @@ def _every_task_models(root, tokenizer):
         [str(root / "saved" / "classifier"), "serving_default", {"text": TEXTS, "text_pair": PAIRS}],
         [str(root / "saved" / "token_classifier"), "serving_default", {"text": TEXTS}],
         [str(root / "saved" / "span_qa"), "serving_default", {"question": QUESTIONS, "context": CONTEXTS}],
+        [str(root / "saved" / "feature_based_tagger"), "serving_default", {"text": TEXTS}],
         [str(root / "saved" / "classifier"), "serving_token_ids",
          {k: batch[k].tolist() for k in ("token_ids", "segment_ids", "padding_mask")}],
     ]
@@ -264,7 +269,7 @@ def served(minilm_path, tmp_path_factory):
         [str(root / "saved" / "qa"), "serving_default",
          {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}],
     ]
-    names = ["backbone", "classifier", "token_classifier", "span_qa", "token_ids",  # every task
+    names = ["backbone", "classifier", "token_classifier", "span_qa", "feature_based_tagger", "token_ids",  # every task
              "cased_classifier", "tagger", "qa"]
     # Each raw-string signature once more, on an empty batch.
     names += [f"empty {name}" for name, (_, signature, _) in zip(names, jobs) if signature == "serving_default"]
@@ -301,10 +306,11 @@ def test_classifier_export_serves_the_same_probabilities_and_label_names(served)
     np.testing.assert_allclose(served["token_ids"]["logits"], logits, atol=1e-5)
 
 
-def test_token_classifier_export_serves_word_tags_with_character_offsets(served):
+@pytest.mark.parametrize("name", ["token_classifier", "feature_based_tagger"])
+def test_token_classifier_export_serves_word_tags_with_character_offsets(served, name):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32, return_offsets=True)
-    tag_ids = to_numpy(models["token_classifier"](_model_inputs(batch))).argmax(-1)
+    tag_ids = to_numpy(models[name](_model_inputs(batch))).argmax(-1)
     for row, text in enumerate(TEXTS):
         words, tags, starts, ends = [], [], [], []
         for position, token_id in enumerate(batch["token_ids"][row]):
@@ -319,12 +325,13 @@ def test_token_classifier_export_serves_word_tags_with_character_offsets(served)
             tags.append(TAGS[tag_ids[row, position]])
         words = [text[s:e] for s, e in zip(starts, ends)]
         n = len(words)
-        assert served["token_classifier"]["words"][row][:n] == words
-        assert served["token_classifier"]["tags"][row][:n] == tags
-        assert served["token_classifier"]["word_start"][row][:n] == starts
-        assert served["token_classifier"]["word_end"][row][:n] == ends
-        assert set(served["token_classifier"]["words"][row][n:]) <= {""}
-    assert served["token_classifier"]["words"][0][:4] == ["John", "Smith", "moved", "to"]
+        assert served[name]["words"][row][:n] == words
+        assert served[name]["tags"][row][:n] == tags
+        assert served[name]["word_start"][row][:n] == starts
+        assert served[name]["word_end"][row][:n] == ends
+        assert set(served[name]["words"][row][n:]) <= {""}
+    assert served[name]["words"][0][:4] == ["John", "Smith", "moved", "to"]
+    assert len(set(tag for row in served[name]["tags"] for tag in row) - {""}) > 1  # not one tag everywhere
 
 
 def _top(logits, real, n):
@@ -553,8 +560,8 @@ def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
 def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(served):
     results = served["served"]
     empty = {name[len("empty "):]: outputs for name, outputs in results.items() if name.startswith("empty ")}
-    assert sorted(empty) == ["backbone", "cased_classifier", "classifier", "qa", "span_qa", "tagger",
-                             "token_classifier"]
+    assert sorted(empty) == ["backbone", "cased_classifier", "classifier", "feature_based_tagger", "qa", "span_qa",
+                             "tagger", "token_classifier"]
     for name, outputs in empty.items():
         assert sorted(outputs) == sorted(results[name]), name  # the same outputs as on a real batch
         assert all(value == [] for value in outputs.values()), (name, outputs)

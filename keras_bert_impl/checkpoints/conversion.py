@@ -52,7 +52,7 @@ def _attention_output_kernel(keras_kernel_shape):
     return to_keras, from_keras
 
 
-def _reshaped(keras_shape):
+def reshaped_layout(keras_shape):
     """Same values, another shape (a bias [H] <-> [heads, head_size])."""
     to_keras = lambda w: np.asarray(w).reshape(keras_shape)  # noqa: E731
     from_keras = lambda k: np.asarray(k).reshape(-1)  # noqa: E731
@@ -71,7 +71,7 @@ def dense_entries(prefix, dense):
     """The rows of a Dense layer stored as a Hugging Face Linear `{prefix}.weight` [out, in], `{prefix}.bias`."""
     return [
         table_entry(prefix + ".weight", dense.kernel, _linear(tuple(dense.kernel.shape))),
-        table_entry(prefix + ".bias", dense.bias, _reshaped(tuple(dense.bias.shape))),
+        table_entry(prefix + ".bias", dense.bias, reshaped_layout(tuple(dense.bias.shape))),
     ]
 
 

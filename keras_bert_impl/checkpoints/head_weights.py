@@ -10,6 +10,8 @@ rows of `conversion.backbone_weight_table`, so a head loads and saves through th
     span_table(dense)                qa_outputs.weight [2, H], qa_outputs.bias [2]
     bilstm_table(prefix, bilstm)     {prefix}.bilstm.{forward,backward}.{kernel,recurrent_kernel,bias} (ours:
                                      the "+ BiLSTM" head option of the token tasks, in Keras' LSTM layout)
+    scalar_mix_table(prefix, mix)    {prefix}.scalar_mix.scalar_parameters [n], {prefix}.scalar_mix.gamma [1] (ours:
+                                     the learned layer weights of the feature-based tagger)
     masked_lm_table(masked_lm_head)  cls.predictions.transform.{dense,LayerNorm}.*, cls.predictions.bias
     next_sentence_table(dense)       cls.seq_relationship.weight [2, H], cls.seq_relationship.bias [2]
 
@@ -20,6 +22,7 @@ from keras_bert_impl.checkpoints.conversion import (
     assign_table,
     dense_entries,
     layer_norm_entries,
+    reshaped_layout,
     table_entry,
     table_weights_dict,
 )
@@ -60,6 +63,15 @@ def bilstm_table(prefix, bilstm):
                                ("bias", cell.bias)):
             rows.append(table_entry(f"{prefix}.bilstm.{direction}.{name}", variable))
     return rows
+
+
+def scalar_mix_table(prefix, scalar_mix):
+    """The rows of a `ScalarMix` under `{prefix}.scalar_mix.`: its `scalar_parameters` [n] and its scalar
+    `gamma`, stored as [1]."""
+    return [
+        table_entry(f"{prefix}.scalar_mix.scalar_parameters", scalar_mix.scalar_parameters),
+        table_entry(f"{prefix}.scalar_mix.gamma", scalar_mix.gamma, reshaped_layout(())),
+    ]
 
 
 def masked_lm_table(head):

@@ -381,9 +381,10 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
     """What export needs from a `save_pretrained` directory, or a one-line `ValueError` naming the missing
     file or field (the message starts with its path).
 
-    Needs config.json with `architectures` (one of `ARCHITECTURE_TASKS`) and, for a classifier or token
-    classifier, `id2label`; vocab.txt unless `vocab_file` is given; tokenizer_config.json with
-    `do_lower_case` unless `do_lower_case` is given (a cased model is never served lower-cased by default).
+    Needs config.json with `architectures` (one of `ARCHITECTURE_TASKS`; a BertModel directory with a
+    `feature_based_tagger` entry is a token classifier) and, for a classifier or token classifier,
+    `id2label`; vocab.txt unless `vocab_file` is given; tokenizer_config.json with `do_lower_case` unless
+    `do_lower_case` is given (a cased model is never served lower-cased by default).
 
     Returns:
         dict: task, labels (list or None), vocab_file, do_lower_case, config (config.json's dict).
@@ -401,6 +402,8 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
             f"{config_path}: architecture {architecture!r} cannot be exported; known: {', '.join(ARCHITECTURE_TASKS)}."
         )
     task = ARCHITECTURE_TASKS[architecture]
+    if "feature_based_tagger" in config:  # a BertModel directory holding a BertFeatureBasedTagger
+        task = "token_classifier"
     labels = None
     if "id2label" in config:
         labels = [config["id2label"][str(i)] for i in range(len(config["id2label"]))]
@@ -465,8 +468,8 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     `id2label`, the tokenizer from `vocab_file` or the directory's vocab.txt and `do_lower_case` or the
     directory's tokenizer_config.json; a directory lacking any of them is refused (`read_export_settings`).
     `max_seq_length` defaults to config.json's `max_seq_length` (the recipes write it), else 128.
-    A token classifier keeps the checkpoint's CRF; a span QA model answers by the SQuAD rule of
-    `squad_settings` (arguments, else config.json's "squad" entry, else the recipe's defaults).
+    A token classifier keeps the checkpoint's CRF (a feature-based tagger's tags are argmax, as its
+    `decode`); a span QA model answers by the SQuAD rule of `squad_settings` (arguments, else config.json's "squad" entry, else the recipe's defaults).
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it).
 
     Returns:
@@ -494,7 +497,12 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     elif task == "token_classifier":
         from keras_bert_impl.models.token_classifier import BertTokenClassifier
 
-        model = BertTokenClassifier.from_pretrained(model_dir, num_classes=len(labels))  # with its CRF, if any
+        if "feature_based_tagger" in config:
+            from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
+
+            model = BertFeatureBasedTagger.from_pretrained(model_dir, num_classes=len(labels))
+        else:
+            model = BertTokenClassifier.from_pretrained(model_dir, num_classes=len(labels))  # with its CRF, if any
     else:
         from keras_bert_impl.models.span_qa import BertSpanQA
 

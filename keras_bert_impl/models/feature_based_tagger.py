@@ -8,19 +8,35 @@ one layer, a learned weighted sum of layers) are the presets of `keras_bert_impl
 
 Labels, masking and decoding follow `keras_bert_impl.models.token_classifier`: the label of a word is on its
 first sub-token, -100 elsewhere; `decode` takes the argmax at the word positions.
+
+`save_pretrained` writes a Hugging Face BertModel directory (transformers reads the backbone) whose
+model.safetensors also holds the tagger's weights under `classifier.feature_tagger.*` (rows of
+`checkpoints.head_weights`; transformers ignores them), and whose config.json holds the tagger's settings
+under `feature_based_tagger`; `from_pretrained` builds the same tagger from it with its trained weights.
 """
 
 import keras
 import numpy as np
 from keras import ops
 
+from keras_bert_impl.checkpoints.conversion import dense_entries, hf_label_config
+from keras_bert_impl.checkpoints.head_weights import bilstm_table, scalar_mix_table
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.feature_modes import check_feature_layers, feature_mode_layers
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask, renamed_argument
+from keras_bert_impl.models.task import BertTask, renamed_argument, stored_config
+from keras_bert_impl.utils.errors import UserInputError
+
+# config.json's entry with the tagger's settings, and the prefix of its weights in model.safetensors.
+CONFIG_KEY = "feature_based_tagger"
+WEIGHTS_PREFIX = "classifier.feature_tagger"
+# The settings a saved tagger fixes (its weights' shapes and what they were trained on), with the paper's values
+# (the constructor's defaults) for a tagger built on a checkpoint without one.
+ARCHITECTURE_DEFAULTS = {"feature_layers": (-1, -2, -3, -4), "feature_combine": "concat", "lstm_units": 768,
+                         "num_lstm_layers": 2}
 
 
 class FrozenBertFeatures(keras.layers.Layer):
@@ -99,6 +115,8 @@ class BertFeatureBasedTagger(BertTask):
     """
 
     preprocessor_class = BertTokenClassifierPreprocessor
+    # transformers reads the backbone of a saved tagger; the tagger's own weights are ours (classifier.feature_tagger.*).
+    hf_architecture = "BertModel"
 
     def __init__(
         self,
@@ -166,6 +184,7 @@ class BertFeatureBasedTagger(BertTask):
         self.feature_combine = feature_combine
         self.feature_mode = feature_mode
         self.scalar_mix = scalar_mix
+        self.bilstms = bilstms
         self.use_crf = False
         self.classifier = classifier
         self.add_mean_metrics("token_accuracy")
@@ -191,16 +210,79 @@ class BertFeatureBasedTagger(BertTask):
             "feature_mode": self.feature_mode,
         }
 
+    def head_weight_tables(self):
+        """One head, "feature-based tagger": its ScalarMix (with `feature_combine="scalar_mix"`), BiLSTMs and
+        classification layer under `classifier.feature_tagger.*`."""
+        rows = []
+        if self.scalar_mix is not None:
+            rows += scalar_mix_table(WEIGHTS_PREFIX, self.scalar_mix)
+        for i, bilstm in enumerate(self.bilstms):
+            rows += bilstm_table(f"{WEIGHTS_PREFIX}.lstm_{i}", bilstm)
+        rows += dense_entries(f"{WEIGHTS_PREFIX}.classifier", self.classifier)
+        return {"feature-based tagger": rows}
+
+    def hf_config(self, label_names=None):
+        settings = {key: self.task_config()[key] for key in (*ARCHITECTURE_DEFAULTS, "feature_mode")}
+        return dict(hf_label_config(self.num_classes, label_names), **{CONFIG_KEY: settings})
+
     @classmethod
-    def from_pretrained(cls, path, num_classes=None, preprocessor="auto", **kwargs):
-        """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`).
+    def from_pretrained(cls, path, num_classes=None, feature_layers=None, feature_combine=None, feature_mode=None,
+                        lstm_units=None, num_lstm_layers=None, dropout=0.1, preprocessor="auto", **config_overrides):
+        """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`); on a directory
+        that `save_pretrained` wrote, the saved tagger, with its trained weights.
 
         Args:
             path: checkpoint directory or prefix.
-            num_classes: number of tags.
+            num_classes: number of tags; default: the saved tagger's.
+            feature_layers, feature_combine, feature_mode, lstm_units, num_lstm_layers: as in the constructor.
+                None: the saved tagger's (config.json's `feature_based_tagger`), else the constructor's
+                defaults. A value that differs from the saved tagger's raises UserInputError (its weights
+                would not fit, or were trained on other features).
+            dropout: dropout on the features and between the layers.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
                 one (else none); or a preprocessor, or None.
-            **kwargs: the other constructor arguments.
+            **config_overrides: backbone config fields to override.
         """
-        backbone = BertBackbone.from_pretrained(path, output_hidden_states=True)
-        return cls(backbone, num_classes=num_classes, preprocessor=cls.pretrained_preprocessor(path, preprocessor), **kwargs)
+        num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
+                                       "BertFeatureBasedTagger.from_pretrained")
+        backbone = BertBackbone.from_pretrained(path, output_hidden_states=True, **config_overrides)
+        saved = stored_config(path).get(CONFIG_KEY)
+        settings = _tagger_settings(path, saved, backbone.config.num_hidden_layers, feature_layers=feature_layers,
+                                    feature_combine=feature_combine, feature_mode=feature_mode,
+                                    lstm_units=lstm_units, num_lstm_layers=num_lstm_layers)
+        classifier_weight = backbone.head_weights.get(f"{WEIGHTS_PREFIX}.classifier.weight")
+        if num_classes is None:
+            if classifier_weight is None:
+                raise UserInputError(f"{path}: no feature-based tagger in the checkpoint; pass num_classes.")
+            num_classes = int(np.asarray(classifier_weight).shape[0])
+        model = cls(backbone, num_classes=num_classes, dropout=dropout,
+                    preprocessor=cls.pretrained_preprocessor(path, preprocessor), **settings)
+        model.load_head_weights(backbone.head_weights, source=str(path), warn=saved is not None)
+        return model
+
+
+def _tagger_settings(path, saved, num_hidden_layers, feature_mode=None, **requested):
+    """The constructor's architecture arguments for `from_pretrained`: each requested one (None: not
+    requested), else the saved tagger's, else the default (`feature_mode`, when given, sets the feature layers
+    and combine); UserInputError when one differs from the saved tagger's."""
+    saved = saved or {}
+    settings = {key: requested[key] if requested[key] is not None else saved.get(key, default)
+                for key, default in ARCHITECTURE_DEFAULTS.items()}
+    if feature_mode is not None:
+        settings["feature_layers"], settings["feature_combine"] = feature_mode_layers(feature_mode, num_hidden_layers)
+    settings["feature_layers"] = check_feature_layers(settings["feature_layers"], settings["feature_combine"],
+                                                      num_hidden_layers)
+    for key in ARCHITECTURE_DEFAULTS:
+        if key in saved and _normalized(key, settings[key], num_hidden_layers) != _normalized(
+                key, saved[key], num_hidden_layers):
+            raise UserInputError(
+                f"{path}: the saved feature-based tagger has {key}={saved[key]!r} (config.json {CONFIG_KEY}), not "
+                f"{settings[key]!r}; leave it unset to load the saved tagger.")
+    return dict(settings, feature_mode=feature_mode or saved.get("feature_mode"))
+
+
+def _normalized(key, value, num_hidden_layers):
+    """A setting as compared by `_tagger_settings`: feature layers as non-negative hidden-state indices."""
+    if key == "feature_layers":
+        return tuple(int(i) % (num_hidden_layers + 1) for i in value)
+    return value

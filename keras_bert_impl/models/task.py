@@ -1,5 +1,7 @@
 """BertTask: what every task model on a BertBackbone shares: serialization, head weights, checkpoints."""
 
+import json
+import os
 import sys
 import warnings
 
@@ -13,6 +15,7 @@ from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.models.backbone import serialize_dtype_policy
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, is_raw_text
+from keras_bert_impl.utils.errors import UserInputError
 
 
 class BertTask(keras.Model):
@@ -396,3 +399,17 @@ def bilstm_layer(units, name="bilstm"):
         raise ValueError(f"bilstm_units must be None (no BiLSTM) or a positive integer, got {units!r}.")
     return keras.layers.Bidirectional(
         keras.layers.LSTM(int(units), return_sequences=True), merge_mode="concat", name=name)
+
+
+def stored_config(path):
+    """config.json of a checkpoint directory as a dict; {} when there is none (e.g. a Google checkpoint)."""
+    config_file = os.path.join(os.fspath(path), "config.json")
+    if not os.path.isfile(config_file):
+        return {}
+    with open(config_file, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise UserInputError(
+                f"{config_file}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}"
+            ) from None

@@ -13,8 +13,6 @@ own continuation pieces or the padding. Training minimises the CRF negative log-
 over sequences); prediction is the Viterbi path, scattered back to the first sub-token positions.
 """
 
-import json
-import os
 
 import keras
 import numpy as np
@@ -27,7 +25,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask, bilstm_layer, dense_head, renamed_argument
+from keras_bert_impl.models.task import BertTask, bilstm_layer, dense_head, renamed_argument, stored_config
 from keras_bert_impl.utils.errors import UserInputError
 
 # save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
@@ -89,25 +87,11 @@ def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitio
     return np.array(path[::-1], "int32")
 
 
-def _stored_config(path):
-    """config.json of a checkpoint directory as a dict; {} when there is none (e.g. a Google checkpoint)."""
-    config_file = os.path.join(os.fspath(path), "config.json")
-    if not os.path.isfile(config_file):
-        return {}
-    with open(config_file, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserInputError(
-                f"{config_file}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}"
-            ) from None
-
-
 def stored_bilstm_units(path, bilstm_units=None):
     """The `bilstm_units` of a task model loaded from the checkpoint directory `path`: config.json's when
     `bilstm_units` is None; `bilstm_units` when the checkpoint has none or the same; else ValueError (the
     checkpoint's BiLSTM weights would not fit)."""
-    stored = _stored_config(path).get("bilstm_units")
+    stored = stored_config(path).get("bilstm_units")
     if bilstm_units is None:
         return stored
     if stored is not None and int(stored) != int(bilstm_units):
@@ -322,7 +306,7 @@ class BertTokenClassifier(BertTask):
         bilstm_units = stored_bilstm_units(path, bilstm_units)
         backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
-        has_crf = CRF_TRANSITIONS_NAME in heads or bool(_stored_config(path).get("use_crf", False))
+        has_crf = CRF_TRANSITIONS_NAME in heads or bool(stored_config(path).get("use_crf", False))
         if use_crf is None:
             use_crf = has_crf
         elif has_crf and not use_crf:

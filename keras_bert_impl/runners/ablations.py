@@ -344,15 +344,19 @@ class Plan:
             flags.append(f"--num_restarts={self.args.num_restarts}")
         return Step(name, script, flags + self.distribution_flags(), output_dir, needs)
 
+    @property
+    def vocab_flags(self):
+        """The tokenizer flags of a fine-tuning of a table's own models: its learned (uncased) vocabulary."""
+        return [f"--vocab_file={self.vocab_file}", "--do_lower_case"]
+
     def pretrained_finetune(self, task, pretrain, variant=""):
         return self.finetune_step(task, pretrain.name, os.path.join(pretrain.output_dir, "final"),
-                                  self.sizes.hidden_size, variant,
-                                  [f"--vocab_file={self.vocab_file}", "--do_lower_case"], needs=(pretrain.name,))
+                                  self.sizes.hidden_size, variant, self.vocab_flags, needs=(pretrain.name,))
 
     def random_init_finetune(self, task, variant=""):
         """The control: the same fine-tuning of the table's model shape, randomly initialized (no pretraining)."""
-        return self.finetune_step(task, "random_init", None, self.sizes.hidden_size, variant,
-                                  [f"--vocab_file={self.vocab_file}", "--do_lower_case"], needs=("vocab",))
+        return self.finetune_step(task, "random_init", None, self.sizes.hidden_size, variant, self.vocab_flags,
+                                  needs=("vocab",))
 
 
 def split_name(split):

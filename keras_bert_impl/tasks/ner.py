@@ -33,7 +33,6 @@ SPLIT_FILE_NAMES = {
     "test": ("test.txt", "eng.testb"),
 }
 SPLIT_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
-FEATURE_BASED_WEIGHTS = "feature_based_tagger.weights.h5"
 
 
 def split_file(args, split):
@@ -193,16 +192,21 @@ class NerTask(FinetuningTask):
     def build_model(self):
         args, num_classes = self.args, len(self.label_list)
         if args.feature_based:
-            return BertFeatureBasedTagger(
-                load_backbone(args, output_hidden_states=True),
-                num_classes,
-                feature_layers=[int(i) for i in args.feature_layers.split(",")],
-                feature_combine=args.feature_combine,
-                feature_mode=args.feature_mode or None,
-                lstm_units=args.lstm_units,
-                num_lstm_layers=args.lstm_layers,
-                dropout=args.classifier_dropout,
-            )
+            # None: the saved tagger's setting (a --do_train output as --init_checkpoint), else the paper's.
+            tagger_flags = {
+                "feature_layers": [int(i) for i in args.feature_layers.split(",")] if args.feature_layers else None,
+                "feature_combine": args.feature_combine,
+                "feature_mode": args.feature_mode or None,
+                "lstm_units": args.lstm_units,
+                "num_lstm_layers": args.lstm_layers,
+            }
+            if args.init_checkpoint:
+                return BertFeatureBasedTagger.from_pretrained(args.init_checkpoint, num_classes=num_classes,
+                                                              dropout=args.classifier_dropout, **tagger_flags,
+                                                              **config_overrides(args))
+            defaults = {key: value for key, value in tagger_flags.items() if value is not None}
+            return BertFeatureBasedTagger(load_backbone(args, output_hidden_states=True), num_classes,
+                                          dropout=args.classifier_dropout, **defaults)
         if args.init_checkpoint:
             # Loads a fine-tuned classifier (and CRF) head too when the checkpoint has one.
             return BertTokenClassifier.from_pretrained(args.init_checkpoint, num_classes=num_classes,
@@ -230,13 +234,9 @@ class NerTask(FinetuningTask):
         return conll_data.evaluate_word_tags(self.dev.sentences, self.word_tags(model, self.dev))
 
     def save_model(self, model, directory):
-        """A BertForTokenClassification directory (the feature-based tagger: its backbone and
-        feature_based_tagger.weights.h5), with label_list.json."""
-        if self.args.feature_based:
-            save_model_directory(model.backbone, self.tokenizer, directory, self.args.max_seq_length)
-            model.save_weights(os.path.join(directory, FEATURE_BASED_WEIGHTS))
-        else:
-            save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length, label_names=self.label_list)
+        """A BertForTokenClassification directory (the feature-based tagger: a BertModel directory holding
+        the tagger too, `BertFeatureBasedTagger.save_pretrained`), with label_list.json."""
+        save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length, label_names=self.label_list)
         write_json(os.path.join(directory, "label_list.json"),
                    {"labels": self.label_list, "tagging_scheme": self.scheme})
 
