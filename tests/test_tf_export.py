@@ -167,11 +167,12 @@ def _every_task_models(root, tokenizer):
     classifier.compile(optimizer=keras.optimizers.SGD(0.1),
                        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     classifier.fit(batch, np.array([0, 1, 2]), epochs=1, verbose=0)  # trained under this backend
-    # The feature-based tagger: a classification layer large enough that the words get different tags.
+    # The feature-based tagger: head weights (its trainable ones) large enough that the words get different tags.
     feature_tagger = models["feature_based_tagger"]
     feature_tagger(_model_inputs(batch))
-    kernel = np.random.default_rng(3).normal(0.0, 3.0, feature_tagger.classifier.kernel.shape).astype("float32")
-    feature_tagger.classifier.kernel.assign(kernel)
+    rng = np.random.default_rng(3)
+    for variable in feature_tagger.trainable_weights:
+        variable.assign(rng.normal(0.0, 1.0, tuple(variable.shape)).astype("float32"))
     for name, model in models.items():
         directory = str(root / name)
         if name == "classifier":
