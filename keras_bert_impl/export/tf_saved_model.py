@@ -469,7 +469,8 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     directory's tokenizer_config.json; a directory lacking any of them is refused (`read_export_settings`).
     `max_seq_length` defaults to config.json's `max_seq_length` (the recipes write it), else 128.
     A token classifier keeps the checkpoint's CRF (a feature-based tagger's tags are argmax, as its
-    `decode`); a span QA model answers by the SQuAD rule of `squad_settings` (arguments, else config.json's "squad" entry, else the recipe's defaults).
+    `decode`); a span QA model answers by the SQuAD rule of `squad_settings` (arguments, else config.json's
+    "squad" entry, else the recipe's defaults).
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it).
 
     Returns:

@@ -15,6 +15,8 @@ model.safetensors also holds the tagger's weights under `classifier.feature_tagg
 under `feature_based_tagger`; `from_pretrained` builds the same tagger from it with its trained weights.
 """
 
+import inspect
+
 import keras
 import numpy as np
 from keras import ops
@@ -33,10 +35,8 @@ from keras_bert_impl.utils.errors import UserInputError
 # config.json's entry with the tagger's settings, and the prefix of its weights in model.safetensors.
 CONFIG_KEY = "feature_based_tagger"
 WEIGHTS_PREFIX = "classifier.feature_tagger"
-# The settings a saved tagger fixes (its weights' shapes and what they were trained on), with the paper's values
-# (the constructor's defaults) for a tagger built on a checkpoint without one.
-ARCHITECTURE_DEFAULTS = {"feature_layers": (-1, -2, -3, -4), "feature_combine": "concat", "lstm_units": 768,
-                         "num_lstm_layers": 2}
+# The settings a saved tagger fixes (its weights' shapes and what they were trained on).
+ARCHITECTURE_SETTINGS = ("feature_layers", "feature_combine", "lstm_units", "num_lstm_layers")
 
 
 class FrozenBertFeatures(keras.layers.Layer):
@@ -222,7 +222,8 @@ class BertFeatureBasedTagger(BertTask):
         return {"feature-based tagger": rows}
 
     def hf_config(self, label_names=None):
-        settings = {key: self.task_config()[key] for key in (*ARCHITECTURE_DEFAULTS, "feature_mode")}
+        task_config = self.task_config()
+        settings = {key: task_config[key] for key in (*ARCHITECTURE_SETTINGS, "feature_mode")}
         return dict(hf_label_config(self.num_classes, label_names), **{CONFIG_KEY: settings})
 
     @classmethod
@@ -261,6 +262,11 @@ class BertFeatureBasedTagger(BertTask):
         return model
 
 
+# The paper's values, for a tagger built on a checkpoint without a saved one: the constructor's defaults.
+ARCHITECTURE_DEFAULTS = {name: inspect.signature(BertFeatureBasedTagger).parameters[name].default
+                         for name in ARCHITECTURE_SETTINGS}
+
+
 def _tagger_settings(path, saved, num_hidden_layers, feature_mode=None, **requested):
     """The constructor's architecture arguments for `from_pretrained`: each requested one (None: not
     requested), else the saved tagger's, else the default (`feature_mode`, when given, sets the feature layers
@@ -272,7 +278,7 @@ def _tagger_settings(path, saved, num_hidden_layers, feature_mode=None, **reques
         settings["feature_layers"], settings["feature_combine"] = feature_mode_layers(feature_mode, num_hidden_layers)
     settings["feature_layers"] = check_feature_layers(settings["feature_layers"], settings["feature_combine"],
                                                       num_hidden_layers)
-    for key in ARCHITECTURE_DEFAULTS:
+    for key in ARCHITECTURE_SETTINGS:
         if key in saved and _normalized(key, settings[key], num_hidden_layers) != _normalized(
                 key, saved[key], num_hidden_layers):
             raise UserInputError(
