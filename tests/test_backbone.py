@@ -6,7 +6,7 @@ import pytest
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
-from tests.backend_utils import compiled_gradient_hlo, to_numpy, trainable_gradients
+from tests.backend_utils import compiled_gradient_hlo, inference, to_numpy, trainable_gradients
 
 TINY = BertConfig(
     vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
@@ -169,8 +169,8 @@ def test_padding_does_not_change_outputs_at_real_positions():
     short = {k: v[:1, :4] for k, v in _inputs().items()}
     padded = {k: np.concatenate([v, np.zeros((1, 5), "int32")], axis=1) for k, v in short.items()}
     padded["token_ids"][0, 4:] = [5, 9, 13, 2, 7]  # garbage under the padding
-    a = to_numpy(model(short)["sequence_output"])
-    b = to_numpy(model(padded)["sequence_output"])[:, :4]
+    a = inference(model, short)["sequence_output"]
+    b = inference(model, padded)["sequence_output"][:, :4]
     np.testing.assert_allclose(a, b, atol=1e-5)
 
 
@@ -187,7 +187,7 @@ def test_any_length_up_to_max_positions_works_and_longer_is_refused():
     model = BertBackbone(TINY)
     for seq in (1, 7, TINY.max_position_embeddings):
         inputs = {k: np.ones((1, seq), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
-        assert tuple(model(inputs)["sequence_output"].shape) == (1, seq, 16)
+        assert inference(model, inputs)["sequence_output"].shape == (1, seq, 16)
     too_long = {k: np.ones((1, 33), "int32") for k in ("token_ids", "segment_ids", "padding_mask")}
     with pytest.raises(ValueError, match="33 exceeds max_position_embeddings=32"):
         model(too_long)

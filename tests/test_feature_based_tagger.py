@@ -8,7 +8,7 @@ import pytest
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
-from tests.backend_utils import to_numpy
+from tests.backend_utils import inference, to_numpy
 
 TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=4, num_attention_heads=2, intermediate_size=32,
                   max_position_embeddings=32, hidden_dropout_prob=0.3)  # dropout that frozen features must not see
@@ -35,10 +35,10 @@ def test_features_are_the_concatenated_top_four_layers_of_the_frozen_backbone():
     model = _tagger()
     x, _ = _data()
     features = keras.Model(model.input, model.get_layer("features").output)
-    hidden = [to_numpy(h) for h in model.backbone(x, training=False)["hidden_states"]]
+    hidden = inference(model.backbone, x)["hidden_states"]
     expected = np.concatenate([hidden[-1], hidden[-2], hidden[-3], hidden[-4]], axis=-1)  # [B, T, 4H]
     # training=True everywhere else: the backbone still runs without dropout.
-    np.testing.assert_allclose(to_numpy(features(x, training=True)), expected, atol=1e-5)
+    np.testing.assert_allclose(inference(features, x, training=True), expected, atol=1e-5)
     assert not model.backbone.trainable
     trainable = {v.path.split("/")[0] for v in model.trainable_variables}
     assert trainable == {"bilstm_0", "bilstm_1", "classifier"}
@@ -50,14 +50,14 @@ def test_padding_does_not_change_the_real_positions():
     x["padding_mask"][:] = 1
     x["token_ids"][x["token_ids"] == 0] = 7
     padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in x.items()}  # 4 padding positions on the right
-    np.testing.assert_allclose(to_numpy(model(padded))[:, :6], to_numpy(model(x)), atol=1e-5)
+    np.testing.assert_allclose(inference(model, padded)[:, :6], inference(model, x), atol=1e-5)
 
 
 def test_training_decreases_the_loss_and_leaves_the_backbone_unchanged():
     model = _tagger()
     x, labels = _data()
     before = [to_numpy(v).copy() for v in model.backbone.weights]
-    logits = to_numpy(model(x))
+    logits = inference(model, x)
     mask = labels != -100
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     model.compile(optimizer=keras.optimizers.Adam(3e-2))
@@ -66,7 +66,7 @@ def test_training_decreases_the_loss_and_leaves_the_backbone_unchanged():
     assert history["loss"][-1] < 0.8 * history["loss"][0]
     for a, b in zip(before, model.backbone.weights):
         np.testing.assert_array_equal(a, to_numpy(b))
-    decoded = model.decode(model(x), mask)
+    decoded = model.decode(inference(model, x), mask)
     assert (decoded[~mask] == -100).all() and decoded[mask].min() >= 0
 
 
@@ -79,7 +79,7 @@ def test_config_round_trip_and_checks(tmp_path):
     model.save(path)
     loaded = keras.models.load_model(path)
     x, _ = _data(batch=2)
-    np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
+    np.testing.assert_allclose(inference(loaded, x), inference(model, x), atol=1e-6)
     assert not loaded.backbone.trainable
     assert {v.path.split("/")[0] for v in loaded.trainable_variables} == {"bilstm_0", "classifier"}  # still frozen
     with pytest.raises(ValueError, match="output_hidden_states=True"):
@@ -91,8 +91,7 @@ def test_config_round_trip_and_checks(tmp_path):
 def _trained_tagger(**kwargs):
     """A tagger whose head weights (its trainable ones: the backbone is frozen) are random draws, none at
     its initialization."""
-    model = _tagger(**kwargs)
-    model(_data(batch=1)[0])
+    model = _tagger(**kwargs)  # a functional model: its weights exist once built
     rng = np.random.default_rng(0)
     for variable in model.trainable_weights:
         variable.assign(rng.normal(0.0, 0.5, tuple(variable.shape)).astype("float32"))
@@ -111,7 +110,7 @@ def test_save_pretrained_reloads_the_trained_tagger_with_its_settings(settings, 
             loaded.num_lstm_layers, loaded.num_classes) == (model.feature_layers, model.feature_combine,
                                                             model.feature_mode, 8, model.num_lstm_layers, 3)
     x, _ = _data(batch=4, seed=1)
-    np.testing.assert_allclose(to_numpy(loaded(x)), to_numpy(model(x)), atol=1e-6)
+    np.testing.assert_allclose(inference(loaded, x), inference(model, x), atol=1e-6)
     # The same settings, spelled otherwise, load too; a different one is refused in one line.
     same = {"feature_layers": (4, 2)} if "feature_layers" in settings else {"feature_mode": "sum_all"}
     assert BertFeatureBasedTagger.from_pretrained(directory, **same).newly_initialized_heads == []

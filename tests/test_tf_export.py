@@ -42,7 +42,7 @@ from keras_bert_impl.tasks.squad_postprocessing import (
     raw_results,
 )
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from tests.backend_utils import to_numpy
+from tests.backend_utils import inference, to_numpy
 from tests.finetuning_files import REPO, subprocess_env
 
 EXPORT_RECIPE = os.path.join(REPO, "recipes", "export_savedmodel.py")
@@ -169,7 +169,6 @@ def _every_task_models(root, tokenizer):
     classifier.fit(batch, np.array([0, 1, 2]), epochs=1, verbose=0)  # trained under this backend
     # The feature-based tagger: head weights (its trainable ones) large enough that the words get different tags.
     feature_tagger = models["feature_based_tagger"]
-    feature_tagger(_model_inputs(batch))
     rng = np.random.default_rng(3)
     for variable in feature_tagger.trainable_weights:
         variable.assign(rng.normal(0.0, 1.0, tuple(variable.shape)).astype("float32"))
@@ -222,7 +221,6 @@ def served(minilm_path, tmp_path_factory):
     # b. A CRF tagger whose transitions favour the cycle O -> B-PER -> I-PER -> B-LOC -> I-LOC -> O.
     tagger = BertTokenClassifier(_tiny_backbone(uncased.vocab_size), num_classes=len(CRF_TAGS), dropout=0.0,
                                  use_crf=True)
-    tagger(_model_inputs(uncased(TAG_TEXTS[:1], max_length=8)))
     cycle = np.full((len(CRF_TAGS), len(CRF_TAGS)), -1.0, "float32")
     cycle[np.arange(len(CRF_TAGS)), (np.arange(len(CRF_TAGS)) + 1) % len(CRF_TAGS)] = 1.0
     tagger.crf.transitions.assign(cycle)
@@ -236,7 +234,6 @@ def served(minilm_path, tmp_path_factory):
     # c. A SQuAD v2.0 span QA model with a large head, so that its logits spread; the threshold splits the
     # questions' null odds so that some are answered and some are not.
     qa = BertSpanQA(_tiny_backbone(uncased.vocab_size))
-    qa(_model_inputs(uncased(["a"], ["b"], max_length=8)))
     qa.qa_outputs.kernel.assign(rng.normal(0.0, 1.0, qa.qa_outputs.kernel.shape).astype("float32"))
     predict_file = root / "dev-v2.0.json"
     predict_file.write_text(json.dumps(_squad_dataset()), encoding="utf-8")
@@ -293,7 +290,7 @@ def served(minilm_path, tmp_path_factory):
 def test_backbone_export_serves_the_same_embeddings(served):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32)
-    outputs = models["backbone"](batch)
+    outputs = inference(models["backbone"], batch)
     np.testing.assert_allclose(served["backbone"]["pooled_output"], to_numpy(outputs["pooled_output"]), atol=1e-5)
     real = batch["padding_mask"].astype(bool)
     np.testing.assert_allclose(np.array(served["backbone"]["sequence_output"])[real],
@@ -303,7 +300,7 @@ def test_backbone_export_serves_the_same_embeddings(served):
 def test_classifier_export_serves_the_same_probabilities_and_label_names(served):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, PAIRS, max_length=32)
-    logits = to_numpy(models["classifier"](batch)).astype("float64")
+    logits = inference(models["classifier"], batch).astype("float64")
     probabilities = np.exp(logits - logits.max(-1, keepdims=True))
     probabilities /= probabilities.sum(-1, keepdims=True)
     np.testing.assert_allclose(served["classifier"]["probabilities"], probabilities, atol=1e-5)
@@ -316,7 +313,7 @@ def test_classifier_export_serves_the_same_probabilities_and_label_names(served)
 def test_token_classifier_export_serves_word_tags_with_character_offsets(served, name):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32, return_offsets=True)
-    tag_ids = to_numpy(models[name](_model_inputs(batch))).argmax(-1)
+    tag_ids = inference(models[name], _model_inputs(batch)).argmax(-1)
     for row, text in enumerate(TEXTS):
         words, tags, starts, ends = [], [], [], []
         for position, token_id in enumerate(batch["token_ids"][row]):
@@ -350,7 +347,7 @@ def test_span_qa_export_serves_the_best_span_of_the_keras_logits(served):
     """The best of the 20 best starts x 20 best ends (the export's default n_best_size, the recipe's)."""
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(QUESTIONS, CONTEXTS, max_length=32, return_offsets=True)
-    outputs = models["span_qa"](_model_inputs(batch))
+    outputs = inference(models["span_qa"], _model_inputs(batch))
     start_logits, end_logits = to_numpy(outputs["start_logits"]), to_numpy(outputs["end_logits"])
     for row, context in enumerate(CONTEXTS):
         allowed = (batch["segment_ids"][row] == 1) & (batch["padding_mask"][row] == 1) & (batch["offsets"][row].sum(-1) > 0)
@@ -377,14 +374,14 @@ def test_cased_classifier_saved_model_equals_keras_and_from_pretrained(served):
     batch = cased(CASED_TEXTS, max_length=16)
     lowered = BertTokenizer(cased.vocab_file, do_lower_case=True)(CASED_TEXTS, max_length=16)
     assert not np.array_equal(batch["token_ids"], lowered["token_ids"])  # casing changes the inputs
-    probabilities = _softmax(to_numpy(served["classifier"](batch)))
-    lowered_probabilities = _softmax(to_numpy(served["classifier"](lowered)))
+    probabilities = _softmax(inference(served["classifier"], batch))
+    lowered_probabilities = _softmax(inference(served["classifier"], lowered))
     assert np.abs(probabilities - lowered_probabilities).max() > 1e-3  # ... and the answers
 
     reloaded_tokenizer = BertTokenizer.from_pretrained(str(root / "classifier"))
     assert reloaded_tokenizer.do_lower_case is False
     reloaded = BertClassifier.from_pretrained(str(root / "classifier"), num_classes=2)
-    np.testing.assert_allclose(_softmax(to_numpy(reloaded(reloaded_tokenizer(CASED_TEXTS, max_length=16)))),
+    np.testing.assert_allclose(_softmax(inference(reloaded, reloaded_tokenizer(CASED_TEXTS, max_length=16))),
                                probabilities, atol=1e-5)
 
     saved = served["served"]["cased_classifier"]
@@ -397,7 +394,7 @@ def test_cased_classifier_saved_model_equals_keras_and_from_pretrained(served):
 def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
     tagger, tokenizer = served["tagger"], served["uncased"]
     batch = tokenizer(TAG_TEXTS, max_length=32, return_offsets=True)
-    logits = to_numpy(tagger(_model_inputs(batch)))
+    logits = inference(tagger, _model_inputs(batch))
     word_mask = _word_mask(tokenizer, batch)
     tags = tagger.decode(logits, word_mask)
     argmax = np.where(word_mask > 0, logits.argmax(-1), IGNORE_LABEL_ID)
@@ -434,8 +431,6 @@ def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
     label_mask = (rng.random((6, 9)) < 0.6).astype("int32")
     label_mask[0] = 0  # a sequence without words
     label_mask[1] = 1
-    tagger(_model_inputs({"token_ids": np.ones((1, 4), "int32"), "segment_ids": np.zeros((1, 4), "int32"),
-                          "padding_mask": np.ones((1, 4), "int32")}))
     tagger.crf.transitions.assign(rng.normal(0.0, 3.0, (4, 4)).astype("float32"))
     expected = tagger.decode(logits, label_mask)
     got = to_numpy(decode_tags(logits, label_mask, tagger.crf.transitions))
@@ -447,8 +442,6 @@ def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
 
 def test_token_classifier_from_pretrained_keeps_the_checkpoints_crf(tmp_path):
     tagger = BertTokenClassifier(_tiny_backbone(64), num_classes=3, dropout=0.0, use_crf=True)
-    tagger(_model_inputs({"token_ids": np.ones((1, 4), "int32"), "segment_ids": np.zeros((1, 4), "int32"),
-                          "padding_mask": np.ones((1, 4), "int32")}))
     tagger.crf.transitions.assign(np.arange(9, dtype="float32").reshape(3, 3))
     tagger.save_pretrained(str(tmp_path), label_names=["O", "B", "I"])
     assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["use_crf"] is True
