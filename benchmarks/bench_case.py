@@ -18,6 +18,8 @@ Workloads (random weights; the speed of a model does not depend on its values):
                the user's own head: a functional `keras.Model` with Dense(2) on the backbone's pooled_output
                (or sequence_output: a label per token), trained with keras.optimizers.AdamW (`user_head`)
 Libraries: ours (keras_bert_impl), keras_hub (keras_hub.models.BertBackbone), transformers (torch only).
+`--library ours,keras_hub,transformers` builds each library's model in this process and times their steps in
+turn, round by round (`interleaved`): forward, train_step and the user_head workloads.
 """
 
 import argparse
@@ -126,9 +128,10 @@ def to_torch(x):
 # -------------------------------------------------------------------------------------------- workloads
 
 
-def forward(args):
+def forward_run(args, library):
+    """The backbone's forward at a fixed shape, as a callable (`predict_on_batch`; transformers: inference_mode)."""
     x = random_batch(args.batch, args.seq)
-    if args.library == "transformers":
+    if library == "transformers":
         import torch
         from transformers import BertModel
 
@@ -139,9 +142,13 @@ def forward(args):
             with torch.inference_mode():
                 model(**inputs)
 
-        return {"times": timed(run, args.warmup, args.repeats)}
-    model = keras_backbone(args.library, args.size)
-    return {"times": timed(lambda: model.predict_on_batch(x), args.warmup, args.repeats)}
+        return run
+    model = keras_backbone(library, args.size)
+    return lambda: model.predict_on_batch(x)
+
+
+def forward(args):
+    return {"times": timed(forward_run(args, args.library), args.warmup, args.repeats)}
 
 
 def forward_bf16(args):
@@ -194,10 +201,11 @@ def gemm_gflops(warmup, repeats, m=1024, k=768, n=3072):
     return out
 
 
-def train_step(args):
+def train_step_run(args, library):
+    """The classifier's training step at a fixed shape, as a callable."""
     x = random_batch(args.batch, args.seq)
     y = np.random.default_rng(1).integers(0, NUM_CLASSES, size=args.batch).astype("int32")
-    if args.library == "transformers":
+    if library == "transformers":
         import torch
         from transformers import BertForSequenceClassification
 
@@ -211,9 +219,13 @@ def train_step(args):
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
 
-        return {"times": timed(run, args.warmup, args.repeats)}
-    model = keras_classifier(args.library, args.size)
-    return {"times": timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)}
+        return run
+    model = keras_classifier(library, args.size)
+    return lambda: model.train_on_batch(x, y)
+
+
+def train_step(args):
+    return {"times": timed(train_step_run(args, args.library), args.warmup, args.repeats)}
 
 
 def train_step_bf16(args):
@@ -301,16 +313,16 @@ def pretrain(args):
     return {"times": timed(lambda: model.train_on_batch(inputs, labels), args.warmup, args.repeats)}
 
 
-def user_head(args, output):
+def user_head_run(args, library, output):
     """The user's own path: `keras.Model(inputs, Dense(2)(backbone(inputs)[output]))` built with the functional
     API on the library's backbone and trained with Keras' AdamW (transformers: BertModel + torch.nn.Linear on
-    the same output, torch's AdamW). `output` is "pooled_output" (a sentence head) or "sequence_output" (a
+    the same output, torch's AdamW), as a callable. `output` is "pooled_output" (a sentence head) or "sequence_output" (a
     token head: a label per position)."""
     x = random_batch(args.batch, args.seq)
     rng = np.random.default_rng(1)
     y = rng.integers(0, NUM_CLASSES, size=(args.batch,) if output == "pooled_output" else (args.batch, args.seq))
     y = y.astype("int32")
-    if args.library == "transformers":
+    if library == "transformers":
         import torch
         from transformers import BertModel
 
@@ -328,22 +340,55 @@ def user_head(args, output):
             torch.nn.functional.cross_entropy(logits.reshape(-1, NUM_CLASSES), labels.reshape(-1)).backward()
             optimizer.step()
 
-        return {"times": timed(run, args.warmup, args.repeats)}
+        return run
     import keras
 
-    backbone = keras_backbone(args.library, args.size)
+    backbone = keras_backbone(library, args.size)
     inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in ("token_ids", "segment_ids",
                                                                                  "padding_mask")}
     model = keras.Model(inputs, keras.layers.Dense(NUM_CLASSES)(backbone(inputs)[output]))
     model.compile(optimizer=keras.optimizers.AdamW(LEARNING_RATE, weight_decay=0.01, epsilon=1e-6),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return {"times": timed(lambda: model.train_on_batch(x, y), args.warmup, args.repeats)}
+    return lambda: model.train_on_batch(x, y)
+
+
+def user_head(args, output):
+    return {"times": timed(user_head_run(args, args.library, output), args.warmup, args.repeats)}
 
 
 WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": train_step,
              "train_step_bf16": train_step_bf16, "epoch": epoch, "pretrain": pretrain,
              "user_head_pooled": lambda args: user_head(args, "pooled_output"),
              "user_head_tokens": lambda args: user_head(args, "sequence_output")}
+# The workloads that `--library a,b,...` can time interleaved in one process: each a step of one library.
+STEPS = {"forward": forward_run, "train_step": train_step_run,
+         "user_head_pooled": lambda args, library: user_head_run(args, library, "pooled_output"),
+         "user_head_tokens": lambda args, library: user_head_run(args, library, "sequence_output")}
+
+
+def interleaved(workload, libraries, args):
+    """Times `workload` for each of `libraries` in this process, in turn: every library's model is built and
+    warmed up, then each of `--repeats` rounds runs one step of each library, the first library of a round
+    moving by one each round. Drift of the machine's speed over the run (another process, the CPU's clock)
+    then falls on every library alike, where one process per library measures them minutes apart.
+    Returns {library: its times}."""
+    runs = {}
+    for library in libraries:
+        if library != "transformers":
+            import keras
+
+            keras.utils.set_random_seed(0)
+        runs[library] = STEPS[workload](args, library)
+        for _ in range(args.warmup):
+            runs[library]()
+    times = {library: [] for library in libraries}
+    for round_index in range(args.repeats):
+        start = round_index % len(libraries)
+        for library in libraries[start:] + libraries[:start]:
+            begin = time.perf_counter()
+            runs[library]()
+            times[library].append(time.perf_counter() - begin)
+    return times
 
 
 def main():
@@ -351,7 +396,9 @@ def main():
     p.add_argument("--workload", required=True,
                    help=f"One of {sorted(WORKLOADS)}, or several separated by commas (run one after another in "
                         "this process, one RESULT line each: the smoke run's way of starting fewer processes).")
-    p.add_argument("--library", default="ours", choices=("ours", "keras_hub", "transformers"))
+    p.add_argument("--library", default="ours",
+                   help="ours, keras_hub or transformers; or several separated by commas, timed in turn in this "
+                        f"process (`interleaved`; workloads {sorted(STEPS)} only).")
     p.add_argument("--size", default="bert_base", choices=sorted(SIZES))
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=128)
@@ -361,25 +408,39 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
     workloads = args.workload.split(",")
-    unknown = [w for w in workloads if w not in WORKLOADS]
+    libraries = args.library.split(",")
+    unknown = [w for w in workloads if w not in WORKLOADS] + [
+        lib for lib in libraries if lib not in ("ours", "keras_hub", "transformers")]
     if unknown:
-        p.error(f"unknown workload(s) {unknown}; choose from {sorted(WORKLOADS)}")
-    backend = "torch" if args.library == "transformers" else os.environ.get("KERAS_BACKEND", "tensorflow")
-    if args.library != "transformers":
+        p.error(f"unknown workload(s) or library(ies) {unknown}; workloads {sorted(WORKLOADS)}, libraries "
+                "ours, keras_hub, transformers")
+    if len(libraries) > 1 and any(w not in STEPS for w in workloads):
+        p.error(f"several libraries are timed in turn for {sorted(STEPS)} only, not {workloads}")
+    if libraries != ["transformers"]:
         import keras
 
-        backend = keras.backend.backend()
     for workload in workloads:
-        if args.library != "transformers":
-            keras.utils.set_random_seed(0)
-        result = WORKLOADS[workload](args)
-        # peak_rss_mb is the process's peak so far: with several workloads in one process, the largest of them.
-        result.update(workload=workload, library=args.library, backend=backend, size=args.size, batch=args.batch,
-                      seq=args.seq, median_s=statistics.median(result["times"]),
-                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        if "float32_times" in result:
-            result["float32_median_s"] = statistics.median(result["float32_times"])
-        print("RESULT " + json.dumps(result), flush=True)
+        if len(libraries) > 1:
+            all_times = interleaved(workload, libraries, args)
+        else:
+            if libraries[0] != "transformers":
+                keras.utils.set_random_seed(0)
+            all_times = None
+        for library in libraries:
+            if all_times is None:
+                args.library = library
+                result = WORKLOADS[workload](args)
+            else:
+                result = {"times": all_times[library], "interleaved_with": [lib for lib in libraries if lib != library]}
+            backend = "torch" if library == "transformers" else keras.backend.backend()
+            # peak_rss_mb is the process's peak so far: with several workloads or libraries in one process, the
+            # largest of them.
+            result.update(workload=workload, library=library, backend=backend, size=args.size, batch=args.batch,
+                          seq=args.seq, median_s=statistics.median(result["times"]),
+                          peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            if "float32_times" in result:
+                result["float32_median_s"] = statistics.median(result["float32_times"])
+            print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,14 @@
     python benchmarks/run_benchmarks.py                       # everything (~25 min on a 2-core CPU)
     python benchmarks/run_benchmarks.py --backends jax --workloads forward,epoch
     python benchmarks/run_benchmarks.py --smoke               # tiny shapes, one repeat: checks the plumbing
+    python benchmarks/run_benchmarks.py --interleave --workloads forward,user_head_pooled,user_head_tokens
 
 Every measurement runs in a fresh process (`benchmarks/bench_case.py`, one backend per process, as Keras
-needs; `--smoke` runs a library's workloads in one process), one after another, so that cases do not share caches, threads or memory; each reports the median
-over repeated runs after warm-up and its peak resident memory. The ratios are "their seconds / our
+needs; `--smoke` runs a library's workloads in one process), one after another, so that cases do not share
+caches, threads or memory; each reports the median over repeated runs after warm-up and its peak resident
+memory. With `--interleave`, the forward and step workloads instead build every library's model in one process
+per backend and time one step of each in turn, round by round: a drift of the machine's speed during the run
+then falls on every library alike, which matters where two libraries differ by a few percent. The ratios are "their seconds / our
 seconds" (> 1 means we are faster) between cases of the same run on the same machine. Writes
 `benchmarks/results/results.json` and `benchmarks/results/results.md` (the table the README links), with
 the machine, the versions and the command line. Not a test: CI runs only `--smoke` (tests/test_benchmarks.py).
@@ -20,6 +24,9 @@ Targets (issue 7), each checked in the table:
                (not a target of the issue: a guard, since a 50x slowdown of bf16 training on TensorFlow once
                went unseen by every other row); the ratio to our own fp32 step is reported too
   pretrain     bert_small MLM+NSP step 16 x 128, 20 predictions, against transformers BertForPreTraining
+  user_head_pooled, user_head_tokens (issue 20)
+               a user's functional Dense(2) head on the backbone's pooled_output / sequence_output,
+               bert_small 16 x 128, Keras' AdamW: >= 1.1x keras-hub on each backend
 """
 
 import argparse
@@ -46,7 +53,21 @@ WORKLOADS = {
     "user_head_pooled": ("bert_small", 16, 128, [], ("keras_hub", "transformers"), 1.1, "vs keras-hub"),
     "user_head_tokens": ("bert_small", 16, 128, [], ("keras_hub", "transformers"), 1.1, "vs keras-hub"),
 }
+# The workloads `--interleave` times in one process per backend, every library's step in turn
+# (bench_case.STEPS).
+INTERLEAVABLE = ("forward", "train_step", "user_head_pooled", "user_head_tokens")
 SMOKE = {"size": "bert_tiny", "batch": 8, "seq": 32, "examples": 32, "warmup": 1, "repeats": 1}
+
+
+def case_flags(workload, args):
+    """bench_case.py's shape and timing flags for `workload` (the tiny ones with --smoke)."""
+    if args.smoke:
+        return [f"--size={SMOKE['size']}", f"--batch={SMOKE['batch']}", f"--seq={SMOKE['seq']}",
+                f"--examples={SMOKE['examples']}", f"--warmup={SMOKE['warmup']}", f"--repeats={SMOKE['repeats']}"]
+    size, batch, seq, extra, _, _, _ = WORKLOADS[workload]
+    repeats = args.repeats if workload != "epoch" else max(1, args.repeats // 2)
+    return [f"--size={size}", f"--batch={batch}", f"--seq={seq}", f"--warmup={args.warmup}",
+            f"--repeats={repeats}", *extra]
 
 
 def run_case(workload, library, backend, args):
@@ -57,31 +78,40 @@ def run_case(workload, library, backend, args):
         key = (library, backend)
         if key not in args.smoke_results:
             workloads = [w for w in args.workloads if library == "ours" or library in WORKLOADS[w][4]]
-            args.smoke_results[key] = _run_bench_case(workloads, library, backend, [
-                f"--size={SMOKE['size']}", f"--batch={SMOKE['batch']}", f"--seq={SMOKE['seq']}",
-                f"--examples={SMOKE['examples']}", f"--warmup={SMOKE['warmup']}", f"--repeats={SMOKE['repeats']}"])
+            results = _run_bench_case(workloads, [library], backend, case_flags(None, args))
+            args.smoke_results[key] = {result["workload"]: result for result in results}
         return args.smoke_results[key][workload]
-    size, batch, seq, extra, _, _, _ = WORKLOADS[workload]
-    repeats = args.repeats if workload != "epoch" else max(1, args.repeats // 2)
-    flags = [f"--size={size}", f"--batch={batch}", f"--seq={seq}", f"--warmup={args.warmup}",
-             f"--repeats={repeats}", *extra]
-    return _run_bench_case([workload], library, backend, flags)[workload]
+    return _run_bench_case([workload], [library], backend, case_flags(workload, args))[0]
 
 
-def _run_bench_case(workloads, library, backend, flags):
-    """Runs bench_case.py for `workloads` in one process; returns {workload: its RESULT dict}."""
+def run_interleaved(workload, libraries, backend, args):
+    """`libraries`' steps of `workload` timed in turn in one fresh process; returns {library: its RESULT}. With
+    --smoke, one process times every interleavable workload of the run, and later cases read its results."""
+    if args.smoke:
+        key = (tuple(libraries), backend)
+        if key not in args.smoke_results:
+            workloads = [w for w in args.workloads if w in INTERLEAVABLE]
+            args.smoke_results[key] = _run_bench_case(workloads, libraries, backend, case_flags(None, args))
+        results = [r for r in args.smoke_results[key] if r["workload"] == workload]
+    else:
+        results = _run_bench_case([workload], libraries, backend, case_flags(workload, args))
+    return {result["library"]: result for result in results}
+
+
+def _run_bench_case(workloads, libraries, backend, flags):
+    """Runs bench_case.py for `workloads` and `libraries` in one process; returns its RESULT dicts."""
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     command = [sys.executable, os.path.join(HERE, "bench_case.py"), f"--workload={','.join(workloads)}",
-               f"--library={library}", *flags]
-    print(f"[{backend}] {','.join(workloads)} {library} ...", flush=True)
+               f"--library={','.join(libraries)}", *flags]
+    print(f"[{backend}] {','.join(workloads)} {','.join(libraries)} ...", flush=True)
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or len(results) != len(workloads):
+    if proc.returncode != 0 or len(results) != len(workloads) * len(libraries):
         raise RuntimeError(f"{' '.join(command)} (KERAS_BACKEND={backend}) failed:\n{proc.stderr[-3000:]}")
     for result in results:
-        print(f"    {result['workload']}: median {result['median_s']:.4f} s, peak RSS {result['peak_rss_mb']:.0f} MB",
-              flush=True)
-    return {result["workload"]: result for result in results}
+        print(f"    {result['workload']} {result['library']}: median {result['median_s']:.4f} s, "
+              f"peak RSS {result['peak_rss_mb']:.0f} MB", flush=True)
+    return results
 
 
 def ratio(theirs, ours):
@@ -94,19 +124,27 @@ def run_suite(args):
     for workload in args.workloads:
         _, _, _, _, compared, target, target_text = WORKLOADS[workload]
         for backend in args.backends:
-            ours = run_case(workload, "ours", backend, args)
+            libraries = ["ours"] + [library for library in ("keras_hub", "transformers") if library in compared
+                                    and (library != "transformers" or backend == "torch")]
+            if args.interleave and workload in INTERLEAVABLE:
+                results = run_interleaved(workload, libraries, backend, args)
+            else:
+                results = {"ours": run_case(workload, "ours", backend, args)}
+                if "keras_hub" in libraries:
+                    results["keras_hub"] = run_case(workload, "keras_hub", backend, args)
+                if "transformers" in libraries:
+                    if workload not in transformers_done:
+                        transformers_done[workload] = run_case(workload, "transformers", "torch", args)
+                    results["transformers"] = transformers_done[workload]
+            ours = results["ours"]
             row = {"workload": workload, "backend": backend, "ours": ours, "target": target,
-                   "target_compares": target_text}
+                   "target_compares": target_text, "interleaved": "interleaved_with" in ours}
             if "float32_median_s" in ours:
                 row["ratio_vs_our_fp32"] = ratio(ours["float32_median_s"], ours["median_s"])
-            if "keras_hub" in compared:
-                row["keras_hub"] = run_case(workload, "keras_hub", backend, args)
-                row["ratio_vs_keras_hub"] = ratio(row["keras_hub"]["median_s"], ours["median_s"])
-            if "transformers" in compared and backend == "torch":
-                if workload not in transformers_done:
-                    transformers_done[workload] = run_case(workload, "transformers", "torch", args)
-                row["transformers"] = transformers_done[workload]
-                row["ratio_vs_transformers"] = ratio(row["transformers"]["median_s"], ours["median_s"])
+            for library in ("keras_hub", "transformers"):
+                if library in results:
+                    row[library] = results[library]
+                    row[f"ratio_vs_{library}"] = ratio(results[library]["median_s"], ours["median_s"])
             row["target_met"] = target_met(row)
             rows.append(row)
     return rows
@@ -162,6 +200,7 @@ def fmt(seconds):
 
 
 def markdown(report):
+    interleaved = sorted({row["workload"] for row in report["rows"] if row.get("interleaved")})
     lines = [
         "# Benchmark results",
         "",
@@ -173,6 +212,9 @@ def markdown(report):
         "",
         "Seconds are medians per step (per epoch for `epoch`) after warm-up; a ratio is their time / our time "
         "(> 1: we are faster). Peak RSS is the whole process's, framework included.",
+        *([""] + [f"Workloads timed interleaved (`--interleave`, marked ↔): {', '.join(interleaved)}. One process per "
+                  "backend builds every library's model and times one step of each in turn, round by round; their "
+                  "peak RSS is that process's, all models together."] if interleaved else []),
         "",
         "| workload | shape | backend | ours s | keras-hub s | × keras-hub | transformers s | × transformers "
         "| bf16 × our fp32 | target | met | peak RSS ours / hub MB |",
@@ -180,7 +222,7 @@ def markdown(report):
     ]
     for row in report["rows"]:
         ours, hub, hf = row["ours"], row.get("keras_hub"), row.get("transformers")
-        shape = f"{ours['size']} {ours['batch']}×{ours['seq']}"
+        shape = f"{ours['size']} {ours['batch']}×{ours['seq']}" + (" ↔" if row.get("interleaved") else "")
         met = {True: "yes", False: "**no**", None: ""}[row["target_met"]]
         target = "" if row["target"] is None else f"≥ {row['target']}× {row['target_compares']}"
         memory = f"{ours['peak_rss_mb']:.0f}" + (f" / {hub['peak_rss_mb']:.0f}" if hub else "")
@@ -218,6 +260,9 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--smoke", action="store_true", help="bert_tiny, tiny shapes, one repeat (plumbing check).")
+    p.add_argument("--interleave", action="store_true",
+                   help=f"Time {', '.join(INTERLEAVABLE)} in one process per backend, every library's step in turn "
+                        "round by round, instead of one process per library one after another.")
     p.add_argument("--output_dir", default=os.path.join(HERE, "results"))
     args = p.parse_args(argv)
     args.backends = [b for b in args.backends.split(",") if b]

@@ -23,10 +23,15 @@ def _suite():
 def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
     backend = keras.backend.backend()
     workloads = ["forward", "epoch", "train_step_bf16", "user_head_pooled", "user_head_tokens"]
-    report = _suite().main(["--smoke", f"--backends={backend}", f"--workloads={','.join(workloads)}",
+    report = _suite().main(["--smoke", "--interleave", f"--backends={backend}", f"--workloads={','.join(workloads)}",
                             f"--output_dir={tmp_path}"])
     rows = {r["workload"]: r for r in report["rows"]}
     assert set(rows) == set(workloads)
+    # --interleave: the step workloads time every library in one process; the others one process per library.
+    peers = ["keras_hub", "transformers"] if backend == "torch" else ["keras_hub"]
+    for name in ("forward", "user_head_pooled", "user_head_tokens"):
+        assert rows[name]["interleaved"] and rows[name]["ours"]["interleaved_with"] == peers
+    assert not rows["epoch"]["interleaved"] and not rows["train_step_bf16"]["interleaved"]
     for row in rows.values():
         assert row["ours"]["backend"] == backend and row["keras_hub"]["library"] == "keras_hub"
         assert row["ours"]["median_s"] > 0 and row["ratio_vs_keras_hub"] > 0 and row["ours"]["peak_rss_mb"] > 100
@@ -47,4 +52,25 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
     assert [r["workload"] for r in stored["rows"]] == workloads
     assert stored["versions"]["keras"]
     table = (tmp_path / "results_smoke.md").read_text()
-    assert "| forward | bert_tiny 8×32 | " + backend in table and "× keras-hub" in table
+    assert "| forward | bert_tiny 8×32 ↔ | " + backend in table and "× keras-hub" in table
+    assert "| epoch | bert_tiny 8×32 | " + backend in table
+
+
+def _bench_case():
+    spec = importlib.util.spec_from_file_location("bench_case", os.path.join(REPO, "benchmarks", "bench_case.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_interleaved_timing_runs_each_librarys_step_in_turn_with_the_first_moving_each_round():
+    bench_case = _bench_case()
+    calls = []
+    bench_case.STEPS = {"forward": lambda args, library: (lambda: calls.append(library))}
+    args = type("Args", (), {"warmup": 1, "repeats": 4})()
+    times = bench_case.interleaved("forward", ["ours", "keras_hub", "transformers"], args)
+    assert calls[:3] == ["ours", "keras_hub", "transformers"]  # warm-up, each library once
+    assert calls[3:] == ["ours", "keras_hub", "transformers", "keras_hub", "transformers", "ours",
+                         "transformers", "ours", "keras_hub", "ours", "keras_hub", "transformers"]
+    assert {library: len(t) for library, t in times.items()} == {"ours": 4, "keras_hub": 4, "transformers": 4}
+    assert set(_suite().INTERLEAVABLE) == set(_bench_case().STEPS)
