@@ -78,3 +78,34 @@ def test_config_round_trip(name):
     layer = LAYERS[name][0]("float32")
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(restored) is type(layer) and restored.get_config() == layer.get_config()
+
+
+@pytest.mark.parametrize("equation, output_shape, bias_axes, input_shape", [
+    ("btd,dnh->btnh", (None, 2, 4), "nh", (3, 5, 8)),  # the query, key and value projections
+    ("btnh,nhd->btd", (None, 8), "d", (3, 5, 2, 4)),  # the attention's output projection
+])
+def test_attention_projections_equal_keras_einsum_dense_in_values_and_gradients(equation, output_shape, bias_axes,
+                                                                                input_shape):
+    """The equations of BertSelfAttention, in a functional model whose batch and length are unknown until
+    called (TensorFlow computes them as one 2D matmul: `_einsum_as_one_matmul`): the output and the gradients
+    of the kernel, the bias and the input are Keras' EinsumDense's."""
+    from tests.backend_utils import trainable_gradients
+
+    def model(layer):
+        inputs = keras.Input((None,) + input_shape[2:])
+        return keras.Model(inputs, layer(inputs))
+
+    ours = model(BertEinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes,
+                                 bias_initializer="random_normal"))
+    theirs = model(keras.layers.EinsumDense(equation, output_shape=output_shape, bias_axes=bias_axes))
+    theirs.set_weights(ours.get_weights())
+    x = _x(input_shape)
+    np.testing.assert_allclose(ours.predict_on_batch(x), theirs.predict_on_batch(x), atol=1e-5)
+    weights = keras.ops.convert_to_tensor(np.random.RandomState(1).normal(size=(3, 5) + output_shape[1:]), "float32")
+
+    def loss(y):
+        return keras.ops.sum(y * weights)
+
+    for a, b in zip(trainable_gradients(ours, x, loss), trainable_gradients(theirs, x, loss)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, atol=1e-4)

@@ -6,6 +6,7 @@ import pytest
 
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import MASK_BIAS, BertSelfAttention, attention_bias_from_padding_mask
+from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
@@ -208,6 +209,24 @@ def test_activations_are_the_named_functions():
     np.testing.assert_allclose(to_numpy(get_activation("relu")(x)), np.maximum(x, 0), atol=0)
     with pytest.raises(ValueError, match="Unknown hidden_act 'elu'"):
         get_activation("elu")
+
+
+def test_exact_gelu_gradient_is_phi_plus_x_times_the_normal_density():
+    """d/dx x Phi(x) = Phi(x) + x phi(x), against float64, through the layer that applies it in the model
+    (TensorFlow: `backends/tf_ops.gelu`'s written-out derivative; JAX: the gradient of `jax_ops.gelu`)."""
+    from scipy.special import erf
+
+    from tests.backend_utils import trainable_gradients
+
+    x = np.linspace(-12, 12, 2401)
+    layer = BertDense(x.size, use_bias=False, activation=get_activation("gelu"))
+    model = keras.Sequential([keras.Input((1,)), layer])
+    layer.kernel.assign(x[None, :].astype("float32"))  # output = gelu(kernel) for the input [[1.0]]
+    x32 = x.astype("float32").astype("float64")  # the kernel's values
+    np.testing.assert_allclose(to_numpy(model(np.ones((1, 1), "float32")))[0], numpy_bert.gelu(x32), atol=2e-6)
+    (gradient,) = trainable_gradients(model, np.ones((1, 1), "float32"), keras.ops.sum)
+    expected = 0.5 * (1 + erf(x32 / np.sqrt(2))) + x32 * np.exp(-0.5 * x32 ** 2) / np.sqrt(2 * np.pi)
+    np.testing.assert_allclose(gradient[0], expected, atol=1e-6)
 
 
 @pytest.mark.parametrize(
