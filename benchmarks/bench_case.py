@@ -195,8 +195,10 @@ def gemm_gflops(warmup, repeats, m=1024, k=768, n=3072):
         else:
             import torch
 
+            from keras_bert_impl.backends import torch_ops  # float32: oneDNN, as BertDense; bfloat16: torch.matmul
+
             a, b = torch.from_numpy(a32).to(getattr(torch, dtype)), torch.from_numpy(b32).to(getattr(torch, dtype))
-            run = lambda: a @ b  # noqa: E731
+            run = lambda: torch_ops.dense(a, b)  # noqa: E731
         out[dtype] = 2 * m * k * n / 1e9 / statistics.median(timed(run, warmup + 2, repeats * 4))
     return out
 

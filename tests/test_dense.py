@@ -109,3 +109,78 @@ def test_attention_projections_equal_keras_einsum_dense_in_values_and_gradients(
     for a, b in zip(trainable_gradients(ours, x, loss), trainable_gradients(theirs, x, loss)):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.parametrize("input_shape, use_bias", [((3, 5, 8), True), ((4, 8), True), ((3, 5, 8), False)])
+def test_dense_equals_keras_dense_in_values_and_gradients(input_shape, use_bias):
+    """BertDense in float32 (torch: through `torch_ops.dense`, oneDNN's products) gives Keras' Dense's output
+    and gradients: its kernel's and bias's, and its input's, which reach the Keras layer below it."""
+    from tests.backend_utils import trainable_gradients
+
+    def model(layer):
+        inputs = keras.Input(input_shape[1:])
+        below = keras.layers.Dense(8, kernel_initializer="random_normal", name="below")
+        return keras.Model(inputs, layer(below(inputs)))
+
+    ours = model(BertDense(6, activation="gelu", use_bias=use_bias, bias_initializer="random_normal"))
+    theirs = model(keras.layers.Dense(6, activation="gelu", use_bias=use_bias))
+    theirs.set_weights(ours.get_weights())
+    x = _x(input_shape)
+    np.testing.assert_allclose(ours.predict_on_batch(x), theirs.predict_on_batch(x), atol=1e-5)
+    weights = keras.ops.convert_to_tensor(np.random.RandomState(1).normal(size=input_shape[:-1] + (6,)), "float32")
+
+    def loss(y):
+        return keras.ops.sum(y * weights)
+
+    ours_grads, theirs_grads = trainable_gradients(ours, x, loss), trainable_gradients(theirs, x, loss)
+    assert len(ours_grads) == len(theirs_grads) == (4 if use_bias else 3)
+    for a, b in zip(ours_grads, theirs_grads):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
+    """`torch_ops.dense` in float32 on the CPU is the oneDNN autograd function; its output and the gradients
+    of its input, kernel (here a transposed view, as the masked-LM head passes the word embeddings) and
+    bias equal a float64 matmul's to float32 rounding. A frozen kernel gets no gradient; bfloat16 takes
+    torch.matmul."""
+    if keras.backend.backend() != "torch":
+        pytest.skip("backends/torch_ops: the torch backend's fast path")
+    import torch
+
+    from keras_bert_impl.backends import torch_ops
+
+    rng = np.random.RandomState(3)
+    x64 = torch.tensor(rng.normal(size=(3, 7, 16)), requires_grad=True)
+    table64 = torch.tensor(rng.normal(size=(10, 16)), requires_grad=True)  # [out, in]: kernel = table.T
+    bias64 = torch.tensor(rng.normal(size=(10,)), requires_grad=True)
+    upstream = torch.tensor(rng.normal(size=(3, 7, 10)))
+    x, table, bias = (t.detach().float().requires_grad_() for t in (x64, table64, bias64))
+
+    y = torch_ops.dense(x, table.t(), bias)
+    assert any("OneDNN" in type(f).__name__ for f, _ in _graph(y.grad_fn))
+    (y * upstream.float()).sum().backward()
+    y64 = torch.matmul(x64, table64.t()) + bias64
+    (y64 * upstream).sum().backward()
+    for ours, reference in ((y, y64), (x.grad, x64.grad), (table.grad, table64.grad), (bias.grad, bias64.grad)):
+        np.testing.assert_allclose(ours.detach().numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+    frozen = table.detach()
+    x.grad = None
+    torch_ops.dense(x, frozen.t()).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(frozen.sum(0).numpy(), x.shape), rtol=1e-5)
+
+    xb, kb = x.detach().bfloat16(), table.detach().t().bfloat16()
+    assert torch.equal(torch_ops.dense(xb, kb), torch.matmul(xb, kb))
+
+
+def _graph(grad_fn):
+    """Every autograd node reachable from `grad_fn`, with its input index."""
+    seen, stack = [], [(grad_fn, 0)]
+    while stack:
+        node, index = stack.pop()
+        if node is None or any(node is n for n, _ in seen):
+            continue
+        seen.append((node, index))
+        stack.extend(node.next_functions)
+    return seen

@@ -63,23 +63,45 @@ def _project_with_float32_epilogue(layer, equation, inputs):
 _CONTRACTED_AXES = {"btd,dnh->btnh": 1, "btnh,nhd->btd": 2}
 
 
+def dense_product(x, kernel, bias=None):
+    """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O].
+
+    On torch through `torch_ops.dense` (oneDNN's float32 products instead of MKL's, twice as fast on the
+    CPU of docs/performance.md); elsewhere keras.ops.matmul and add, as `keras.layers.Dense` computes it.
+    """
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        return torch_ops.dense(x, ops.convert_to_tensor(kernel),
+                               None if bias is None else ops.convert_to_tensor(bias))
+    x = ops.matmul(x, kernel)
+    return x if bias is None else ops.add(x, bias)
+
+
+def _computes_as_one_matmul(layer):
+    """Whether `layer` (a BertEinsumDense) is a projection of `_CONTRACTED_AXES` with its bias on every output
+    axis, so that `_einsum_as_one_matmul` computes it; on TensorFlow and torch."""
+    return (keras.backend.backend() in ("tensorflow", "torch") and layer.equation in _CONTRACTED_AXES
+            and (layer.bias is None
+                 or tuple(layer.bias.shape) == tuple(layer.kernel.shape[_CONTRACTED_AXES[layer.equation]:])))
+
+
 def _einsum_as_one_matmul(layer, inputs):
-    """`keras.layers.EinsumDense.call` computed as one 2D matmul: [rows, contracted] x [contracted, out].
+    """`keras.layers.EinsumDense.call` computed as one 2D product: [rows, contracted] x [contracted, out].
 
     For TensorFlow: Keras' TensorFlow einsum computes "btd,dnh->btnh" (and "btnh,nhd->btd") as a matmul of
     the 3D input with the 2D kernel, a batch matmul broadcasting the kernel, whose kernel gradient is one
     product per example summed over the batch. As one 2D matmul it is one product. With `tf_ops.gelu`, a
     bert_small token head's train step (16 x 128, 2-core CPU) took 0.583 s instead of 0.619 s
-    (docs/performance.md).
+    (docs/performance.md). For torch: the product is then `torch_ops.dense`'s (see `_dense`).
     """
     k = _CONTRACTED_AXES[layer.equation]
     kernel = layer.kernel
     contracted = math.prod(kernel.shape[:k])
     shape = ops.shape(inputs)
-    x = ops.matmul(ops.reshape(inputs, (-1, contracted)), ops.reshape(kernel, (contracted, -1)))
+    bias = None if layer.bias is None else ops.reshape(layer.bias, (-1,))
+    x = dense_product(ops.reshape(inputs, (-1, contracted)), ops.reshape(kernel, (contracted, -1)), bias)
     x = ops.reshape(x, (*shape[:-k], *kernel.shape[k:]))
-    if layer.bias is not None:
-        x = ops.add(x, layer.bias)
     if layer.activation is not None:
         x = layer.activation(x)
     return x
@@ -105,9 +127,14 @@ class BertDense(keras.layers.Dense):
     """
 
     def call(self, inputs, training=None):
-        if _uses_keras_call(self) or not _float32_epilogue(self.compute_dtype, training):
+        if _uses_keras_call(self):
             return super().call(inputs, training=training)
-        return _project_with_float32_epilogue(self, "...i,io->...o", inputs)
+        if _float32_epilogue(self.compute_dtype, training):
+            return _project_with_float32_epilogue(self, "...i,io->...o", inputs)
+        if keras.backend.backend() == "torch":
+            x = dense_product(inputs, self.kernel, self.bias)
+            return x if self.activation is None else self.activation(x)
+        return super().call(inputs, training=training)
 
     def quantize(self, mode=None, type_check=True, config=None):
         """`keras.layers.Dense.quantize` (int8, int4, float8, ...), which refuses subclasses unless told not to.
@@ -137,7 +164,7 @@ class BertEinsumDense(keras.layers.EinsumDense):
             return super().call(inputs, training=training)
         if _float32_epilogue(self.compute_dtype, training):
             return _project_with_float32_epilogue(self, self.equation, inputs)
-        if keras.backend.backend() == "tensorflow" and self.equation in _CONTRACTED_AXES:
+        if _computes_as_one_matmul(self):
             return _einsum_as_one_matmul(self, inputs)
         return super().call(inputs, training=training)
 

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.dense import BertDense
+from keras_bert_impl.layers.dense import BertDense, dense_product
 
 
 def _embedding_matrix(embedding, dtype):
@@ -119,7 +119,10 @@ class MaskedLMHead(keras.layers.Layer):
             x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.transform_layer_norm(self.transform_dense(x))
         embeddings = _embedding_matrix(self.token_embedding, x.dtype)  # [vocab, H]
-        logits = ops.einsum("bph,vh->bpv", x, embeddings)
+        if keras.backend.backend() == "torch":  # oneDNN's float32 product on the CPU (`dense_product`)
+            logits = dense_product(x, ops.transpose(embeddings))  # [batch, P, vocab]
+        else:
+            logits = ops.einsum("bph,vh->bpv", x, embeddings)
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
