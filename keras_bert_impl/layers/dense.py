@@ -14,9 +14,10 @@ bfloat16's gain on two backends:
 So here the matmul takes the bfloat16 operands and gives a float32 result (JAX: directly;
 TensorFlow: cast after the oneDNN matmul, at inference only), the bias and activation run in float32,
 and the layer returns its compute dtype as every Keras layer does. On PyTorch, whose bfloat16 elementwise kernels are
-vectorized, and in float32, the layers compute what Keras' do; on TensorFlow, BertEinsumDense computes the
-attention's projections as one 2D matmul instead of Keras' broadcasting batch matmul, whose kernel gradient
-is slower (`_einsum_as_one_matmul`). Weights, names and configs are Keras' own, so checkpoints and
+vectorized, and in float32, the layers compute what Keras' do, with two faster products: on TensorFlow,
+BertEinsumDense computes the attention's projections as one 2D matmul instead of Keras' broadcasting batch
+matmul, whose kernel gradient is slower (`_einsum_as_one_matmul`); on torch, float32 products run in oneDNN
+instead of MKL's sgemm, twice as fast on the CPU of docs/performance.md (`dense_product`). Weights, names and configs are Keras' own, so checkpoints and
 `get_config` are those of Keras' layers.
 """
 
@@ -114,7 +115,8 @@ def _uses_keras_call(layer):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertDense(keras.layers.Dense):
-    """`keras.layers.Dense` with the bias and activation in float32 under bfloat16 on JAX and TensorFlow.
+    """`keras.layers.Dense` with the bias and activation in float32 under bfloat16 on JAX and TensorFlow, and
+    oneDNN's float32 product on torch.
 
     Same arguments, weights and outputs as `keras.layers.Dense` (see the module docstring for why).
 
