@@ -243,3 +243,34 @@ def test_layer_config_round_trip(layer):
     restored = original.__class__.from_config(config)
     assert restored.get_config() == config
     assert keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(original)).get_config() == config
+
+
+def test_dropout_on_jax_cpu_is_keras_dropout_with_the_original_threefry_bits():
+    """On JAX's CPU, one process, no distribution: BertDropout's mask is Keras' Dropout's from the same seed
+    generator state, drawn with `jax_threefry_partitionable` off (a different stream of the same generator:
+    not the mask of JAX's default layout), and under a Keras distribution it is Keras' own mask."""
+    if keras.backend.backend() != "jax":
+        pytest.skip("backends/jax_ops: the JAX backend's fast path")
+    import jax
+
+    from keras_bert_impl.backends import jax_ops
+
+    x = np.random.RandomState(0).uniform(1.0, 2.0, size=(64, 256)).astype("float32")
+    ours, theirs = BertDropout(0.3), keras.layers.Dropout(0.3)
+    theirs.seed_generator.state.assign(ours.seed_generator.state.value)
+    with jax.threefry_partitionable(False):
+        unpartitioned = to_numpy(theirs(x, training=True))
+    theirs.seed_generator.state.assign(ours.seed_generator.state.value)
+    partitioned = to_numpy(theirs(x, training=True))
+    theirs.seed_generator.state.assign(ours.seed_generator.state.value)
+    assert jax_ops.draws_faster_unpartitioned()
+    np.testing.assert_array_equal(to_numpy(ours(x, training=True)), unpartitioned)
+    assert not np.array_equal(unpartitioned, partitioned)
+
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=jax.devices()))
+    try:
+        assert not jax_ops.draws_faster_unpartitioned()
+        ours.seed_generator.state.assign(theirs.seed_generator.state.value)
+        np.testing.assert_array_equal(to_numpy(ours(x, training=True)), to_numpy(theirs(x, training=True)))
+    finally:
+        keras.distribution.set_distribution(None)

@@ -1,4 +1,4 @@
-"""Dropout: Keras' layer, with a backend's faster mask where it has one.
+"""Dropout: Keras' layer, with a backend's faster mask where it has one (torch; JAX on its CPU).
 
 The same computation as `keras.layers.Dropout` (each value zeroed with probability `rate`, the others
 scaled by 1 / (1 - rate)) with the same seed generator, config and weights (none), so a model saved with
@@ -10,11 +10,13 @@ import keras
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertDropout(keras.layers.Dropout):
-    """`keras.layers.Dropout` that draws its mask faster on PyTorch (see `backends/torch_ops.dropout`).
+    """`keras.layers.Dropout` that draws its mask faster on PyTorch and on JAX's CPU.
 
     On torch, Keras' unseeded dropout calls `torch.nn.functional.dropout` on torch's default generator;
-    this layer draws from the same generator. A `seed` or a `noise_shape` takes Keras' path on every
-    backend.
+    this layer draws from the same generator (`backends/torch_ops.dropout`). On JAX's CPU in one process it
+    runs Keras' dropout, from the layer's seed generator, with the bits of JAX's original threefry layout
+    instead of the partitionable one, three times cheaper there (`backends/jax_ops.unpartitioned_threefry`).
+    A `seed` or a `noise_shape` takes Keras' path on every backend.
 
     Examples:
 
@@ -33,4 +35,11 @@ class BertDropout(keras.layers.Dropout):
             from keras_bert_impl.backends import torch_ops
 
             return torch_ops.dropout(inputs, self.rate)
+        if (training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None
+                and keras.backend.backend() == "jax"):
+            from keras_bert_impl.backends import jax_ops
+
+            if jax_ops.draws_faster_unpartitioned():
+                with jax_ops.unpartitioned_threefry():
+                    return super().call(inputs, training=training)
         return super().call(inputs, training=training)
