@@ -5,6 +5,8 @@ PyTorch by nature: the layers import this module only when KERAS_BACKEND is torc
 what its keras.ops counterpart computes; the tests check each against it.
 """
 
+import platform
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -16,9 +18,9 @@ def dense(x, kernel, bias=None):
     oneDNN through `torch.ops.mkldnn._linear_pointwise`, the op torch.compile's CPU backend emits for a
     linear layer. `torch.matmul` and `torch.nn.functional.linear` call MKL's sgemm instead, which on the
     2-core AMD EPYC of docs/performance.md runs at about 200 GFLOP/s against oneDNN's 390-470: a
-    [2048, 512] x [512, 2048] product with its backward takes 31.9 ms this way and 64.9 ms through
-    `torch.addmm`. Other dtypes and devices take `torch.matmul` (torch's bfloat16 CPU matmul already calls
-    oneDNN).
+    [2048, 512] x [512, 2048] product with its backward takes 31.6 ms this way and 65.3 ms through
+    `torch.addmm` (`benchmarks/torch_dense_paths.py`). Other dtypes, devices and CPU architectures take
+    `torch.matmul` (torch's bfloat16 CPU matmul already calls oneDNN).
     """
     if not _onednn_dense_applies(x, kernel, bias):
         y = torch.matmul(x, kernel)
@@ -28,9 +30,13 @@ def dense(x, kernel, bias=None):
 
 
 def _onednn_dense_applies(x, kernel, bias):
+    """float32 on an x86-64 CPU (where it was measured) with torch's oneDNN linear op available."""
     return (x.device.type == "cpu" and x.dtype == kernel.dtype == torch.float32 and x.numel() > 0
-            and kernel.dim() == 2 and (bias is None or bias.dtype == torch.float32)
+            and kernel.dim() == 2 and (bias is None or bias.dtype == torch.float32) and _X86_64
             and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+
+_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 
 
 def _onednn_matmul(a, b_transposed):
