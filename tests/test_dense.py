@@ -158,7 +158,7 @@ def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
     x, table, bias = (t.detach().float().requires_grad_() for t in (x64, table64, bias64))
 
     y = torch_ops.dense(x, table.t(), bias)
-    assert any("OneDNN" in type(f).__name__ for f, _ in _graph(y.grad_fn))
+    assert any("OneDNN" in type(node).__name__ for node in _graph(y.grad_fn))
     (y * upstream.float()).sum().backward()
     y64 = torch.matmul(x64, table64.t()) + bias64
     (y64 * upstream).sum().backward()
@@ -175,12 +175,12 @@ def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
 
 
 def _graph(grad_fn):
-    """Every autograd node reachable from `grad_fn`, with its input index."""
-    seen, stack = [], [(grad_fn, 0)]
+    """Every autograd node reachable from `grad_fn`."""
+    seen, stack = [], [grad_fn]
     while stack:
-        node, index = stack.pop()
-        if node is None or any(node is n for n, _ in seen):
+        node = stack.pop()
+        if node is None or any(node is n for n in seen):
             continue
-        seen.append((node, index))
-        stack.extend(node.next_functions)
+        seen.append(node)
+        stack.extend(next_node for next_node, _ in node.next_functions)
     return seen

@@ -64,8 +64,9 @@ def unpartitioned_threefry():
 
     Both are threefry-2x32 in counter mode, uniform over every 32-bit word: a dropout mask drawn under
     either keeps each value with the same probability (Keras' `uniform < 1 - rate`), from a different stream
-    of the same generator. The original layout is three times cheaper on the CPU: a [16, 8, 128, 128] mask
-    from `jax.random.bernoulli`, jitted, takes 6.4 ms against 18.6 ms (docs/performance.md). JAX's
+    of the same generator. The original layout is several times cheaper on the CPU: a [16, 8, 128, 128]
+    mask from `jax.random.bernoulli`, jitted, takes 4.0 ms against 14.7 ms, a [16, 128, 512] one 2.3 ms
+    against 4.7 ms (medians, `benchmarks/jax_dropout_bits.py`, docs/performance.md). JAX's
     partitionable layout exists so that a sharded array's bits are computed per shard; the original one
     computes them whole (`draws_faster_unpartitioned` says where it is used).
     """

@@ -30,18 +30,18 @@ def dense(x, kernel, bias=None):
 
 
 def _onednn_dense_applies(x, kernel, bias):
-    """float32 on an x86-64 CPU (where it was measured) with torch's oneDNN linear op available."""
-    return (x.device.type == "cpu" and x.dtype == kernel.dtype == torch.float32 and x.numel() > 0
-            and kernel.dim() == 2 and (bias is None or bias.dtype == torch.float32) and _X86_64
-            and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+    return (_ONEDNN_LINEAR and x.device.type == "cpu" and x.dtype == kernel.dtype == torch.float32
+            and x.numel() > 0 and kernel.dim() == 2 and (bias is None or bias.dtype == torch.float32))
 
 
-_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+# oneDNN's linear op, on an x86-64 CPU (where it was measured).
+_ONEDNN_LINEAR = (platform.machine().lower() in ("x86_64", "amd64") and torch.backends.mkldnn.is_available()
+                  and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 
 
-def _onednn_matmul(a, b_transposed):
-    """a @ b_transposed.T in oneDNN: [N, I] x [O, I] -> [N, O] (strided views are read as they are)."""
-    return torch.ops.mkldnn._linear_pointwise(a, b_transposed, None, "none", [], "")
+def _onednn_matmul(a, b_transposed, bias=None):
+    """a @ b_transposed.T (+ bias) in oneDNN: [N, I] x [O, I] -> [N, O] (strided views are read as they are)."""
+    return torch.ops.mkldnn._linear_pointwise(a, b_transposed, bias, "none", [], "")
 
 
 class _OneDNNDense(torch.autograd.Function):
@@ -51,7 +51,7 @@ class _OneDNNDense(torch.autograd.Function):
     def forward(ctx, x, kernel, bias):  # x [N, I], kernel [I, O], bias [O] or None
         ctx.save_for_backward(x, kernel)
         ctx.has_bias = bias is not None
-        return torch.ops.mkldnn._linear_pointwise(x, kernel.t(), bias, "none", [], "")  # [N, O]
+        return _onednn_matmul(x, kernel.t(), bias)  # [N, O]
 
     @staticmethod
     @once_differentiable

@@ -15,7 +15,7 @@ class BertDropout(keras.layers.Dropout):
     On torch, Keras' unseeded dropout calls `torch.nn.functional.dropout` on torch's default generator;
     this layer draws from the same generator (`backends/torch_ops.dropout`). On JAX's CPU in one process it
     runs Keras' dropout, from the layer's seed generator, with the bits of JAX's original threefry layout
-    instead of the partitionable one, three times cheaper there (`backends/jax_ops.unpartitioned_threefry`).
+    instead of the partitionable one, several times cheaper there (`backends/jax_ops.unpartitioned_threefry`).
     A `seed` or a `noise_shape` takes Keras' path on every backend.
 
     Examples:
@@ -30,16 +30,16 @@ class BertDropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False):
-        if (training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None
-                and keras.backend.backend() == "torch"):
-            from keras_bert_impl.backends import torch_ops
+        if training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None:
+            backend = keras.backend.backend()
+            if backend == "torch":
+                from keras_bert_impl.backends import torch_ops
 
-            return torch_ops.dropout(inputs, self.rate)
-        if (training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None
-                and keras.backend.backend() == "jax"):
-            from keras_bert_impl.backends import jax_ops
+                return torch_ops.dropout(inputs, self.rate)
+            if backend == "jax":
+                from keras_bert_impl.backends import jax_ops
 
-            if jax_ops.draws_faster_unpartitioned():
-                with jax_ops.unpartitioned_threefry():
-                    return super().call(inputs, training=training)
+                if jax_ops.draws_faster_unpartitioned():
+                    with jax_ops.unpartitioned_threefry():
+                        return super().call(inputs, training=training)
         return super().call(inputs, training=training)
