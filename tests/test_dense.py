@@ -184,3 +184,65 @@ def _graph(grad_fn):
         seen.append(node)
         stack.extend(next_node for next_node, _ in node.next_functions)
     return seen
+
+
+@pytest.mark.parametrize("fan_in, fan_out", [(8, 16), (8, 8), (16, 8)])
+def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_in_at_most_out(fan_in, fan_out):
+    """`tf_ops.dense` in float32: its output and the gradients of its input, kernel and bias equal a float64
+    product's; where in <= out the input's gradient multiplies by a transpose of the kernel computed first
+    (a Transpose op in the gradient's graph, 3D so that TensorFlow's optimizer keeps it), elsewhere by the
+    kernel read transposed (`transpose_b`, TensorFlow's own MatMul gradient)."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("backends/tf_ops: the TensorFlow backend's fast path")
+    import tensorflow as tf
+
+    from keras_bert_impl.backends import tf_ops
+
+    rng = np.random.RandomState(4)
+    x, kernel = rng.normal(size=(3, 5, fan_in)), rng.normal(size=(fan_in, fan_out))
+    bias, upstream = rng.normal(size=(fan_out,)), rng.normal(size=(3, 5, fan_out))
+
+    @tf.function
+    def forward_backward(x, kernel, bias, upstream):
+        with tf.GradientTape() as tape:
+            tape.watch([x, kernel, bias])
+            y = tf_ops.dense(x, kernel, bias)
+        return [y] + tape.gradient(y, [x, kernel, bias], output_gradients=upstream)
+
+    inputs = [tf.constant(a, tf.float32) for a in (x, kernel, bias, upstream)]
+    expected = [x @ kernel + bias, upstream @ kernel.T, np.einsum("bti,bto->io", x, upstream), upstream.sum((0, 1))]
+    for ours, reference in zip(forward_backward(*inputs), expected):
+        np.testing.assert_allclose(ours.numpy(), reference, rtol=1e-5, atol=1e-5)
+
+    graph = forward_backward.get_concrete_function(*inputs).graph
+    transposes = [op for op in graph.get_operations() if op.type == "Transpose"]
+    transposed_reads = [op for op in graph.get_operations()
+                        if op.type == "MatMul" and op.get_attr("transpose_b")]
+    assert len(transposes) == (1 if fan_in <= fan_out else 0)
+    assert len(transposed_reads) == (0 if fan_in <= fan_out else 1)
+
+
+def test_jax_dense_products_and_their_gradients_are_two_dimensional_dots():
+    """On JAX, BertDense and the attention's projections (BertEinsumDense) compute their product over a
+    [batch, seq, ...] input as one [rows, in] x [in, out] dot, whose gradients are 2D dots too: XLA's CPU
+    compiles those to faster dots than a product over the 3D input (docs/performance.md). The values and
+    gradients equal Keras' layers' (the tests above)."""
+    if keras.backend.backend() != "jax":
+        pytest.skip("the JAX backend's product")
+    import jax
+
+    layers = [BertDense(6, activation="gelu"),
+              BertEinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh"),
+              BertEinsumDense("btnh,nhd->btd", output_shape=(None, 8), bias_axes="d")]
+    for layer, shape in zip(layers, [(3, 5, 8), (3, 5, 8), (3, 5, 2, 4)]):
+        layer.build(shape)
+
+        def loss(weights, x, layer=layer):
+            values, _ = layer.stateless_call(weights, [], x)
+            return keras.ops.sum(values ** 2)
+
+        weights = [v.value for v in layer.trainable_variables]
+        jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1)))(weights, _x(shape)).jaxpr
+        dots = [eqn for eqn in jaxpr.eqns if eqn.primitive.name == "dot_general"]
+        assert len(dots) == 3, (layer.name, len(dots))  # the product, the input's and the kernel's gradients
+        assert all(var.aval.ndim == 2 for eqn in dots for var in eqn.invars), layer.name

@@ -1,8 +1,10 @@
-"""The TensorFlow backend's fast paths: the exact GELU with its derivative written out.
+"""The TensorFlow backend's fast paths: the exact GELU with its derivative written out, and dense products
+whose input gradient reads a transposed copy of the kernel on the CPU.
 
 TensorFlow by nature: the layers import this module only when KERAS_BACKEND is tensorflow.
 """
 
+import functools
 import math
 
 import tensorflow as tf
@@ -30,3 +32,71 @@ def gelu(x):
         return upstream * (cdf + x * pdf)
 
     return x * cdf, grad
+
+
+def dense(x, kernel, bias=None):
+    """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O], differentiable.
+
+    The forward is the product Keras' Dense computes, as one 2D matmul with the bias added (TensorFlow
+    fuses the two into one oneDNN call). The input's gradient dy @ kernel^T is where this differs.
+    TensorFlow's MatMul gradient reads the kernel transposed (`transpose_b`); on the 2-core CPU of
+    docs/performance.md oneDNN runs that product at 250-340 GFLOP/s where I <= O, and at 345-400 with the
+    kernel's transpose computed first (`benchmarks/tf_dense_paths.py`). So where I <= O the gradient
+    computes the transpose first (1 MB for bert_small's [512, 512] kernels), as a 3D transpose, which
+    TensorFlow's graph optimizer does not fold back into the matmul. Where I > O the transposed read is
+    as fast, and the gradient is TensorFlow's. The kernel's gradient is TensorFlow's x^T @ dy, the bias's
+    its BiasAddGrad. A bert_small token head's train step (16 x 128) took 2-3% less with the square
+    kernels' transposes computed first as well than with I < O only (docs/performance.md).
+
+    Only float32 on a machine without GPUs or TPUs, where it was measured. Elsewhere: matmul and add.
+    """
+    # Variables read as tensors: a custom gradient differentiates with respect to its tensor arguments.
+    kernel = tf.convert_to_tensor(kernel)
+    bias = None if bias is None else tf.convert_to_tensor(bias)
+    if not (x.dtype == kernel.dtype == tf.float32 and _cpu_only()):
+        y = tf.matmul(x, kernel) if x.shape.rank == 2 else tf.tensordot(x, kernel, [[x.shape.rank - 1], [0]])
+        return y if bias is None else y + bias
+    inputs, outputs = kernel.shape
+    rows = tf.reshape(x, [-1, inputs])  # [N, I]
+    y = _dense_2d(rows, kernel) if bias is None else _dense_2d_with_bias(rows, kernel, bias)  # [N, O]
+    if x.shape.rank == 2:
+        return y
+    return tf.reshape(y, tf.concat([tf.shape(x)[:-1], [outputs]], axis=0))
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_only():
+    return not tf.config.list_logical_devices("GPU") and not tf.config.list_logical_devices("TPU")
+
+
+def _input_gradient(dy, kernel):
+    """dy @ kernel^T: [N, O] x [I, O]^T -> [N, I] (see `dense`)."""
+    inputs, outputs = kernel.shape
+    if inputs > outputs:
+        return tf.matmul(dy, kernel, transpose_b=True)
+    return _input_gradient_written_out(dy, kernel)
+
+
+def _input_gradient_written_out(dy, kernel):
+    """dy @ kernel^T with kernel^T [O, I] computed first."""
+    inputs, outputs = kernel.shape
+    # The transpose as [1, I, O] -> [1, O, I]: TensorFlow's arithmetic optimizer folds a 2D transpose
+    # that feeds a matmul into the matmul's transpose_b.
+    transposed = tf.reshape(tf.transpose(tf.reshape(kernel, [1, inputs, outputs]), [0, 2, 1]), [outputs, inputs])
+    return tf.matmul(dy, transposed)
+
+
+@tf.custom_gradient
+def _dense_2d(x, kernel):
+    def grad(dy):
+        return _input_gradient(dy, kernel), tf.matmul(x, dy, transpose_a=True)
+
+    return tf.matmul(x, kernel), grad
+
+
+@tf.custom_gradient
+def _dense_2d_with_bias(x, kernel, bias):
+    def grad(dy):
+        return _input_gradient(dy, kernel), tf.matmul(x, dy, transpose_a=True), tf.raw_ops.BiasAddGrad(out_backprop=dy)
+
+    return tf.nn.bias_add(tf.matmul(x, kernel), bias), grad

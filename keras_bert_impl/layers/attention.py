@@ -86,6 +86,11 @@ def _context(probs, v):
     return ops.einsum("bnts,bsnh->btnh", probs, v)
 
 
+def split_rows(hidden_states, split_at):
+    """[B, T, H] as its first `split_at` rows [B, n, H] and the others [B, T - n, H]."""
+    return ops.split(hidden_states, [split_at], axis=1)
+
+
 def _rows_output_spec(shape, dtype, output_range=None, split_at=None):
     """The KerasTensor(s) of a layer whose output keeps its input's [batch, seq, H] shape, or the rows
     `output_range` / `split_at` select (see `BertSelfAttention`)."""
@@ -184,14 +189,18 @@ class BertSelfAttention(keras.layers.Layer):
         k = self.key(hidden_states)  # [B, T, A, d]
         v = self.value(hidden_states)  # [B, T, A, d]
         if split_at is not None:
-            return [self._attend(hidden_states, k, v, attention_bias, 0, split_at, training),
-                    self._attend(hidden_states, k, v, attention_bias, split_at, None, training)]
-        return self._attend(hidden_states, k, v, attention_bias, 0, output_range, training)
+            # One split rather than two slices: its gradient is one concatenation, where each slice's
+            # is a zero-padded copy of the whole (TensorFlow).
+            first, rest = split_rows(hidden_states, split_at)  # [B, n, H], [B, T - n, H]
+            return [self._attend(first, k, v, attention_bias, 0, split_at, training),
+                    self._attend(rest, k, v, attention_bias, split_at, None, training)]
+        queries = hidden_states if output_range is None else hidden_states[:, :output_range]
+        return self._attend(queries, k, v, attention_bias, 0, output_range, training)
 
-    def _attend(self, hidden_states, k, v, attention_bias, start, stop, training):
-        """The output [B, R, H] of the query positions start..stop-1 (R of them; stop None: to the end)."""
+    def _attend(self, queries, k, v, attention_bias, start, stop, training):
+        """The output [B, R, H] of the query positions start..stop-1 (R of them; stop None: to the end),
+        whose input rows are `queries` [B, R, H]."""
         whole = start == 0 and stop is None
-        queries = hidden_states if whole else hidden_states[:, start:stop]
         q = self.query(queries)  # [B, R, A, d]
         bias = ops.cast(attention_bias, q.dtype)  # [B, 1, 1 or T, T]
         if not whole and attention_bias.shape[2] != 1:

@@ -14,11 +14,17 @@ bfloat16's gain on two backends:
 So here the matmul takes the bfloat16 operands and gives a float32 result (JAX: directly;
 TensorFlow: cast after the oneDNN matmul, at inference only), the bias and activation run in float32,
 and the layer returns its compute dtype as every Keras layer does. On PyTorch, whose bfloat16 elementwise kernels are
-vectorized, and in float32, the layers compute what Keras' do, with two faster products: on TensorFlow,
-BertEinsumDense computes the attention's projections as one 2D matmul instead of Keras' broadcasting batch
-matmul, whose kernel gradient is slower (`_einsum_as_one_matmul`); on torch, float32 products run in oneDNN
-instead of MKL's sgemm, twice as fast on the CPU of docs/performance.md (`dense_product`). Weights, names and configs are Keras' own, so checkpoints and
-`get_config` are those of Keras' layers.
+vectorized, and in float32, the layers compute what Keras' do, with faster products (`dense_product`):
+  - every backend: the product over a [batch, seq, ...] input is one 2D matmul, [rows, in] x [in, out].
+    On TensorFlow, Keras' einsum for the attention's projections is a batch matmul broadcasting the
+    kernel, whose kernel gradient is slower (`_einsum_as_one_matmul`). On JAX, XLA's CPU compiles a 2D
+    product and its gradients to faster dots than a product over the 3D input: a bert_small token head's
+    train step (16 x 128) took 0.67-0.70 s against 0.77-0.81 s (docs/performance.md).
+  - TensorFlow: the input's gradient of a float32 product reads the kernel's transpose written out, which
+    oneDNN multiplies faster on the CPU (`tf_ops.dense`).
+  - torch: float32 products run in oneDNN instead of MKL's sgemm, twice as fast on the CPU of
+    docs/performance.md (`torch_ops.dense`).
+Weights, names and configs are Keras' own, so checkpoints and `get_config` are those of Keras' layers.
 """
 
 import math
@@ -67,22 +73,27 @@ _CONTRACTED_AXES = {"btd,dnh->btnh": 1, "btnh,nhd->btd": 2}
 def dense_product(x, kernel, bias=None):
     """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O].
 
-    On torch through `torch_ops.dense` (oneDNN's float32 products instead of MKL's, twice as fast on the
-    CPU of docs/performance.md); elsewhere keras.ops.matmul and add, as `keras.layers.Dense` computes it.
+    One 2D product over [rows, I] (see the module docstring). On torch through `torch_ops.dense` (oneDNN's
+    float32 products instead of MKL's, twice as fast on the CPU of docs/performance.md); on TensorFlow
+    through `tf_ops.dense` (Keras' product, with an input gradient that reads the kernel's transpose
+    written out, faster in oneDNN on the CPU); on JAX keras.ops.matmul and add over the rows.
     """
-    if keras.backend.backend() == "torch":
-        from keras_bert_impl.backends import torch_ops
-
-        return torch_ops.dense(x, ops.convert_to_tensor(kernel),
-                               None if bias is None else ops.convert_to_tensor(bias))
-    x = ops.matmul(x, kernel)
-    return x if bias is None else ops.add(x, bias)
+    backend = keras.backend.backend()
+    if backend == "torch":
+        from keras_bert_impl.backends import torch_ops as backend_ops
+    elif backend == "tensorflow":
+        from keras_bert_impl.backends import tf_ops as backend_ops
+    else:
+        rows = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)  # [N, O]
+        rows = rows if bias is None else ops.add(rows, bias)
+        return ops.reshape(rows, (*ops.shape(x)[:-1], kernel.shape[-1]))
+    return backend_ops.dense(x, ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias))
 
 
 def _computes_as_one_matmul(layer):
     """Whether `layer` (a BertEinsumDense) is a projection of `_CONTRACTED_AXES` with its bias on every output
-    axis, so that `_einsum_as_one_matmul` computes it; on TensorFlow and torch."""
-    return (keras.backend.backend() in ("tensorflow", "torch") and layer.equation in _CONTRACTED_AXES
+    axis, so that `_einsum_as_one_matmul` computes it."""
+    return (layer.equation in _CONTRACTED_AXES
             and (layer.bias is None
                  or tuple(layer.bias.shape) == tuple(layer.kernel.shape[_CONTRACTED_AXES[layer.equation]:])))
 
@@ -90,11 +101,11 @@ def _computes_as_one_matmul(layer):
 def _einsum_as_one_matmul(layer, inputs):
     """`keras.layers.EinsumDense.call` computed as one 2D product: [rows, contracted] x [contracted, out].
 
-    For TensorFlow: Keras' TensorFlow einsum computes "btd,dnh->btnh" (and "btnh,nhd->btd") as a matmul of
-    the 3D input with the 2D kernel, a batch matmul broadcasting the kernel, whose kernel gradient is one
-    product per example summed over the batch. As one 2D matmul it is one product. With `tf_ops.gelu`, a
-    bert_small token head's train step (16 x 128, 2-core CPU) took 0.583 s instead of 0.619 s
-    (docs/performance.md). For torch: the product is then `torch_ops.dense`'s (see `dense_product`).
+    Keras' TensorFlow einsum computes "btd,dnh->btnh" (and "btnh,nhd->btd") as a matmul of the 3D input
+    with the 2D kernel, a batch matmul broadcasting the kernel, whose kernel gradient is one product per
+    example summed over the batch. As one 2D matmul it is one product. With `tf_ops.gelu`, a bert_small
+    token head's train step (16 x 128, 2-core CPU) took 0.583 s instead of 0.619 s (docs/performance.md).
+    On JAX the 2D dots are faster as well, and on torch the product is oneDNN's (see `dense_product`).
     """
     k = _CONTRACTED_AXES[layer.equation]
     kernel = layer.kernel
@@ -116,7 +127,7 @@ def _uses_keras_call(layer):
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertDense(keras.layers.Dense):
     """`keras.layers.Dense` with the bias and activation in float32 under bfloat16 on JAX and TensorFlow, and
-    oneDNN's float32 product on torch.
+    the products of `dense_product` in float32 (and on torch in every dtype).
 
     Same arguments, weights and outputs as `keras.layers.Dense` (see the module docstring for why).
 
@@ -133,7 +144,8 @@ class BertDense(keras.layers.Dense):
             return super().call(inputs, training=training)
         if _float32_epilogue(self.compute_dtype, training):
             return _project_with_float32_epilogue(self, "...i,io->...o", inputs)
-        if keras.backend.backend() == "torch":
+        backend = keras.backend.backend()
+        if backend == "torch" or self.compute_dtype == "float32":
             x = dense_product(inputs, self.kernel, self.bias)
             return x if self.activation is None else self.activation(x)
         return super().call(inputs, training=training)
