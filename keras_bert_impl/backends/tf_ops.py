@@ -1,5 +1,5 @@
-"""The TensorFlow backend's fast paths: the exact GELU with its derivative written out, and dense products
-whose input gradient reads a transposed copy of the kernel on the CPU.
+"""The TensorFlow backend's fast paths: the exact GELU with its derivative written out, dense products
+whose input gradient reads a transposed copy of the kernel on the CPU, and a split of a sequence's rows.
 
 TensorFlow by nature: the layers import this module only when KERAS_BACKEND is tensorflow.
 """
@@ -100,3 +100,13 @@ def _dense_2d_with_bias(x, kernel, bias):
         return _input_gradient(dy, kernel), tf.matmul(x, dy, transpose_a=True), tf.raw_ops.BiasAddGrad(out_backprop=dy)
 
     return tf.nn.bias_add(tf.matmul(x, kernel), bias), grad
+
+
+def split_rows(x, split_at):
+    """x [B, T, ...] as its first `split_at` rows [B, n, ...] and the others [B, T - n, ...], for any T.
+
+    `keras.ops.split` on TensorFlow computes the sizes from the static shape, which a functional model's
+    graph or a SavedModel's signature leaves unknown. One split instead of two slices: TensorFlow's gradient
+    of a split is one concatenation, of a slice a zero-padded copy of the whole (`StridedSliceGrad`).
+    """
+    return tf.split(x, [split_at, -1], axis=1)

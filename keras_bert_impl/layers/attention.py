@@ -88,6 +88,10 @@ def _context(probs, v):
 
 def split_rows(hidden_states, split_at):
     """[B, T, H] as its first `split_at` rows [B, n, H] and the others [B, T - n, H]."""
+    if keras.backend.backend() == "tensorflow":
+        from keras_bert_impl.backends import tf_ops  # keras.ops.split needs a static T on TensorFlow
+
+        return tf_ops.split_rows(hidden_states, split_at)
     return ops.split(hidden_states, [split_at], axis=1)
 
 
