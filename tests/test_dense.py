@@ -222,24 +222,26 @@ def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_
     assert len(transposed_reads) == (0 if fan_in <= fan_out else 1)
 
 
-def test_jax_dense_products_and_their_gradients_are_two_dimensional_dots():
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_jax_dense_products_and_their_gradients_are_two_dimensional_dots(dtype):
     """On JAX, BertDense and the attention's projections (BertEinsumDense) compute their product over a
     [batch, seq, ...] input as one [rows, in] x [in, out] dot, whose gradients are 2D dots too: XLA's CPU
-    compiles those to faster dots than a product over the 3D input (docs/performance.md). The values and
-    gradients equal Keras' layers' (the tests above)."""
+    compiles those to faster dots than a product over the 3D input (docs/performance.md). In float32 and
+    under mixed_bfloat16 (the float32 epilogue's product). The values and gradients equal Keras' layers'
+    (the tests above)."""
     if keras.backend.backend() != "jax":
         pytest.skip("the JAX backend's product")
     import jax
 
-    layers = [BertDense(6, activation="gelu"),
-              BertEinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh"),
-              BertEinsumDense("btnh,nhd->btd", output_shape=(None, 8), bias_axes="d")]
+    layers = [BertDense(6, activation="gelu", dtype=dtype),
+              BertEinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh", dtype=dtype),
+              BertEinsumDense("btnh,nhd->btd", output_shape=(None, 8), bias_axes="d", dtype=dtype)]
     for layer, shape in zip(layers, [(3, 5, 8), (3, 5, 8), (3, 5, 2, 4)]):
         layer.build(shape)
 
         def loss(weights, x, layer=layer):
-            values, _ = layer.stateless_call(weights, [], x)
-            return keras.ops.sum(values ** 2)
+            values, _ = layer.stateless_call(weights, [], x, training=True)
+            return keras.ops.sum(keras.ops.cast(values, "float32") ** 2)
 
         weights = [v.value for v in layer.trainable_variables]
         jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1)))(weights, _x(shape)).jaxpr

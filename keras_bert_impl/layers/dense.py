@@ -55,9 +55,20 @@ def _einsum_float32_result(equation, x, kernel):
     return ops.cast(ops.einsum(equation, x, kernel), "float32")
 
 
-def _project_with_float32_epilogue(layer, equation, inputs):
-    """`layer`'s kernel applied by `equation`, then its bias and activation in float32; cast to its compute dtype."""
-    x = _einsum_float32_result(equation, inputs, layer.kernel)
+def _project_with_float32_epilogue(layer, equation, inputs, contracted_axes=None):
+    """`layer`'s kernel applied by `equation`, then its bias and activation in float32; cast to its compute dtype.
+
+    `contracted_axes` k: the input's last k axes are contracted with the kernel's first k, computed as one
+    2D product [rows, in] x [in, out], as `dense_product` does in float32.
+    """
+    if contracted_axes is None:
+        x = _einsum_float32_result(equation, inputs, layer.kernel)
+    else:
+        kernel = layer.kernel
+        contracted = math.prod(kernel.shape[:contracted_axes])
+        rows = _einsum_float32_result("ri,io->ro", ops.reshape(inputs, (-1, contracted)),
+                                      ops.reshape(kernel, (contracted, -1)))  # [N, out] in float32
+        x = ops.reshape(rows, (*ops.shape(inputs)[:-contracted_axes], *kernel.shape[contracted_axes:]))
     if layer.bias is not None:
         x = x + ops.cast(layer.bias, "float32")
     if layer.activation is not None:
@@ -143,7 +154,7 @@ class BertDense(keras.layers.Dense):
         if _uses_keras_call(self):
             return super().call(inputs, training=training)
         if _float32_epilogue(self.compute_dtype, training):
-            return _project_with_float32_epilogue(self, "...i,io->...o", inputs)
+            return _project_with_float32_epilogue(self, "...i,io->...o", inputs, contracted_axes=1)
         backend = keras.backend.backend()
         if backend == "torch" or self.compute_dtype == "float32":
             x = dense_product(inputs, self.kernel, self.bias)
@@ -177,7 +188,8 @@ class BertEinsumDense(keras.layers.EinsumDense):
         if _uses_keras_call(self):
             return super().call(inputs, training=training)
         if _float32_epilogue(self.compute_dtype, training):
-            return _project_with_float32_epilogue(self, self.equation, inputs)
+            contracted_axes = _CONTRACTED_AXES[self.equation] if _computes_as_one_matmul(self) else None
+            return _project_with_float32_epilogue(self, self.equation, inputs, contracted_axes)
         if _computes_as_one_matmul(self):
             return _einsum_as_one_matmul(self, inputs)
         return super().call(inputs, training=training)
