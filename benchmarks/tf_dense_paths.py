@@ -4,7 +4,7 @@ forward and backward of `tf_ops.dense` against Keras' Dense product:
     python benchmarks/tf_dense_paths.py [--rounds 25]
 
 "transpose_b": `tf.matmul(dy, kernel, transpose_b=True)`, TensorFlow's MatMul gradient; "written out": the
-product with the kernel's transpose computed first (`backends/tf_ops._input_gradient`, as a 3D transpose,
+product with the kernel's transpose computed first (`backends/tf_ops._input_gradient_written_out`, a 3D transpose,
 which TensorFlow's graph optimizer leaves in place), what `tf_ops.dense` computes where in <= out. Then one
 forward and backward (output, input, kernel and bias gradients) of `tf.matmul` + bias as Keras' Dense
 computes it, and of `tf_ops.dense`. Shapes: bert_small's at 16 x 128 (2048 rows) and bert_base's at 8 x 128

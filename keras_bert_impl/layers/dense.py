@@ -64,16 +64,21 @@ def _project_with_float32_epilogue(layer, equation, inputs, contracted_axes=None
     if contracted_axes is None:
         x = _einsum_float32_result(equation, inputs, layer.kernel)
     else:
-        kernel = layer.kernel
-        contracted = math.prod(kernel.shape[:contracted_axes])
-        rows = _einsum_float32_result("ri,io->ro", ops.reshape(inputs, (-1, contracted)),
-                                      ops.reshape(kernel, (contracted, -1)))  # [N, out] in float32
-        x = ops.reshape(rows, (*ops.shape(inputs)[:-contracted_axes], *kernel.shape[contracted_axes:]))
+        x = _over_rows(lambda rows, kernel: _einsum_float32_result("ri,io->ro", rows, kernel),
+                       inputs, layer.kernel, contracted_axes)
     if layer.bias is not None:
         x = x + ops.cast(layer.bias, "float32")
     if layer.activation is not None:
         x = layer.activation(x)
     return ops.cast(x, layer.compute_dtype)
+
+
+def _over_rows(product, inputs, kernel, contracted_axes):
+    """`product(rows, kernel_2d)` of the input as [rows, in] and the kernel as [in, out] (`in`: the input's
+    last k axes, which the kernel's first k contract), returned as inputs.shape[:-k] + kernel.shape[k:]."""
+    contracted = math.prod(kernel.shape[:contracted_axes])
+    rows = product(ops.reshape(inputs, (-1, contracted)), ops.reshape(kernel, (contracted, -1)))  # [N, out]
+    return ops.reshape(rows, (*ops.shape(inputs)[:-contracted_axes], *kernel.shape[contracted_axes:]))
 
 
 # The equations of BertSelfAttention's projections, by the number of the input's trailing axes they contract
@@ -95,9 +100,8 @@ def dense_product(x, kernel, bias=None):
     elif backend == "tensorflow":
         from keras_bert_impl.backends import tf_ops as backend_ops
     else:
-        rows = ops.matmul(ops.reshape(x, (-1, kernel.shape[0])), kernel)  # [N, O]
-        rows = rows if bias is None else ops.add(rows, bias)
-        return ops.reshape(rows, (*ops.shape(x)[:-1], kernel.shape[-1]))
+        y = _over_rows(ops.matmul, x, kernel, 1)  # [..., O]
+        return y if bias is None else ops.add(y, bias)
     return backend_ops.dense(x, ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias))
 
 
@@ -118,13 +122,9 @@ def _einsum_as_one_matmul(layer, inputs):
     token head's train step (16 x 128, 2-core CPU) took 0.583 s instead of 0.619 s (docs/performance.md).
     On JAX the 2D dots are faster as well, and on torch the product is oneDNN's (see `dense_product`).
     """
-    k = _CONTRACTED_AXES[layer.equation]
-    kernel = layer.kernel
-    contracted = math.prod(kernel.shape[:k])
-    shape = ops.shape(inputs)
     bias = None if layer.bias is None else ops.reshape(layer.bias, (-1,))
-    x = dense_product(ops.reshape(inputs, (-1, contracted)), ops.reshape(kernel, (contracted, -1)), bias)
-    x = ops.reshape(x, (*shape[:-k], *kernel.shape[k:]))
+    x = _over_rows(lambda rows, kernel: dense_product(rows, kernel, bias), inputs, layer.kernel,
+                   _CONTRACTED_AXES[layer.equation])
     if layer.activation is not None:
         x = layer.activation(x)
     return x
