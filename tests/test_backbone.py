@@ -164,6 +164,28 @@ def test_a_user_head_reading_only_pooled_output_skips_the_last_blocks_other_rows
     assert sum(shape.startswith("f32[10,") for shape in dots["token head"]) >= 4
 
 
+def test_tensorflow_backward_of_the_last_blocks_parts_concatenates_and_pads_nothing():
+    """On TensorFlow the last block's two parts are cut from its input with one split, for the queries and
+    for the residuals (`layers/attention.split_rows`): a token head's gradient concatenates the parts'
+    gradients, with no `StridedSliceGrad` (a zero-padded [batch, seq, H] copy per slice)."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("TensorFlow's gradient graph")
+    import tensorflow as tf
+
+    model = BertBackbone(TINY)
+    inputs = {k: tf.constant(v) for k, v in _inputs().items()}
+
+    @tf.function
+    def gradients(batch):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(model(batch, training=True)["sequence_output"])
+        return tape.gradient(loss, model.trainable_variables)
+
+    types = [op.type for op in gradients.get_concrete_function(inputs).graph.get_operations()]
+    assert "SplitV" in types and "ConcatV2" in types
+    assert "StridedSliceGrad" not in types
+
+
 def test_padding_does_not_change_outputs_at_real_positions():
     model = BertBackbone(TINY)
     short = {k: v[:1, :4] for k, v in _inputs().items()}

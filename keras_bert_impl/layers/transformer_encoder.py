@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.attention import BertSelfAttention
+from keras_bert_impl.layers.attention import BertSelfAttention, split_rows
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
 
@@ -111,8 +111,9 @@ class BertEncoderBlock(keras.layers.Layer):
             return [whole[:, :split_at], whole[:, split_at:]]
         if split_at is not None:
             first, rest = self.attention(hidden_states, attention_bias, training=training, split_at=split_at)
-            return [self._feed_forward(hidden_states[:, :split_at], first, training),
-                    self._feed_forward(hidden_states[:, split_at:], rest, training)]
+            first_rows, other_rows = split_rows(hidden_states, split_at)  # the residuals: [B, n, H], [B, T - n, H]
+            return [self._feed_forward(first_rows, first, training),
+                    self._feed_forward(other_rows, rest, training)]
         attention_output = self.attention(hidden_states, attention_bias, training=training, output_range=output_range)
         residual = hidden_states if output_range is None else hidden_states[:, :output_range]
         return self._feed_forward(residual, attention_output, training)
