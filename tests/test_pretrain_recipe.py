@@ -70,20 +70,27 @@ def checkpoint_arrays(path):
 
 
 def start_and_kill(args, checkpoint_dir, rng):
-    """Starts the recipe, waits for a checkpoint newer than the newest one there, lets it run a random
-    0-0.4 s more (a kill may land mid-write), SIGKILLs it; returns the newest checkpoint's step then."""
-    before = [step for step, _ in training.list_checkpoints(checkpoint_dir)]
+    """Starts the recipe, waits for two checkpoints newer than the newest one there, lets it run a random
+    part of the time between those two more (a kill may land mid-write, and before the run's next
+    checkpoint but one whatever the speed of the machine), SIGKILLs it; returns the newest checkpoint's
+    step then."""
+    newest = [step for step, _ in training.list_checkpoints(checkpoint_dir)][-1:]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     process = subprocess.Popen(
         [sys.executable, RECIPE, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     deadline = time.time() + 240
-    while [step for step, _ in training.list_checkpoints(checkpoint_dir)][-1:] == before[-1:]:
+    seen_at = []  # when each of the two new checkpoints appeared
+    while len(seen_at) < 2:
         if process.poll() is not None:
             pytest.fail(f"the recipe exited early ({process.returncode}):\n{process.stderr.read().decode()[-3000:]}")
         assert time.time() < deadline, "no new checkpoint within 240 s"
-        time.sleep(0.02)
-    time.sleep(rng.uniform(0.0, 0.4))
+        latest = [step for step, _ in training.list_checkpoints(checkpoint_dir)][-1:]
+        if latest != newest:
+            newest = latest
+            seen_at.append(time.time())
+        time.sleep(0.005)
+    time.sleep(rng.uniform(0.0, seen_at[1] - seen_at[0]))
     process.send_signal(signal.SIGKILL)
     process.wait()
     process.stderr.close()
