@@ -111,7 +111,10 @@ class BertEncoderBlock(keras.layers.Layer):
             return [whole[:, :split_at], whole[:, split_at:]]
         if split_at is not None:
             first, rest = self.attention(hidden_states, attention_bias, training=training, split_at=split_at)
-            first_rows, other_rows = split_rows(hidden_states, split_at)  # the residuals: [B, n, H], [B, T - n, H]
+            # The residuals [B, n, H], [B, T - n, H]: the split the attention made of the same input, which
+            # TensorFlow's graph optimizer and XLA compute once (one SplitV per step in tf.profiler), and
+            # torch as views.
+            first_rows, other_rows = split_rows(hidden_states, split_at)
             return [self._feed_forward(first_rows, first, training),
                     self._feed_forward(other_rows, rest, training)]
         attention_output = self.attention(hidden_states, attention_bias, training=training, output_range=output_range)
