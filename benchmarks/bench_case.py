@@ -13,13 +13,14 @@ Workloads (random weights; the speed of a model does not depend on its values):
   train_step_bf16  that step under the mixed_bfloat16 policy (keras-hub too); ours also in float32 (both timed)
   epoch        one fine-tuning epoch over sequences of realistic lengths (mostly short, a long tail):
                ours with length bucketing and dynamic padding, keras-hub with its fixed-length pipeline
-  pretrain     masked LM + NSP training step at a fixed shape with --predictions masked positions
+  pretrain     masked LM + NSP training step at a fixed shape with --predictions masked positions, in --policy
   user_head_pooled, user_head_tokens
                the user's own head: a functional `keras.Model` with Dense(2) on the backbone's pooled_output
                (or sequence_output: a label per token), trained with keras.optimizers.AdamW (`user_head`)
-Libraries: ours (keras_bert_impl), keras_hub (keras_hub.models.BertBackbone), transformers (torch only).
+Libraries: ours (keras_bert_impl), keras_hub (keras_hub.models.BertBackbone), transformers (torch only);
+pretrain also the OURS_VARIANTS (ours with one of its accelerator paths replaced).
 `--library ours,keras_hub,transformers` builds each library's model in this process and times their steps in
-turn, round by round (`interleaved`): forward, train_step and the user_head workloads.
+turn, round by round (`interleaved`): forward, train_step, pretrain and the user_head workloads.
 """
 
 import argparse
@@ -279,40 +280,118 @@ def epoch(args):
     return result
 
 
-def pretrain(args):
+# Ours with one of its accelerator paths replaced, timed beside ours (`pretrain`) to measure what the path
+# saves: name: (module, function, its replacement during every step).
+OURS_VARIANTS = {
+    # attention's products, softmax and dropout as separate ops on a CUDA GPU too (torch)
+    "ours_unfused_attention": ("keras_bert_impl.backends.torch_ops", "fused_dropout_attention_applies",
+                               lambda q: False),
+    # Keras' per-variable optimizer loop instead of torch's fused AdamW kernel (torch)
+    "ours_keras_adamw": ("keras_bert_impl.backends.torch_adamw", "supports_fused_update", lambda grads, v: False),
+    # the last encoder block computed whole and sliced into its [CLS] row and the rest, instead of as two parts
+    "ours_whole_last_block": ("keras_bert_impl.layers.transformer_encoder", "_computes_whole_then_splits",
+                              lambda training: True),
+    # matmuls with float32 results and float32 bias and activation under bfloat16, as on JAX's CPU (JAX)
+    "ours_float32_epilogue": ("keras_bert_impl.layers.dense", "_float32_epilogue",
+                              lambda compute_dtype, training: compute_dtype == "bfloat16"),
+}
+
+
+def _with_path_replaced(variant, step):
+    """`step` as a callable that runs with `variant`'s function replaced (torch decides its path at every
+    step, JAX when it traces the first)."""
+    import importlib
+
+    module_name, name, replacement = variant
+    module = importlib.import_module(module_name)
+
+    def run():
+        original = getattr(module, name)
+        setattr(module, name, replacement)
+        try:
+            return step()
+        finally:
+            setattr(module, name, original)
+
+    return run
+
+
+def pretrain_run(args, library):
+    """The masked LM + NSP training step at a fixed shape under the dtype policy `--policy`, as a callable:
+    ours `BertPretrainer` with BERT's AdamW; keras-hub's backbone with its `MaskedLMHead` (tied to the token
+    embeddings, as its `BertMaskedLM`) and a Dense NSP head on the pooled output, two sparse cross-entropy
+    losses and Keras' AdamW (keras-hub ships no NSP model); transformers' `BertForPreTraining` (SDPA attention,
+    torch's AdamW, fused on a GPU, under `torch.autocast` for mixed_bfloat16). On a GPU every callable returns
+    after the step has run on the device."""
     rng = np.random.default_rng(4)
     x = random_batch(args.batch, args.seq)
     positions = np.sort(np.stack([rng.choice(np.arange(1, args.seq - 1), args.predictions, replace=False)
                                   for _ in range(args.batch)]), axis=1).astype("int32")
     masked_ids = np.take_along_axis(x["token_ids"], positions, axis=1).astype("int32")
     nsp = rng.integers(0, 2, size=args.batch).astype("int32")
-    if args.library == "transformers":
+    if library == "transformers":
+        import contextlib
+
         import torch
         from transformers import BertForPreTraining
 
-        model = BertForPreTraining(hf_config(args.size)).train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        model = BertForPreTraining(hf_config(args.size)).to(device).train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6,
+                                      fused=device == "cuda")
         labels = np.full((args.batch, args.seq), -100, "int64")
         np.put_along_axis(labels, positions, masked_ids, axis=1)
-        inputs = to_torch(x)
-        labels, nsp_labels = torch.from_numpy(labels), torch.from_numpy(nsp).long()
+        inputs = {k: v.to(device) for k, v in to_torch(x).items()}
+        labels, nsp_labels = torch.from_numpy(labels).to(device), torch.from_numpy(nsp).long().to(device)
+        autocast = (lambda: torch.autocast(device, dtype=torch.bfloat16)) if args.policy == "mixed_bfloat16" else (
+            contextlib.nullcontext)
 
         def run():
             optimizer.zero_grad()
-            model(**inputs, labels=labels, next_sentence_label=nsp_labels).loss.backward()
+            with autocast():
+                loss = model(**inputs, labels=labels, next_sentence_label=nsp_labels).loss
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
+            if device == "cuda":
+                torch.cuda.synchronize()
 
-        return {"times": timed(run, args.warmup, args.repeats)}
-    from keras_bert_impl.training.optimization import create_optimizer
-    from keras_bert_impl.models.pretrainer import BertPretrainer
+        return run
+    import keras
 
-    model = BertPretrainer(keras_backbone("ours", args.size))
-    model.compile(optimizer=create_optimizer(1e-4, 10_000, 100))
+    keras.config.set_dtype_policy(args.policy)
     inputs = dict(x, masked_lm_positions=positions)
-    labels = {"masked_lm_ids": masked_ids, "masked_lm_weights": np.ones_like(masked_ids, "float32"),
-              "next_sentence_labels": nsp}
-    return {"times": timed(lambda: model.train_on_batch(inputs, labels), args.warmup, args.repeats)}
+    if library == "ours" or library in OURS_VARIANTS:
+        from keras_bert_impl.models.pretrainer import BertPretrainer
+        from keras_bert_impl.training.optimization import create_optimizer
+
+        model = BertPretrainer(keras_backbone("ours", args.size))
+        model.compile(optimizer=create_optimizer(1e-4, 10_000, 100))
+        labels = {"masked_lm_ids": masked_ids, "masked_lm_weights": np.ones_like(masked_ids, "float32"),
+                  "next_sentence_labels": nsp}
+        if library in OURS_VARIANTS:
+            return _with_path_replaced(OURS_VARIANTS[library], lambda: model.train_on_batch(inputs, labels))
+    else:
+        import keras_hub
+
+        backbone = keras_backbone("keras_hub", args.size)
+        positions_input = keras.Input((None,), dtype="int32", name="masked_lm_positions")
+        outputs = backbone(backbone.input)
+        mlm = keras_hub.layers.MaskedLMHead(vocabulary_size=VOCAB, token_embedding=backbone.token_embedding,
+                                            intermediate_activation="gelu", name="mlm")(
+            outputs["sequence_output"], mask_positions=positions_input)
+        nsp_logits = keras.layers.Dense(2, name="nsp")(outputs["pooled_output"])
+        model = keras.Model({**backbone.input, "masked_lm_positions": positions_input}, {"mlm": mlm, "nsp": nsp_logits})
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0),
+                      loss={"mlm": loss, "nsp": loss})
+        labels = {"mlm": masked_ids, "nsp": nsp}
+    # train_on_batch returns the step's losses as numbers: the step has run on the device.
+    return lambda: model.train_on_batch(inputs, labels)
+
+
+def pretrain(args):
+    return {"times": timed(pretrain_run(args, args.library), args.warmup, args.repeats)}
 
 
 def user_head_run(args, library, output):
@@ -363,7 +442,7 @@ WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": tra
              "user_head_pooled": lambda args: user_head(args, "pooled_output"),
              "user_head_tokens": lambda args: user_head(args, "sequence_output")}
 # The workloads that `--library a,b,...` can time interleaved in one process: each a step of one library.
-STEPS = {"forward": forward_run, "train_step": train_step_run,
+STEPS = {"forward": forward_run, "train_step": train_step_run, "pretrain": pretrain_run,
          "user_head_pooled": lambda args, library: user_head_run(args, library, "pooled_output"),
          "user_head_tokens": lambda args, library: user_head_run(args, library, "sequence_output")}
 
@@ -406,13 +485,15 @@ def main():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--examples", type=int, default=256, help="epoch: examples per epoch")
     p.add_argument("--predictions", type=int, default=20, help="pretrain: masked positions per sequence")
+    p.add_argument("--policy", default="float32", choices=("float32", "mixed_bfloat16"),
+                   help="pretrain: the dtype policy (transformers: torch.autocast to bfloat16 for mixed_bfloat16)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
     workloads = args.workload.split(",")
     libraries = args.library.split(",")
     unknown = [w for w in workloads if w not in WORKLOADS] + [
-        lib for lib in libraries if lib not in ("ours", "keras_hub", "transformers")]
+        lib for lib in libraries if lib not in ("ours", "keras_hub", "transformers", *OURS_VARIANTS)]
     if unknown:
         p.error(f"unknown workload(s) or library(ies) {unknown}; workloads {sorted(WORKLOADS)}, libraries "
                 "ours, keras_hub, transformers")

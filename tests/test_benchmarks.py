@@ -7,6 +7,7 @@ import json
 import os
 
 import keras
+import numpy as np
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,3 +75,66 @@ def test_interleaved_timing_runs_each_librarys_step_in_turn_with_the_first_movin
                          "transformers", "ours", "keras_hub", "ours", "keras_hub", "transformers"]
     assert {library: len(t) for library, t in times.items()} == {"ours": 4, "keras_hub": 4, "transformers": 4}
     assert set(_suite().INTERLEAVABLE) == set(_bench_case().STEPS)
+
+
+def _gpu_pretraining():
+    spec = importlib.util.spec_from_file_location("gpu_pretraining",
+                                                  os.path.join(REPO, "benchmarks", "gpu_pretraining.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pretraining_step_flops_are_three_times_the_forward_products_of_the_built_model():
+    """MFU's numerator: 2 FLOPs per multiply-add of every encoder kernel of a built BertPretrainer (bert_tiny)
+    at each of T positions, attention's two T x T products, the pooler and NSP kernels once a sequence and the
+    masked-LM transform and tied output table at each masked position; times 3 for the backward pass."""
+    from keras_bert_impl.config import BertConfig
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+
+    layers, hidden, heads, intermediate = _bench_case().SIZES["bert_tiny"]
+    vocab, batch, seq, predictions = 30522, 3, 32, 5
+    config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                        intermediate_size=intermediate)
+    model = BertPretrainer(BertBackbone(config))
+    kernels = {w.path: int(np.prod(w.shape)) for w in model.weights if w.path.endswith("kernel")}
+    encoder = sum(size for path, size in kernels.items() if "encoder" in path or "transformer" in path)
+    heads_once = sum(size for path, size in kernels.items() if "pooler" in path or "next_sentence" in path)
+    mlm_transform = sum(size for path, size in kernels.items() if "masked_lm" in path or "mlm" in path)
+    assert encoder == layers * (4 * hidden ** 2 + 2 * hidden * intermediate)
+    assert heads_once == hidden ** 2 + 2 * hidden and mlm_transform == hidden ** 2
+    forward = batch * (2 * encoder * seq + layers * 4 * seq ** 2 * hidden + 2 * heads_once
+                       + predictions * 2 * (mlm_transform + hidden * vocab))
+    assert _gpu_pretraining().pretraining_step_flops("bert_tiny", batch, seq, predictions, vocab) == 3 * forward
+
+
+@pytest.mark.slow
+def test_gpu_pretraining_smoke_times_every_library_and_writes_a_complete_table(tmp_path):
+    backend = keras.backend.backend()
+    gpu_pretraining = _gpu_pretraining()
+    assert gpu_pretraining.main(["--smoke", f"--backends={backend}", f"--out={tmp_path}"]) == 0
+    report = json.load(open(tmp_path / "results.json"))
+    libraries = ["ours", "keras_hub"] + gpu_pretraining.VARIANTS.get(backend, [])
+    assert [r["library"] for r in report["rows"]] == libraries and report["complete"] and report["failures"] == []
+    for r in report["rows"]:
+        assert (r["backend"], r["batch"], r["seq"], r["predictions"]) == (
+            "torch" if r["library"] == "transformers" else backend, 2, 32, 5)
+        assert r["median_s"] > 0 and r["sequences_per_s"] == round(2 / r["median_s"], 1)
+        assert r["mfu"] is None  # no GPU: no peak to divide by
+    table = (tmp_path / "results.md").read_text()
+    assert "partial" not in table and f"| {backend} | 2 x 32 | ours |" in table
+    report["complete"] = False
+    assert "(partial: the run did not finish)" in gpu_pretraining.markdown(report)
+
+
+def test_a_variant_replaces_its_path_during_each_step_only():
+    bench_case = _bench_case()
+    from keras_bert_impl.layers import dense
+
+    original, seen = dense._float32_epilogue, []
+    step = bench_case._with_path_replaced(bench_case.OURS_VARIANTS["ours_float32_epilogue"],
+                                          lambda: seen.append(dense._float32_epilogue("bfloat16", True)))
+    step()
+    step()
+    assert seen == [True, True] and dense._float32_epilogue is original

@@ -163,6 +163,79 @@ def test_torch_attention_products_equal_the_einsums():
                                atol=1e-5, rtol=1e-5)
 
 
+def _torch_devices():
+    """The devices torch computes on here: the CPU, and a CUDA GPU where there is one (a GPU machine's run of
+    the torch suite checks the CUDA paths of `backends/torch_ops` with the same tests)."""
+    import torch
+
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def test_torch_fused_attention_with_dropout_drops_probabilities_and_rescales_the_rest():
+    """`torch_ops.attention_with_dropout` (the CUDA training path): at rate 0 it is softmax(q k^T / sqrt(d) +
+    bias) v; at rate 0.5, with v the identity over keys, each output is a probability times 2 or 0, half of
+    them 0. On every device torch has here."""
+    if keras.backend.backend() != "torch":
+        pytest.skip("backends/torch_ops: the torch backend's fast path")
+    for device in _torch_devices():
+        _check_attention_with_dropout(device)
+
+
+def _check_attention_with_dropout(device):
+    import torch
+
+    from keras_bert_impl.backends import torch_ops
+
+    rng = np.random.RandomState(3)
+    q = torch.tensor(rng.normal(size=(4, 6, 2, 8)).astype("float32"), device=device)  # [B, R, A, d], 8 keys
+    k = torch.tensor(rng.normal(size=(4, 8, 2, 8)).astype("float32"), device=device)
+    v = torch.eye(8, device=device).expand(4, 2, 8, 8).permute(0, 2, 1, 3)  # [B, T, A, d]: value t is one-hot t
+    mask = np.ones((4, 8), "int32")
+    mask[1, 5:] = 0
+    bias = torch.tensor(to_numpy(attention_bias_from_padding_mask(mask)), device=device)  # [B, 1, 1, T]
+    probs = torch.softmax(torch_ops.attention_logits(k, q / np.sqrt(8.0)) + bias, -1)  # [B, A, R, T]
+    expected = probs.permute(0, 2, 1, 3)  # [B, R, A, T]: the context over one-hot values
+    torch.testing.assert_close(torch_ops.attention_with_dropout(q, k, v, bias, 0.0), expected, atol=1e-5, rtol=1e-5)
+    torch.manual_seed(0)
+    dropped = torch.cat([torch_ops.attention_with_dropout(q, k, v, bias, 0.5) for _ in range(50)])
+    reference = expected.repeat(50, 1, 1, 1)
+    kept = dropped != 0
+    torch.testing.assert_close(dropped[kept], 2 * reference[kept], atol=1e-5, rtol=1e-5)
+    assert 0.45 < 1 - kept[reference > 1e-6].float().mean().item() < 0.55, device
+
+
+def test_torch_attention_layer_in_training_takes_the_fused_dropout_path_where_it_applies(monkeypatch):
+    """BertSelfAttention in training calls `torch_ops.attention_with_dropout` where it applies (a CUDA GPU;
+    forced here on the CPU) with the layer's rate, and its output and gradients are those of that kernel."""
+    if keras.backend.backend() != "torch":
+        pytest.skip("backends/torch_ops: the torch backend's fast path")
+    import torch
+
+    from keras_bert_impl.backends import torch_ops
+
+    calls = []
+    fused = torch_ops.attention_with_dropout
+
+    def recorded(q, k, v, bias, rate):
+        calls.append(rate)
+        return fused(q, k, v, bias, rate)
+
+    monkeypatch.setattr(torch_ops, "fused_dropout_attention_applies", lambda q: True)
+    monkeypatch.setattr(torch_ops, "attention_with_dropout", recorded)
+    layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.25)
+    x = torch.tensor(_random_hidden(), requires_grad=True)
+    bias = attention_bias_from_padding_mask(PADDING_MASK)
+    torch.manual_seed(1)
+    out = layer(x, bias, training=True)
+    assert calls == [0.25]
+    torch.manual_seed(1)
+    q, k, v = layer.query(x), layer.key(x), layer.value(x)
+    torch.testing.assert_close(out, layer.output_dense(fused(q, k, v, torch.as_tensor(bias), 0.25)))
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+    assert calls == [0.25] and not torch.equal(layer(x, bias, training=False), out)
+
+
 @pytest.mark.parametrize("hidden_act, reference", [("gelu", numpy_bert.gelu), ("gelu_new", numpy_bert.gelu_tanh)])
 def test_encoder_block_is_post_layer_norm_transformer(hidden_act, reference):
     block = BertEncoderBlock(hidden_size=8, num_heads=2, intermediate_size=32, hidden_act=hidden_act, layer_norm_eps=1e-7)

@@ -111,7 +111,8 @@ class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with BERT's query/key/value/output projections.
 
     Uses the fused `keras.ops.dot_product_attention` whenever no dropout is applied to the attention
-    probabilities (inference, or `dropout=0`) and the backend has a fused kernel (torch; JAX off its CPU); else
+    probabilities (inference, or `dropout=0`) and the backend has a fused kernel (torch; JAX off its CPU), and
+    torch's fused kernel with its dropout in training on a CUDA GPU (`backends/torch_ops`); else
     it computes softmax((Q / sqrt(d)) K^T + bias), applies dropout in training, then multiplies by V: the
     math of modeling.py, which scales the product instead of the queries.
 
@@ -210,6 +211,11 @@ class BertSelfAttention(keras.layers.Layer):
         if not whole and attention_bias.shape[2] != 1:
             bias = bias[:, :, start:stop]  # [B, 1, R, T]: the rows of the queries computed
         with_dropout = training and self.dropout > 0
+        if with_dropout and keras.backend.backend() == "torch":
+            from keras_bert_impl.backends import torch_ops
+
+            if torch_ops.fused_dropout_attention_applies(q):
+                return self.output_dense(torch_ops.attention_with_dropout(q, k, v, bias, self.probs_dropout.rate))
         if with_dropout or not _fused_attention_is_a_kernel():
             # The queries are scaled before the product (keras-hub's order): [B, R, A, d] is half as many
             # numbers as the logits [B, A, R, T] at R = T.

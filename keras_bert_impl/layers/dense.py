@@ -11,7 +11,7 @@ bfloat16's gain on two backends:
   - TensorFlow: the matmul itself is fast in bfloat16 (oneDNN, about 375 GFLOP/s), but the elementwise
     kernels that follow are not vectorized for bfloat16: bias + exact GELU on [1024, 3072] takes 23 ms in
     bfloat16 against 5.6 ms in float32.
-So here the matmul takes the bfloat16 operands and gives a float32 result (JAX: directly;
+So here the matmul takes the bfloat16 operands and gives a float32 result (JAX on its CPU: directly;
 TensorFlow: cast after the oneDNN matmul, at inference only), the bias and activation run in float32,
 and the layer returns its compute dtype as every Keras layer does. On PyTorch, whose bfloat16 elementwise kernels are
 vectorized, and in float32, the layers compute what Keras' do, with faster products (`dense_product`):
@@ -36,14 +36,19 @@ from keras import ops
 def _float32_epilogue(compute_dtype, training):
     """Whether this backend is faster with a float32 matmul result and float32 bias/activation.
 
-    On TensorFlow only at inference: in training, TensorFlow's gradient of the float32 epilogue makes a
-    bert_small step (8 x 64, mixed_bfloat16) take 12.6 s instead of 0.23 s with Keras' own bfloat16 call
-    (docs/performance.md).
+    On JAX on its CPU only: on a GPU the float32 results made a bert_base pretraining step take 0.0450 s
+    instead of 0.0336 s (H200, 64 x 128; benchmarks/results/gpu_pretraining). On TensorFlow only at
+    inference: in training, TensorFlow's gradient of the float32 epilogue makes a bert_small step (8 x 64,
+    mixed_bfloat16) take 12.6 s instead of 0.23 s with Keras' own bfloat16 call (docs/performance.md).
     """
     if compute_dtype != "bfloat16":
         return False
     backend = keras.backend.backend()
-    return backend == "jax" or (backend == "tensorflow" and not training)
+    if backend == "jax":
+        from keras_bert_impl.backends import jax_ops
+
+        return jax_ops.on_cpu()
+    return backend == "tensorflow" and not training
 
 
 def _einsum_float32_result(equation, x, kernel):
@@ -137,7 +142,7 @@ def _uses_keras_call(layer):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertDense(keras.layers.Dense):
-    """`keras.layers.Dense` with the bias and activation in float32 under bfloat16 on JAX and TensorFlow, and
+    """`keras.layers.Dense` with the bias and activation in float32 under bfloat16 on JAX's CPU and TensorFlow, and
     the products of `dense_product` in float32 (and on torch in every dtype).
 
     Same arguments, weights and outputs as `keras.layers.Dense` (see the module docstring for why).
@@ -173,7 +178,8 @@ class BertDense(keras.layers.Dense):
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertEinsumDense(keras.layers.EinsumDense):
-    """`keras.layers.EinsumDense` with the bias and activation in float32 under bfloat16 on JAX and TensorFlow.
+    """`keras.layers.EinsumDense` with the bias and activation in float32 under bfloat16 on JAX's CPU and
+    TensorFlow.
 
     Same arguments, weights and outputs as `keras.layers.EinsumDense` (see the module docstring for why).
 

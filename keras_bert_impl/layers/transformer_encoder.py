@@ -8,6 +8,15 @@ from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
 
 
+def _computes_whole_then_splits(training):
+    """Whether a block asked for two parts of its rows (`split_at`) computes all rows as one and slices them.
+
+    Eager torch computes every part whether read or not; the parts pay off only in the backward pass, which
+    skips a part the loss does not read (a sentence head's other rows), so torch splits in training only.
+    """
+    return keras.backend.backend() == "torch" and not training
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertEncoderBlock(keras.layers.Layer):
     """A post-LayerNorm Transformer encoder block (modeling.py's `transformer_model`, one layer).
@@ -104,9 +113,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
-        if split_at is not None and keras.backend.backend() == "torch" and not training:
-            # Eager torch computes every part whether read or not; the parts pay off only in the backward
-            # pass, which skips a part the loss does not read (a sentence head's other rows).
+        if split_at is not None and _computes_whole_then_splits(training):
             whole = self.call(hidden_states, attention_bias, training=training)  # [B, T, H]
             return [whole[:, :split_at], whole[:, split_at:]]
         if split_at is not None:

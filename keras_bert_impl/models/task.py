@@ -76,7 +76,7 @@ class BertTask(keras.Model):
     # ------------------------------------------------------------------------------ raw text
     def _preprocess(self, x, y=None, sample_weight=None, needs_labels=False):
         """`(x, y, sample_weight)` through the preprocessor when `x` is raw text (or a dataset of it)."""
-        if "tensorflow" in sys.modules:
+        if sys.modules.get("tensorflow") is not None:  # a tf.data.Dataset exists only once TensorFlow is imported
             import tensorflow as tf
 
             if isinstance(x, tf.data.Dataset):
