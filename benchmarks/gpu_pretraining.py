@@ -1,14 +1,17 @@
 """bert_base pretraining throughput on a GPU, with model-FLOPs utilization: ours against keras-hub and transformers.
 
-    python benchmarks/gpu_pretraining.py                  # on a machine with an NVIDIA GPU (about 8 min)
+    python benchmarks/gpu_pretraining.py                  # on a machine with an NVIDIA GPU (5 min on an H200)
     python benchmarks/gpu_pretraining.py --smoke          # tiny shapes on any machine: checks the plumbing
 
 For each backend of `--backends` that is installed and each sequence length, one `bench_case.py` process
 (`--workload pretrain`) builds our `BertPretrainer`, keras-hub's backbone with its masked-LM head and an NSP
 Dense, and on torch transformers' `BertForPreTraining` (SDPA attention), all under mixed_bfloat16 (torch
 autocast to bfloat16 for transformers), and times one MLM+NSP training step of each in turn, round by round.
-The shapes are the paper's two pretraining phases at 8,192 tokens a step: 64 x 128 with 20 masked positions a
-sequence, 16 x 512 with 80 (google-research/bert's `max_predictions_per_seq`).
+The shapes are the sequence lengths of the paper's two pretraining phases, at 8,192 tokens a step on one
+GPU: 64 x 128 with 20 masked positions a sequence, 16 x 512 with 80 (`max_predictions_per_seq`: about
+max_seq_length x masked_lm_prob 0.15, as google-research/bert's README advises). Beside ours each process
+times `VARIANTS`: ours with one of its GPU paths replaced (bench_case.OURS_VARIANTS), which measures what
+that path saves.
 
 MFU = model FLOPs of a step / median step seconds / the GPU's dense bfloat16 peak (`PEAK_BF16_TFLOPS`, the
 vendor's datasheet; `--peak_tflops` for another GPU). Model FLOPs count the matrix products of the forward
@@ -58,8 +61,8 @@ def pretraining_step_flops(size, batch, seq, predictions, vocab=VOCAB):
     2 x 2 T H I, and attention's two products 2 x 2 T^2 H; the pooler 2 H^2 and NSP 2 H 2 per sequence;
     the masked-LM head (transform 2 H^2, tied output 2 H V) per masked position.
 
-    >>> pretraining_step_flops("bert_base", 1, 128, 20) / 1e9  # doctest: +ELLIPSIS
-    66.2...
+    >>> pretraining_step_flops("bert_base", 1, 128, 20) / 1e9
+    69.928989696
     """
     layers, hidden, _, intermediate = SIZES[size]
     per_layer = 8 * seq * hidden ** 2 + 4 * seq * hidden * intermediate + 4 * seq ** 2 * hidden

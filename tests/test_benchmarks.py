@@ -2,6 +2,7 @@
 backend. It checks that every case runs against its peers and that the table and JSON hold the ratios; the
 timings themselves mean nothing here (the real numbers are in benchmarks/results/results.md)."""
 
+import doctest
 import importlib.util
 import json
 import os
@@ -106,7 +107,9 @@ def test_pretraining_step_flops_are_three_times_the_forward_products_of_the_buil
     assert heads_once == hidden ** 2 + 2 * hidden and mlm_transform == hidden ** 2
     forward = batch * (2 * encoder * seq + layers * 4 * seq ** 2 * hidden + 2 * heads_once
                        + predictions * 2 * (mlm_transform + hidden * vocab))
-    assert _gpu_pretraining().pretraining_step_flops("bert_tiny", batch, seq, predictions, vocab) == 3 * forward
+    gpu_pretraining = _gpu_pretraining()
+    assert gpu_pretraining.pretraining_step_flops("bert_tiny", batch, seq, predictions, vocab) == 3 * forward
+    assert doctest.testmod(gpu_pretraining).failed == 0  # the bert_base count in its docstring
 
 
 @pytest.mark.slow
