@@ -496,7 +496,7 @@ def main():
         lib for lib in libraries if lib not in ("ours", "keras_hub", "transformers", *OURS_VARIANTS)]
     if unknown:
         p.error(f"unknown workload(s) or library(ies) {unknown}; workloads {sorted(WORKLOADS)}, libraries "
-                "ours, keras_hub, transformers")
+                f"ours, keras_hub, transformers and (pretrain) {', '.join(OURS_VARIANTS)}")
     if len(libraries) > 1 and any(w not in STEPS for w in workloads):
         p.error(f"several libraries are timed in turn for {sorted(STEPS)} only, not {workloads}")
     if libraries != ["transformers"]:

@@ -29,28 +29,26 @@ import importlib.util
 import json
 import os
 import shlex
-import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from bench_case import SIZES, VOCAB  # noqa: E402
-from run_benchmarks import versions  # noqa: E402
+from run_benchmarks import _run_bench_case, versions, write_text  # noqa: E402
 
 BACKENDS = ("jax", "torch", "tensorflow")
-# (batch, seq, masked positions a sequence): the two phases of the paper's pretraining at 8,192 tokens a step.
+# (batch, seq, masked positions a sequence): the sequence lengths of the paper's two pretraining phases, at
+# 8,192 tokens a step.
 SHAPES = ((64, 128, 20), (16, 512, 80))
 SMOKE_SHAPES = ((2, 32, 5),)
-# Dense bfloat16 tensor-core peaks, TFLOP/s, from the vendors' datasheets (without sparsity). H100 SXM and
-# H200 share the chip; an H100 PCIe is 756.
 # Timed beside ours on each backend: the peers, and ours with one of its GPU paths replaced
 # (bench_case.OURS_VARIANTS): what each path saves.
 VARIANTS = {"torch": ["transformers", "ours_unfused_attention", "ours_keras_adamw"],
             "jax": ["ours_float32_epilogue"]}
+# Dense bfloat16 tensor-core peaks, TFLOP/s, from the vendors' datasheets (without sparsity). H100 SXM and
+# H200 share the chip; an H100 PCIe is 756.
 PEAK_BF16_TFLOPS = {"H100 80GB HBM3": 989.4, "H100 PCIe": 756.5, "H200": 989.4, "A100": 312.0}
 
 
@@ -107,20 +105,9 @@ def run_case(backend, batch, seq, predictions, args):
     """One bench_case.py process timing every library of `backend` in turn; returns its RESULT dicts, or
     raises RuntimeError with the process's last output."""
     libraries = ["ours", "keras_hub"] + (VARIANTS.get(backend, []) if args.variants is None else args.variants.split(","))
-    command = [sys.executable, os.path.join(HERE, "bench_case.py"), "--workload=pretrain",
-               f"--library={','.join(libraries)}", f"--size={args.size}", f"--batch={batch}", f"--seq={seq}",
-               f"--predictions={predictions}", "--policy=mixed_bfloat16", f"--warmup={args.warmup}",
-               f"--repeats={args.repeats}"]
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    print(f"[{backend}] {batch} x {seq} ...", flush=True)
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=args.case_timeout)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"timed out after {args.case_timeout} s") from None
-    results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or len(results) != len(libraries):
-        raise RuntimeError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
-    return results
+    flags = [f"--size={args.size}", f"--batch={batch}", f"--seq={seq}", f"--predictions={predictions}",
+             "--policy=mixed_bfloat16", f"--warmup={args.warmup}", f"--repeats={args.repeats}"]
+    return _run_bench_case(["pretrain"], libraries, backend, flags, timeout=args.case_timeout)
 
 
 def row(result, peak):
@@ -159,10 +146,8 @@ def markdown(report):
 
 def write(report, out):
     os.makedirs(out, exist_ok=True)
-    for name, text in (("results.json", json.dumps(report, indent=1)), ("results.md", markdown(report))):
-        with open(os.path.join(out, name + ".tmp"), "w") as f:
-            f.write(text)
-        os.replace(os.path.join(out, name + ".tmp"), os.path.join(out, name))
+    write_text(os.path.join(out, "results.json"), json.dumps(report, indent=1))
+    write_text(os.path.join(out, "results.md"), markdown(report))
 
 
 def main(argv=None):
@@ -209,9 +194,6 @@ def main(argv=None):
                 for result in results:
                     result["predictions"] = predictions
                     report["rows"].append(row(result, report["peak_tflops"]))
-                    r = report["rows"][-1]
-                    print(f"    {r['library']}: {r['median_s']:.4f} s, {r['sequences_per_s']} seq/s, "
-                          f"{r['tflops']} TFLOP/s", flush=True)
             write(report, args.out)
     report["complete"] = True
     write(report, args.out)

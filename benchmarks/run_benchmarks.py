@@ -98,13 +98,17 @@ def run_interleaved(workload, libraries, backend, args):
     return {result["library"]: result for result in results}
 
 
-def _run_bench_case(workloads, libraries, backend, flags):
-    """Runs bench_case.py for `workloads` and `libraries` in one process; returns its RESULT dicts."""
+def _run_bench_case(workloads, libraries, backend, flags, timeout=None):
+    """Runs bench_case.py for `workloads` and `libraries` in one process; returns its RESULT dicts. Raises
+    RuntimeError when the process fails, reports fewer results, or runs past `timeout` seconds."""
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     command = [sys.executable, os.path.join(HERE, "bench_case.py"), f"--workload={','.join(workloads)}",
                f"--library={','.join(libraries)}", *flags]
     print(f"[{backend}] {','.join(workloads)} {','.join(libraries)} ...", flush=True)
-    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO)
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{' '.join(command)} (KERAS_BACKEND={backend}) timed out after {timeout} s") from None
     results = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or len(results) != len(workloads) * len(libraries):
         raise RuntimeError(f"{' '.join(command)} (KERAS_BACKEND={backend}) failed:\n{proc.stderr[-3000:]}")
@@ -193,6 +197,15 @@ def machine():
         pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "load_average_at_start": load}
+
+
+def write_text(path, text):
+    """`text` as the file `path`, written under a temporary name and renamed, so that a half-written table
+    never looks complete. (The package's `utils.file_io.atomic_open` does the same; importing the package
+    here would import a Keras backend into the process that only starts the measuring ones.)"""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def fmt(seconds):
@@ -284,10 +297,7 @@ def main(argv=None):
     report["tokenization"] = tokenization(args)
     name = "results_smoke" if args.smoke else "results"
     for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", markdown(report))):
-        path = os.path.join(args.output_dir, f"{name}.{ext}")
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)  # a half-written table never looks complete
+        write_text(os.path.join(args.output_dir, f"{name}.{ext}"), text)
     print(markdown(report))
     return report
 

@@ -63,12 +63,12 @@ def adam_weight_decay_update(optimizer, grads, variables, learning_rate):
         gs.append(grad)
         ms.append(optimizer._momentums[index].value)
         vs.append(optimizer._velocities[index].value)
-    step = torch.tensor(step, device=variables[0].value.device)  # the kernel reads each variable's step
+    state_step = torch.tensor(step, device=variables[0].value.device)  # the kernel reads each variable's step
     for decayed, (params, gs, ms, vs) in groups.items():
         if not params:
             continue
         torch._fused_adamw_(
-            params, gs, ms, vs, [], [step] * len(params),
+            params, gs, ms, vs, [], [state_step] * len(params),
             lr=lr, beta1=optimizer.beta_1, beta2=optimizer.beta_2,
             weight_decay=optimizer.weight_decay_rate if decayed else 0.0,
             eps=optimizer.epsilon, amsgrad=False, maximize=False,
