@@ -6,6 +6,7 @@ import os
 
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.model_files import find_config_file, read_json_object
 
 # Names of hidden activations this package implements (see keras_bert_impl/layers/activations.py).
 # "gelu" is the exact erf form used by Hugging Face checkpoints; "gelu_new", "gelu_approximate" and
@@ -32,9 +33,6 @@ _PRESETS = {
     "bert_base": (12, 768, 12),
     "bert_large": (24, 1024, 16),
 }
-
-_CONFIG_FILE_NAMES = ("config.json", "bert_config.json")
-
 
 @dataclasses.dataclass
 class BertConfig:
@@ -194,13 +192,7 @@ class BertConfig:
         """Reads Google's `bert_config.json` or Hugging Face's `config.json`."""
         if not os.path.isfile(path):
             raise UserInputError(f"BERT config file not found: {path}")
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                where = f"line {e.lineno}, column {e.colno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else e
-                raise UserInputError(f"{path}: not valid JSON ({where})") from None
-        return cls.from_dict(values, source=path)
+        return cls.from_dict(read_json_object(path), source=path)
 
     @classmethod
     def from_pretrained(cls, path, **overrides):
@@ -223,20 +215,6 @@ class BertConfig:
         """Writes `to_json_string()` to `path`, atomically (a killed write leaves no partial file)."""
         with file_io.atomic_open(os.fspath(path), "w") as f:
             f.write(self.to_json_string())
-
-
-def find_config_file(path):
-    """The config file of a checkpoint directory, or `path` itself when it is a file."""
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        return path
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"No such checkpoint directory or config file: {path}")
-    for name in _CONFIG_FILE_NAMES:
-        candidate = os.path.join(path, name)
-        if os.path.isfile(candidate):
-            return candidate
-    raise FileNotFoundError(f"{path}: no {' or '.join(_CONFIG_FILE_NAMES)} in this directory.")
 
 
 def _check_architecture(values, source):

@@ -140,3 +140,23 @@ def test_backend_neutral_code_imports_no_backend_library_at_module_level(folder)
             offenders += [f"{os.path.relpath(path, ROOT)}: {n}" for n in names
                           if n.split(".")[0] in ("tensorflow", "jax", "torch", "tensorflow_text")]
     assert not offenders, offenders
+
+
+# --- The models reach checkpoints through one door (keras_bert_impl/checkpoints/model_io.py). ---
+MODELS_CHECKPOINT_DOOR = "keras_bert_impl.checkpoints.model_io"
+
+
+def checkpoint_imports_of_models(graph):
+    """{models module: the checkpoints modules it imports other than the door}."""
+    return {module: sorted(t for t in targets if _folder(t) == "checkpoints" and t != MODELS_CHECKPOINT_DOOR)
+            for module, targets in graph.items() if _folder(module) == "models"}
+
+
+def test_models_import_no_checkpoint_module_but_model_io():
+    wrong = {module: targets for module, targets in checkpoint_imports_of_models(import_graph()).items() if targets}
+    assert not wrong, f"models/ must reach checkpoints through {MODELS_CHECKPOINT_DOOR} only: {wrong}"
+
+
+def test_the_door_check_catches_a_models_module_importing_another_checkpoint_module():
+    graph = {"keras_bert_impl.models.x": {"keras_bert_impl.checkpoints.head_weights", MODELS_CHECKPOINT_DOOR}}
+    assert checkpoint_imports_of_models(graph) == {"keras_bert_impl.models.x": ["keras_bert_impl.checkpoints.head_weights"]}

@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from keras_bert_impl.checkpoints import conversion
+from keras_bert_impl.checkpoints import model_directory, weight_tables
 from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tasks import feature_extraction
@@ -148,7 +148,7 @@ def test_tf1_checkpoint_write_interrupted_before_its_index_leaves_no_checkpoint(
     pytest.importorskip("tensorflow")
     from keras_bert_impl.checkpoints import tf1_checkpoint
 
-    weights = conversion.backbone_weights_dict(tiny_backbone)
+    weights = weight_tables.backbone_weights_dict(tiny_backbone)
     prefix = str(tmp_path / "bert_model.ckpt")
     real_replace = os.replace
 
@@ -160,7 +160,7 @@ def test_tf1_checkpoint_write_interrupted_before_its_index_leaves_no_checkpoint(
     monkeypatch.setattr(tf1_checkpoint.os, "replace", replace_except_index)
     with pytest.raises(KeyboardInterrupt):
         tf1_checkpoint.write_tf1_checkpoint(weights, prefix)
-    assert conversion.find_tf1_checkpoint(str(tmp_path)) is None
+    assert model_directory.find_tf1_checkpoint(str(tmp_path)) is None
     assert _leftovers(tmp_path) == []
     monkeypatch.undo()
     tf1_checkpoint.write_tf1_checkpoint(weights, prefix)

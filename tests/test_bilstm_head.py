@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_impl.checkpoints import task_layouts
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_qa import BertSpanQA
@@ -71,11 +72,12 @@ def test_without_bilstm_units_the_heads_are_the_original_dense_on_sequence_outpu
         got = to_numpy(got) if model is tagger else np.stack([to_numpy(got["start_logits"]),
                                                               to_numpy(got["end_logits"])], -1)
         np.testing.assert_allclose(got, want, atol=1e-6)
-    assert "bilstm_units" not in tagger.hf_config() and qa.hf_config() == {}
+    settings = {type(m).__name__: task_layouts.layout_of(m).settings(m, None) for m in (tagger, qa)}
+    assert "bilstm_units" not in settings["BertTokenClassifier"] and settings["BertSpanQA"] == {}
 
 
 def test_bilstm_head_fit_lowers_the_loss():
-    # The token classifier only: the span head's BiLSTM is the same layer (`models.task.bilstm_layer`), and
+    # The token classifier only: the span head's BiLSTM is the same layer (`models.task_model.bilstm_layer`), and
     # compiling a masked LSTM's train step takes about 10 s on TensorFlow on a 2-core CPU.
     tagger = _tagger()
     labels = np.full((2, LENGTH), -100, "int32")

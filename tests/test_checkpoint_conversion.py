@@ -7,9 +7,11 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_bert_impl.checkpoints import conversion as checkpoint_conversion
-from keras_bert_impl.checkpoints import tf1_checkpoint
+from keras_bert_impl.checkpoints import weight_tables
+from keras_bert_impl.checkpoints import model_io, tf1_checkpoint
+from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
 from tests.backend_utils import to_numpy
 
@@ -67,7 +69,8 @@ def test_real_checkpoint_matches_transformers_bert_model(minilm_path, batch, ref
 
 
 def test_google_tf1_checkpoint_of_the_same_weights_gives_the_same_outputs(minilm_path, batch, reference, tmp_path):
-    config, weights = checkpoint_conversion.load_weights_dict(minilm_path)
+    checkpoint = ModelDirectory(minilm_path)
+    config, weights = checkpoint.bert_config(), checkpoint.read_weights()
     config_dict = {k: v for k, v in config.to_dict().items() if k != "layer_norm_eps"}  # Google's file has none
     (tmp_path / "bert_config.json").write_text(json.dumps(config_dict))
     tf1_checkpoint.write_tf1_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
@@ -130,7 +133,7 @@ def test_pytorch_model_bin_with_bert_prefix_and_classifier_head(minilm_path, bat
 def test_google_head_weights_are_read_in_hugging_face_layout(tmp_path):
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
     backbone = BertBackbone(config)
-    weights = checkpoint_conversion.backbone_weights_dict(backbone)
+    weights = weight_tables.backbone_weights_dict(backbone)
     rng = np.random.RandomState(0)
     heads_tf1 = {
         "cls/predictions/transform/dense/kernel": rng.normal(size=(8, 8)),
@@ -162,7 +165,7 @@ def test_google_head_weights_are_read_in_hugging_face_layout(tmp_path):
 
 def test_tf1_names_translate_both_ways_for_every_weight():
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16)
-    names = [name for name, *_ in checkpoint_conversion.backbone_weight_table(BertBackbone(config))]
+    names = [name for name, *_ in weight_tables.backbone_weight_table(BertBackbone(config))]
     names += ["cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.bias", "cls.predictions.bias",
               "cls.seq_relationship.weight", "classifier.bias", "qa_outputs.weight"]
     for name in names:
@@ -269,11 +272,13 @@ def test_a_checkpoint_without_pooler_loads_only_when_allowed(minilm_path, batch,
     assert np.abs(sequence - reference[0])[real].max() <= 1e-4
 
 
-def test_save_pretrained_records_the_architecture_and_extra_config(tmp_path):
+def test_save_pretrained_records_the_architecture_and_the_labels_and_the_directory_reads_them_back(tmp_path):
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
-    BertBackbone(config).save_pretrained(tmp_path, architecture="BertForSequenceClassification",
-                                         extra_config={"id2label": {"0": "neg", "1": "pos"}})
+    BertClassifier(BertBackbone(config), num_classes=2).save_pretrained(tmp_path, label_names=["neg", "pos"])
     stored = json.loads((tmp_path / "config.json").read_text())
     assert stored["architectures"] == ["BertForSequenceClassification"]
     assert stored["id2label"] == {"0": "neg", "1": "pos"} and stored["model_type"] == "bert"
     assert BertConfig.from_pretrained(tmp_path) == config
+    checkpoint = ModelDirectory(tmp_path)
+    assert checkpoint.architecture == "BertForSequenceClassification" and checkpoint.label_names == ["neg", "pos"]
+    assert model_io.model_class(tmp_path) is BertClassifier

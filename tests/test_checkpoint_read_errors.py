@@ -52,7 +52,7 @@ def test_garbage_inside_our_safetensors_is_refused_by_its_digest(model_dir, tiny
     # A file without the digest (as Hugging Face writes them) still loads.
     from safetensors.numpy import save_file
 
-    from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
+    from keras_bert_impl.checkpoints.weight_tables import backbone_weights_dict
 
     save_file(backbone_weights_dict(tiny_backbone), str(weights), metadata={"format": "pt"})
     loaded = BertBackbone.from_pretrained(str(model_dir))
@@ -95,7 +95,7 @@ def test_safetensors_index_naming_a_missing_shard_names_the_index(model_dir):
 
 def test_corrupt_and_truncated_pytorch_bin_name_the_file_without_weights_only_advice(model_dir, tiny_backbone):
     torch = pytest.importorskip("torch")
-    from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
+    from keras_bert_impl.checkpoints.weight_tables import backbone_weights_dict
 
     os.remove(model_dir / "model.safetensors")
     weights = model_dir / "pytorch_model.bin"
@@ -132,7 +132,7 @@ def test_pytorch_bin_holding_more_than_tensors_is_refused_by_name(model_dir):
 def _tf1_checkpoint(tiny_backbone, directory):
     pytest.importorskip("tensorflow")
     from keras_bert_impl.checkpoints import tf1_checkpoint
-    from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
+    from keras_bert_impl.checkpoints.weight_tables import backbone_weights_dict
 
     os.makedirs(directory)
     with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as f:

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.checkpoints.conversion import DTYPE_POLICY_KEY
+from keras_bert_impl.checkpoints.model_directory import DTYPE_POLICY_KEY
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier

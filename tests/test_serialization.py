@@ -218,7 +218,7 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
     loss and optimizer back (one interpreter for all of them)."""
     assert sorted(TASK_MODELS) == sorted(n for n in _registered_names() if n.startswith("Bert") and
                                          issubclass(keras.saving.get_registered_object(f"keras_bert_impl>{n}"),
-                                                    keras_bert_impl.models.task.BertTask))
+                                                    keras_bert_impl.models.task_model.BertTaskModel))
     raw = {}
     for name in TASK_MODELS:
         model, (x,) = CASES[name]()

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.checkpoints import conversion as checkpoint_conversion
+from keras_bert_impl.checkpoints import weight_tables
 from keras_bert_impl.checkpoints import tf1_checkpoint
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
@@ -91,7 +91,7 @@ def test_loss_is_mean_of_start_and_end_cross_entropy():
 
 def test_google_squad_checkpoint_head_is_loaded(tmp_path):
     backbone = BertBackbone(TINY)
-    weights = checkpoint_conversion.backbone_weights_dict(backbone)
+    weights = weight_tables.backbone_weights_dict(backbone)
     rng = np.random.RandomState(0)
     weights["qa_outputs.weight"] = rng.normal(size=(2, 16)).astype("float32")  # cls/squad/output_weights [2, H]
     weights["qa_outputs.bias"] = rng.normal(size=(2,)).astype("float32")

@@ -43,7 +43,7 @@ def input_spec_batch(strategy, epoch_iterator):
     iterator (and, under MultiWorkerMirroredStrategy, by `strategy.reduce("MEAN", batch)`, which fails
     for a dict); the infinite iterator of `fit(steps_per_epoch=...)` is not restarted afterwards, so
     training would begin at the second batch. The dataset's `element_spec` gives the same shapes and
-    dtypes without reading a batch. `BertTask` passes it as the `data_batch` of that build.
+    dtypes without reading a batch. `BertTaskModel` passes it as the `data_batch` of that build.
     """
     if keras.backend.backend() != "tensorflow" or strategy is None:
         return None

@@ -1,7 +1,7 @@
 """Head weights: the task and pretraining heads' variables under their Hugging Face names.
 
 Each head kind has a table builder returning `[(hf_name, keras_variable, to_keras, from_keras)]`, the
-rows of `conversion.backbone_weight_table`, so a head loads and saves through the same layout changes:
+rows of `weight_tables.backbone_weight_table`, so a head loads and saves through the same layout changes:
 
     classifier_table(dense)          classifier.weight [C, H], classifier.bias [C]
                                      (BertForSequenceClassification, BertForMultipleChoice,
@@ -15,10 +15,10 @@ rows of `conversion.backbone_weight_table`, so a head loads and saves through th
     masked_lm_table(masked_lm_head)  cls.predictions.transform.{dense,LayerNorm}.*, cls.predictions.bias
     next_sentence_table(dense)       cls.seq_relationship.weight [2, H], cls.seq_relationship.bias [2]
 
-The builders take layers, not models: the task models (a higher tier) list their heads' tables.
+The builders take layers, not models: `task_layouts` lists each model class's heads with them.
 """
 
-from keras_bert_impl.checkpoints.conversion import (
+from keras_bert_impl.checkpoints.weight_tables import (
     assign_table,
     dense_entries,
     layer_norm_entries,

@@ -325,7 +325,7 @@ def write_preset(directory, config, weights, tokenizer=None, classifier=None, al
     Args:
         directory: the preset directory to write.
         config: the model's `BertConfig`.
-        weights: the canonical weight dict (`conversion.backbone_weights_dict`), with `classifier.weight`
+        weights: the canonical weight dict (`weight_tables.backbone_weights_dict`), with `classifier.weight`
             [C, H] and `classifier.bias` [C] for a classifier.
         tokenizer: a `BertTokenizer` whose vocabulary and `do_lower_case` the preset's keras-hub
             BertTokenizer gets (`lowercase` and `strip_accents` both `do_lower_case`), or None.

@@ -2,7 +2,7 @@
 
 Reads with `tf.train.load_checkpoint` (no TF1 graph code) and translates the original variable names
 (`bert/encoder/layer_0/attention/self/query/kernel`, ...) into the canonical Hugging Face names of
-`keras_bert_impl.checkpoints.conversion`; writes the reverse with `tf.raw_ops.SaveV2`, so that our weights
+`keras_bert_impl.checkpoints.weight_tables`; writes the reverse with `tf.raw_ops.SaveV2`, so that our weights
 can be read by google-research/bert's code too.
 """
 

@@ -58,8 +58,9 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_bert_impl.checkpoints import model_io, task_layouts
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
-from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils import file_io, model_files
 
 TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa")
 # The file, in the SavedModel directory, that records the export's settings.
@@ -354,81 +355,68 @@ def export_saved_model(
     return export_dir
 
 
-# Hugging Face architecture names (config.json "architectures") -> export task.
-ARCHITECTURE_TASKS = {
-    "BertModel": "backbone",
-    "BertForPreTraining": "backbone",
-    "BertForMaskedLM": "backbone",
-    "BertForSequenceClassification": "classifier",
-    "BertForTokenClassification": "token_classifier",
-    "BertForQuestionAnswering": "span_qa",
+# The export task of each model class a directory may hold (`checkpoints.task_layouts`); a pretraining
+# directory exports its backbone. BertClassifier with one output exports as "regressor".
+CLASS_TASKS = {
+    "BertBackbone": "backbone",
+    "BertPretrainer": "backbone",
+    "BertClassifier": "classifier",
+    "BertTokenClassifier": "token_classifier",
+    "BertFeatureBasedTagger": "token_classifier",
+    "BertSpanQA": "span_qa",
 }
-
-
-def _read_json(path, what):
-    import json
-
-    if not os.path.isfile(path):
-        raise ValueError(f"{path}: missing; export needs {what}.")
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error}).") from None
 
 
 def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
     """What export needs from a `save_pretrained` directory, or a one-line `ValueError` naming the missing
     file or field (the message starts with its path).
 
-    Needs config.json with `architectures` (one of `ARCHITECTURE_TASKS`; a BertModel directory with a
-    `feature_based_tagger` entry is a token classifier) and, for a classifier or token classifier,
-    `id2label`; vocab.txt unless `vocab_file` is given; tokenizer_config.json with `do_lower_case` unless
-    `do_lower_case` is given (a cased model is never served lower-cased by default).
+    Needs config.json with `architectures` (the class it names, `model_io.model_class`, one of `CLASS_TASKS`)
+    and, for a classifier or token classifier, `id2label`; vocab.txt unless `vocab_file` is given;
+    tokenizer_config.json with `do_lower_case` unless `do_lower_case` is given (a cased model is never served
+    lower-cased by default).
 
     Returns:
-        dict: task, labels (list or None), vocab_file, do_lower_case, config (config.json's dict).
+        dict: task, model_class, labels (list or None), vocab_file, do_lower_case, checkpoint (its
+        `ModelDirectory`).
     """
-    model_dir = os.fspath(model_dir).rstrip("/")
-    config_path = os.path.join(model_dir, "config.json")
-    config = _read_json(config_path, "the config.json that save_pretrained writes")
-    architectures = config.get("architectures")
-    if not architectures:
+    checkpoint = model_io.open_checkpoint(os.fspath(model_dir).rstrip("/"))
+    config_path = os.path.join(checkpoint.directory, model_files.CONFIG_FILE)
+    if checkpoint.config_file != config_path:
+        raise ValueError(f"{config_path}: missing; export needs the config.json that save_pretrained writes.")
+    exportable = [architecture for name, layout in task_layouts.LAYOUTS.items() if name in CLASS_TASKS
+                  for architecture in layout.architectures]
+    if not checkpoint.architecture:
         raise ValueError(f"{config_path}: no 'architectures' field; export reads the task from it "
-                         f"(one of {', '.join(ARCHITECTURE_TASKS)}).")
-    architecture = architectures[0]
-    if architecture not in ARCHITECTURE_TASKS:
-        raise ValueError(
-            f"{config_path}: architecture {architecture!r} cannot be exported; known: {', '.join(ARCHITECTURE_TASKS)}."
-        )
-    task = ARCHITECTURE_TASKS[architecture]
-    if "feature_based_tagger" in config:  # a BertModel directory holding a BertFeatureBasedTagger
-        task = "token_classifier"
-    labels = None
-    if "id2label" in config:
-        labels = [config["id2label"][str(i)] for i in range(len(config["id2label"]))]
-    elif task in ("classifier", "token_classifier"):
+                         f"(one of {', '.join(dict.fromkeys(exportable))}).")
+    model_class = model_io.model_class(checkpoint)
+    if model_class.__name__ not in CLASS_TASKS or (checkpoint.architecture not in exportable
+                                                   and model_class.__name__ != "BertFeatureBasedTagger"):
+        raise ValueError(f"{config_path}: architecture {checkpoint.architecture!r} cannot be exported; known: "
+                         f"{', '.join(dict.fromkeys(exportable))}.")
+    task = CLASS_TASKS[model_class.__name__]
+    labels = checkpoint.label_names
+    if labels is None and task in ("classifier", "token_classifier"):
         raise ValueError(f"{config_path}: no 'id2label' field; export of a {task} needs its label names.")
 
     if vocab_file is None:
-        vocab_file = os.path.join(model_dir, "vocab.txt")
-        if not os.path.isfile(vocab_file):
-            raise ValueError(f"{vocab_file}: missing; save the tokenizer with tokenizer.save_pretrained(model_dir) "
-                             "or pass --vocab_file.")
+        vocab_file = checkpoint.vocab_file
+        if vocab_file is None:
+            raise ValueError(f"{os.path.join(checkpoint.directory, model_files.VOCAB_FILE)}: missing; save the "
+                             "tokenizer with tokenizer.save_pretrained(model_dir) or pass --vocab_file.")
     elif not os.path.isfile(vocab_file):
         raise ValueError(f"{vocab_file}: no such vocabulary file (--vocab_file).")
     if do_lower_case is None:
-        tokenizer_config_path = os.path.join(model_dir, "tokenizer_config.json")
-        tokenizer_config = _read_json(
-            tokenizer_config_path,
-            "its do_lower_case (save the tokenizer with tokenizer.save_pretrained(model_dir), or pass --do_lower_case)",
-        )
-        if "do_lower_case" not in tokenizer_config:
+        tokenizer_config_path = os.path.join(checkpoint.directory, model_files.TOKENIZER_CONFIG_FILE)
+        if not os.path.isfile(tokenizer_config_path):
+            raise ValueError(f"{tokenizer_config_path}: missing; export needs its do_lower_case (save the tokenizer "
+                             "with tokenizer.save_pretrained(model_dir), or pass --do_lower_case).")
+        if "do_lower_case" not in checkpoint.tokenizer_config:
             raise ValueError(f"{tokenizer_config_path}: no 'do_lower_case' field; export needs it "
                              "(or pass --do_lower_case true/false).")
-        do_lower_case = tokenizer_config["do_lower_case"]
-    return {"task": task, "labels": labels, "vocab_file": vocab_file, "do_lower_case": bool(do_lower_case),
-            "config": config}
+        do_lower_case = checkpoint.tokenizer_config["do_lower_case"]
+    return {"task": task, "model_class": model_class, "labels": labels, "vocab_file": vocab_file,
+            "do_lower_case": bool(do_lower_case), "checkpoint": checkpoint}
 
 
 def squad_settings(config, version_2_with_negative=None, null_score_diff_threshold=None, max_answer_length=None,
@@ -464,7 +452,7 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
                           n_best_size=None, version_2_with_negative=None):
     """Exports a directory written by a model's `save_pretrained` (any backend) as a SavedModel.
 
-    The task comes from config.json's `architectures` (see `ARCHITECTURE_TASKS`), label names from its
+    The task comes from config.json's `architectures` (the model class, see `CLASS_TASKS`), label names from its
     `id2label`, the tokenizer from `vocab_file` or the directory's vocab.txt and `do_lower_case` or the
     directory's tokenizer_config.json; a directory lacking any of them is refused (`read_export_settings`).
     `max_seq_length` defaults to config.json's `max_seq_length` (the recipes write it), else 128.
@@ -479,37 +467,23 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
-    task, labels, config = settings["task"], settings["labels"], settings["config"]
+    task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
     tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"])
-    max_seq_length = int(max_seq_length or config.get("max_seq_length") or 128)
+    max_seq_length = int(max_seq_length or checkpoint.setting("max_seq_length") or 128)
     squad = {"null_score_diff_threshold": None, "max_answer_length": SQUAD_DEFAULTS["max_answer_length"],
              "n_best_size": SQUAD_DEFAULTS["n_best_size"]}
-
     if task == "backbone":
         from keras_bert_impl.models.backbone import BertBackbone
 
-        model = BertBackbone.from_pretrained(model_dir)
-    elif task == "classifier":
-        from keras_bert_impl.models.classifier import BertClassifier
-
-        model = BertClassifier.from_pretrained(model_dir, num_classes=len(labels))
-        if len(labels) == 1 or config.get("problem_type") == "regression":
+        model = BertBackbone.from_pretrained(checkpoint)
+    elif task == "span_qa":
+        model = settings["model_class"].from_pretrained(checkpoint)
+        squad = squad_settings(checkpoint.config, version_2_with_negative, null_score_diff_threshold,
+                               max_answer_length, n_best_size)
+    else:  # a classifier, a token classifier (with its CRF, if any) or a feature-based tagger
+        model = settings["model_class"].from_pretrained(checkpoint, num_classes=len(labels))
+        if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
             task = "regressor"
-    elif task == "token_classifier":
-        from keras_bert_impl.models.token_classifier import BertTokenClassifier
-
-        if "feature_based_tagger" in config:
-            from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
-
-            model = BertFeatureBasedTagger.from_pretrained(model_dir, num_classes=len(labels))
-        else:
-            model = BertTokenClassifier.from_pretrained(model_dir, num_classes=len(labels))  # with its CRF, if any
-    else:
-        from keras_bert_impl.models.span_qa import BertSpanQA
-
-        model = BertSpanQA.from_pretrained(model_dir)
-        squad = squad_settings(config, version_2_with_negative, null_score_diff_threshold, max_answer_length,
-                               n_best_size)
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
                        text_pair=text_pair, **squad)
     return task, export_dir

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert_impl.checkpoints import conversion
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, causal_attention_bias
 from keras_bert_impl.layers.dense import BertDense
@@ -10,6 +10,7 @@ from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertBackbone(keras.Model):
     """The BERT encoder of Devlin et al. (2018): embeddings, L post-LN Transformer blocks, tanh pooler.
@@ -212,26 +213,23 @@ class BertBackbone(keras.Model):
         Weights of pretraining and task heads found in the checkpoint (masked-LM transform and bias, NSP,
         classifier, QA outputs) are kept, under their Hugging Face names, in `backbone.head_weights`.
         """
-        config, weights = conversion.load_weights_dict(path, **config_overrides)
-        backbone_weights, head_weights = conversion.split_head_weights(weights)
+        checkpoint, config, backbone_weights, head_weights = model_io.read_backbone(path, **config_overrides)
         if dtype is None:
-            dtype = conversion.stored_dtype_policy(path)
+            dtype = checkpoint.dtype_policy
         backbone = cls(config, output_hidden_states=output_hidden_states, dtype=dtype)
-        conversion.assign_backbone_weights(backbone, backbone_weights, source=str(path), require_pooler=require_pooler)
+        model_io.assign_backbone(backbone, backbone_weights, source=checkpoint.path, require_pooler=require_pooler)
         backbone.head_weights = head_weights
         return backbone
 
-    def save_pretrained(self, directory, head_weights=None, architecture="BertModel", extra_config=None):
-        """Writes `config.json` + `model.safetensors` in Hugging Face's layout.
+    def save_pretrained(self, directory):
+        """Writes `config.json` + `model.safetensors` in Hugging Face's layout (a BertModel directory).
 
-        The directory loads back with `from_pretrained` here and with transformers' `BertModel` (or the
-        `BertFor*` class named by `architecture`, when the task models pass their head weights). A dtype
+        The directory loads back with `from_pretrained` here and with transformers' `BertModel`. A dtype
         policy other than float32 is written to config.json as `keras_dtype_policy` (transformers ignores
-        the field), which `from_pretrained` applies when it is given no `dtype`.
+        the field), which `from_pretrained` applies when it is given no `dtype`. The task models save their
+        heads with their own `save_pretrained`.
         """
-        conversion.save_backbone(
-            self, directory, head_weights=head_weights, architecture=architecture, extra_config=extra_config
-        )
+        model_io.save_model(self, directory)
 
     def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
         """Writes a keras-hub preset that `keras_hub.models.BertBackbone.from_preset(directory)` loads.
@@ -246,12 +244,8 @@ class BertBackbone(keras.Model):
             tokenizer: a `BertTokenizer` written as the preset's keras-hub BertTokenizer, or None.
             allow_gelu_approximation: write an exact-GELU model, whose keras-hub outputs then differ slightly.
         """
-        from keras_bert_impl.checkpoints import keras_hub_preset
-
-        keras_hub_preset.write_preset(
-            directory, self.config, conversion.backbone_weights_dict(self), tokenizer=tokenizer,
-            allow_gelu_approximation=allow_gelu_approximation,
-        )
+        model_io.save_keras_hub_preset(self, directory, tokenizer=tokenizer,
+                                       allow_gelu_approximation=allow_gelu_approximation)
 
 
 def base_dtype_policy(policy):

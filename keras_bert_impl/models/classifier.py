@@ -12,16 +12,16 @@ with mean squared error. There is no separate BertRegressor class.
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints.conversion import hf_label_config
-from keras_bert_impl.checkpoints.head_weights import assign_head_weights, classifier_table
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.models.task_model import BertTaskModel, dense_head
 from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
 from keras_bert_impl.utils.errors import UserInputError
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertClassifier(BertTask):
+class BertClassifier(BertTaskModel):
     """A `BertBackbone` with a dropout + dense head on `pooled_output`: logits for each class.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq]
@@ -30,7 +30,7 @@ class BertClassifier(BertTask):
     [batch, 1] is a regression score (STS-B).
 
     `compile()` without arguments trains with `SparseCategoricalCrossentropy(from_logits=True)` and
-    reports accuracy (regression: `MeanSquaredError`), with the paper's AdamW (see `BertTask.compile`).
+    reports accuracy (regression: `MeanSquaredError`), with the paper's AdamW (see `BertTaskModel.compile`).
 
     Args:
         backbone: a `BertBackbone`.
@@ -54,7 +54,6 @@ class BertClassifier(BertTask):
     Hugging Face BertForSequenceClassification directory with `save_pretrained(directory)`.
     """
 
-    hf_architecture = "BertForSequenceClassification"
     preprocessor_class = BertTextClassifierPreprocessor
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
@@ -89,13 +88,6 @@ class BertClassifier(BertTask):
     def default_metrics(self):
         return None if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    def head_weight_tables(self):
-        return {"classifier": classifier_table(self.output_dense)}
-
-    def hf_config(self, label_names=None):
-        problem_type = "regression" if self.num_classes == 1 else "single_label_classification"
-        return dict(hf_label_config(self.num_classes, label_names), problem_type=problem_type)
-
     @classmethod
     def from_pretrained(cls, path, num_classes=None, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
@@ -119,14 +111,15 @@ class BertClassifier(BertTask):
         Raises:
             ValueError: the stored head's shape does not match `num_classes` and the hidden size.
         """
-        backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        checkpoint = model_io.open_checkpoint(path)
+        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **config_overrides)
         if num_classes is None:
             if "classifier.weight" not in backbone.head_weights:
-                raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_classes.")
+                raise UserInputError(f"{checkpoint.path}: no classifier weights in the checkpoint; pass num_classes.")
             num_classes = int(np.asarray(backbone.head_weights["classifier.weight"]).shape[0])
         model = cls(backbone, num_classes=num_classes, dropout=dropout,
-                    preprocessor=cls.pretrained_preprocessor(path, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=str(path))
+                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
+        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
         return model
 
     def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
@@ -138,20 +131,5 @@ class BertClassifier(BertTask):
         """
         if tokenizer is None and self.preprocessor is not None:
             tokenizer = self.preprocessor.tokenizer
-        from keras_bert_impl.checkpoints import keras_hub_preset
-        from keras_bert_impl.checkpoints.conversion import backbone_weights_dict
-
-        weights = dict(backbone_weights_dict(self.backbone), **self.head_weights())
-        keras_hub_preset.write_preset(
-            directory, self.backbone.config, weights, tokenizer=tokenizer, classifier=(self.num_classes, self.dropout),
-            allow_gelu_approximation=allow_gelu_approximation,
-        )
-
-
-def load_dense_head(dense, head_weights, source="checkpoint"):
-    """Assigns `classifier.weight`/`classifier.bias` from `head_weights` to `dense`; returns whether it did.
-
-    Raises:
-        ValueError: only one of the two is present, or a shape differs from the layer's, with both shapes.
-    """
-    return assign_head_weights(classifier_table(dense), head_weights, source)
+        model_io.save_keras_hub_preset(self, directory, tokenizer=tokenizer, classifier=(self.num_classes, self.dropout),
+                                       allow_gelu_approximation=allow_gelu_approximation)

@@ -21,22 +21,17 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.checkpoints.conversion import dense_entries, hf_label_config
-from keras_bert_impl.checkpoints.head_weights import bilstm_table, scalar_mix_table
+from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.checkpoints.model_io import FEATURE_TAGGER_KEY, FEATURE_TAGGER_SETTINGS
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.feature_modes import check_feature_layers, feature_mode_layers
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask, renamed_argument, stored_config
+from keras_bert_impl.models.task_model import BertTaskModel, renamed_argument
 from keras_bert_impl.utils.errors import UserInputError
 
-# config.json's entry with the tagger's settings, and the prefix of its weights in model.safetensors.
-CONFIG_KEY = "feature_based_tagger"
-WEIGHTS_PREFIX = "classifier.feature_tagger"
-# The settings a saved tagger fixes (its weights' shapes and what they were trained on).
-ARCHITECTURE_SETTINGS = ("feature_layers", "feature_combine", "lstm_units", "num_lstm_layers")
 
 
 class FrozenBertFeatures(keras.layers.Layer):
@@ -72,8 +67,9 @@ class FrozenBertFeatures(keras.layers.Layer):
         return shape + (len(self.feature_layers) * self.backbone.config.hidden_size,)
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertFeatureBasedTagger(BertTask):
+class BertFeatureBasedTagger(BertTaskModel):
     """Frozen BERT -> concatenation (or learned weighted sum) of hidden layers -> stacked BiLSTM -> Dense.
 
     The backbone must return its hidden states (`output_hidden_states=True`); it is frozen
@@ -116,7 +112,6 @@ class BertFeatureBasedTagger(BertTask):
 
     preprocessor_class = BertTokenClassifierPreprocessor
     # transformers reads the backbone of a saved tagger; the tagger's own weights are ours (classifier.feature_tagger.*).
-    hf_architecture = "BertModel"
 
     def __init__(
         self,
@@ -210,22 +205,6 @@ class BertFeatureBasedTagger(BertTask):
             "feature_mode": self.feature_mode,
         }
 
-    def head_weight_tables(self):
-        """One head, "feature-based tagger": its ScalarMix (with `feature_combine="scalar_mix"`), BiLSTMs and
-        classification layer under `classifier.feature_tagger.*`."""
-        rows = []
-        if self.scalar_mix is not None:
-            rows += scalar_mix_table(WEIGHTS_PREFIX, self.scalar_mix)
-        for i, bilstm in enumerate(self.bilstms):
-            rows += bilstm_table(f"{WEIGHTS_PREFIX}.lstm_{i}", bilstm)
-        rows += dense_entries(f"{WEIGHTS_PREFIX}.classifier", self.classifier)
-        return {"feature-based tagger": rows}
-
-    def hf_config(self, label_names=None):
-        task_config = self.task_config()
-        settings = {key: task_config[key] for key in (*ARCHITECTURE_SETTINGS, "feature_mode")}
-        return dict(hf_label_config(self.num_classes, label_names), **{CONFIG_KEY: settings})
-
     @classmethod
     def from_pretrained(cls, path, num_classes=None, feature_layers=None, feature_combine=None, feature_mode=None,
                         lstm_units=None, num_lstm_layers=None, dropout=0.1, preprocessor="auto", **config_overrides):
@@ -246,25 +225,26 @@ class BertFeatureBasedTagger(BertTask):
         """
         num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
                                        "BertFeatureBasedTagger.from_pretrained")
-        backbone = BertBackbone.from_pretrained(path, output_hidden_states=True, **config_overrides)
-        saved = stored_config(path).get(CONFIG_KEY)
-        settings = _tagger_settings(path, saved, backbone.config.num_hidden_layers, feature_layers=feature_layers,
+        checkpoint = model_io.open_checkpoint(path)
+        backbone = BertBackbone.from_pretrained(checkpoint, output_hidden_states=True, **config_overrides)
+        saved = checkpoint.setting(FEATURE_TAGGER_KEY)
+        settings = _tagger_settings(checkpoint.path, saved, backbone.config.num_hidden_layers, feature_layers=feature_layers,
                                     feature_combine=feature_combine, feature_mode=feature_mode,
                                     lstm_units=lstm_units, num_lstm_layers=num_lstm_layers)
-        classifier_weight = backbone.head_weights.get(f"{WEIGHTS_PREFIX}.classifier.weight")
+        classifier_weight = backbone.head_weights.get(f"{model_io.FEATURE_TAGGER_PREFIX}.classifier.weight")
         if num_classes is None:
             if classifier_weight is None:
-                raise UserInputError(f"{path}: no feature-based tagger in the checkpoint; pass num_classes.")
+                raise UserInputError(f"{checkpoint.path}: no feature-based tagger in the checkpoint; pass num_classes.")
             num_classes = int(np.asarray(classifier_weight).shape[0])
         model = cls(backbone, num_classes=num_classes, dropout=dropout,
-                    preprocessor=cls.pretrained_preprocessor(path, preprocessor), **settings)
-        model.load_head_weights(backbone.head_weights, source=str(path), warn=saved is not None)
+                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor), **settings)
+        model.load_head_weights(backbone.head_weights, source=checkpoint.path, warn=saved is not None)
         return model
 
 
 # The paper's values, for a tagger built on a checkpoint without a saved one: the constructor's defaults.
 ARCHITECTURE_DEFAULTS = {name: inspect.signature(BertFeatureBasedTagger).parameters[name].default
-                         for name in ARCHITECTURE_SETTINGS}
+                         for name in FEATURE_TAGGER_SETTINGS}
 
 
 def _tagger_settings(path, saved, num_hidden_layers, feature_mode=None, **requested):
@@ -278,11 +258,11 @@ def _tagger_settings(path, saved, num_hidden_layers, feature_mode=None, **reques
         settings["feature_layers"], settings["feature_combine"] = feature_mode_layers(feature_mode, num_hidden_layers)
     settings["feature_layers"] = check_feature_layers(settings["feature_layers"], settings["feature_combine"],
                                                       num_hidden_layers)
-    for key in ARCHITECTURE_SETTINGS:
+    for key in FEATURE_TAGGER_SETTINGS:
         if key in saved and _normalized(key, settings[key], num_hidden_layers) != _normalized(
                 key, saved[key], num_hidden_layers):
             raise UserInputError(
-                f"{path}: the saved feature-based tagger has {key}={saved[key]!r} (config.json {CONFIG_KEY}), not "
+                f"{path}: the saved feature-based tagger has {key}={saved[key]!r} (config.json {FEATURE_TAGGER_KEY}), not "
                 f"{settings[key]!r}; leave it unset to load the saved tagger.")
     return dict(settings, feature_mode=feature_mode or saved.get("feature_mode"))
 

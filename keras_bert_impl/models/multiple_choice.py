@@ -11,9 +11,9 @@ choice's pooled output gives a score:
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints.head_weights import classifier_table
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.models.task_model import BertTaskModel, dense_head
 from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
 
 _INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -30,15 +30,16 @@ class MergeChoices(keras.layers.Layer):
         return (None if batch is None else batch * choices, seq)
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertMultipleChoice(BertTask):
+class BertMultipleChoice(BertTaskModel):
     """A `BertBackbone` scoring each of `num_choices` packed sequences; logits [batch, num_choices].
 
     Inputs: a dict {`token_ids`, `segment_ids`, `padding_mask`}, each int32 [batch, num_choices, seq],
     choice `c` of example `b` packed as `[CLS] context [SEP] ending_c [SEP]`.
     Output: logits, float32 [batch, num_choices]. `compile()` without arguments trains with
     `SparseCategoricalCrossentropy(from_logits=True)` on the index of the right choice and reports
-    accuracy, with the paper's AdamW (see `BertTask.compile`).
+    accuracy, with the paper's AdamW (see `BertTaskModel.compile`).
 
     Args:
         backbone: a `BertBackbone`.
@@ -59,7 +60,6 @@ class BertMultipleChoice(BertTask):
     (2, 4)
     """
 
-    hf_architecture = "BertForMultipleChoice"
     preprocessor_class = BertMultipleChoicePreprocessor
 
     def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
@@ -96,9 +96,6 @@ class BertMultipleChoice(BertTask):
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    def head_weight_tables(self):
-        return {"classifier": classifier_table(self.output_dense)}
-
     @classmethod
     def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
         """A multiple-choice model on a checkpoint's backbone, with its scoring head when it has one.
@@ -117,8 +114,9 @@ class BertMultipleChoice(BertTask):
         Raises:
             ValueError: the stored head is not a [1, H] / [1] scoring layer.
         """
-        backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        checkpoint = model_io.open_checkpoint(path)
+        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **config_overrides)
         model = cls(backbone, num_choices=num_choices, dropout=dropout,
-                    preprocessor=cls.pretrained_preprocessor(path, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=str(path))
+                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
+        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
         return model

@@ -5,20 +5,21 @@ import keras
 from keras import ops
 
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
-from keras_bert_impl.checkpoints import conversion
-from keras_bert_impl.checkpoints.head_weights import masked_lm_table, next_sentence_table
+from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.checkpoints.model_io import OBJECTIVE_KEY
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
-from keras_bert_impl.models.task import BertTask, dense_head
+from keras_bert_impl.models.task_model import BertTaskModel, dense_head
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.utils.errors import UserInputError
 
 # Denominator guard of the original `get_masked_lm_output`: sum(w * nll) / (sum(w) + 1e-5).
 _MLM_LOSS_EPSILON = 1e-5
 
-# Pretraining objectives (the paper's Table 5), and the Hugging Face class each one saves as:
+# Pretraining objectives (the paper's Table 5), each saved as a Hugging Face class
+# (`checkpoints.task_layouts.PRETRAINING_ARCHITECTURES`):
 #   mlm_nsp  masked LM + next-sentence prediction (BERT)               BertForPreTraining
 #   sop      the same model trained on sentence-order labels (ALBERT's
 #            SOP: create_pretraining_data.py --sentence_order)         BertForPreTraining
@@ -26,11 +27,6 @@ _MLM_LOSS_EPSILON = 1e-5
 #   ltr      left-to-right LM ("LTR & No NSP"): next-token prediction
 #            at every position, on a causal backbone, no NSP head        BertLMHeadModel
 OBJECTIVES = PRETRAINING_OBJECTIVES
-_HF_ARCHITECTURES = {
-    "mlm_nsp": "BertForPreTraining", "sop": "BertForPreTraining", "mlm": "BertForMaskedLM", "ltr": "BertLMHeadModel"
-}
-# The config.json field recording an objective other than mlm_nsp (transformers ignores it).
-OBJECTIVE_KEY = "keras_pretraining_objective"
 # The largest log-perplexity `_Perplexity` reports (see there).
 _MAX_LOG_PERPLEXITY = 80.0
 
@@ -58,8 +54,9 @@ class _Perplexity(keras.metrics.Mean):
         return ops.exp(ops.minimum(super().result(), _MAX_LOG_PERPLEXITY))
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertPretrainer(BertTask):
+class BertPretrainer(BertTaskModel):
     """BERT's pretraining model: a `BertBackbone`, a masked-LM head and a next-sentence head (by default).
 
     Inputs, a dict: the backbone's `token_ids`, `segment_ids`, `padding_mask` ([batch, seq]) and
@@ -129,7 +126,6 @@ class BertPretrainer(BertTask):
     Continue pretraining from a checkpoint with `BertPretrainer.from_pretrained(path)`.
     """
 
-    hf_architecture = "BertForPreTraining"
     preprocessor_class = BertMaskedLMPreprocessor
     # compile(optimizer="auto"): the paper's pre-training rate.
     default_learning_rate = 1e-4
@@ -171,7 +167,6 @@ class BertPretrainer(BertTask):
         # === Config ===
         self.backbone = backbone
         self.objective = objective
-        self.hf_architecture = _HF_ARCHITECTURES[objective]
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
         self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss")
@@ -190,7 +185,6 @@ class BertPretrainer(BertTask):
         # === Config ===
         self.backbone = backbone
         self.objective = objective
-        self.hf_architecture = _HF_ARCHITECTURES[objective]
         self.masked_lm_head = lm_head
         self.next_sentence_head = None
         self.add_mean_metrics("lm_accuracy", "lm_loss")
@@ -301,16 +295,6 @@ class BertPretrainer(BertTask):
     def task_config(self):
         return {"objective": self.objective}
 
-    def head_weight_tables(self):
-        tables = {"masked-LM": masked_lm_table(self.masked_lm_head)}
-        if self.next_sentence_head is not None:
-            tables["next-sentence"] = next_sentence_table(self.next_sentence_head)
-        return tables
-
-    def hf_config(self, label_names=None):
-        # mlm_nsp writes config.json as before; another objective is recorded for from_pretrained.
-        return {} if self.objective == "mlm_nsp" else {OBJECTIVE_KEY: self.objective}
-
     @classmethod
     def from_pretrained(cls, path, dtype=None, preprocessor="auto", objective=None, **config_overrides):
         """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.
@@ -324,20 +308,22 @@ class BertPretrainer(BertTask):
         checkpoint (`is_decoder: true`) and "mlm_nsp" otherwise. `objective="ltr"` on a bidirectional
         checkpoint raises `UserInputError`.
         """
-        backbone = BertBackbone.from_pretrained(path, dtype=dtype, **config_overrides)
+        checkpoint = model_io.open_checkpoint(path)
+        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **config_overrides)
         causal = backbone.config.attention_direction == "causal"
         if objective is None:
-            objective = stored_objective(path) or ("ltr" if causal else "mlm_nsp")
+            stored = checkpoint.setting(OBJECTIVE_KEY)
+            objective = stored if stored in OBJECTIVES else ("ltr" if causal else "mlm_nsp")
         if objective == "ltr" and not causal:
             raise UserInputError(
-                f"{path}: objective='ltr' (left-to-right LM) continues from a causal checkpoint only "
+                f"{checkpoint.path}: objective='ltr' (left-to-right LM) continues from a causal checkpoint only "
                 "(attention_direction='causal' / is_decoder=true); this one is bidirectional. Start an LTR model "
                 "from a config instead."
             )
         if objective == "ltr" and isinstance(preprocessor, str) and preprocessor == "auto":
             preprocessor = None  # the masked-LM preprocessor does not make next-token targets
-        model = cls(backbone, objective=objective, preprocessor=cls.pretrained_preprocessor(path, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=str(path))
+        model = cls(backbone, objective=objective, preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
+        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
         return model
 
 
@@ -352,12 +338,6 @@ def _masked_lm_head(backbone):
         dtype=backbone.dtype_policy,
         name="masked_lm_head",
     )
-
-
-def stored_objective(path):
-    """The objective that `BertPretrainer.save_pretrained` recorded in the config of `path`; None when none."""
-    value = conversion.stored_config_field(path, OBJECTIVE_KEY)
-    return value if value in OBJECTIVES else None
 
 
 def load_pretraining_head_weights(model, head_weights, source="checkpoint"):

@@ -3,16 +3,17 @@
 import keras
 from keras import ops
 
-from keras_bert_impl.checkpoints.head_weights import assign_head_weights, bilstm_table, span_table
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
-from keras_bert_impl.models.task import BertTask, bilstm_layer, dense_head
+from keras_bert_impl.models.task_model import BertTaskModel, bilstm_layer, dense_head
 from keras_bert_impl.models.token_classifier import stored_bilstm_units
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertSpanQA(BertTask):
+class BertSpanQA(BertTaskModel):
     """A `BertBackbone` with the span head of the original run_squad.py: Dense(2) on every token.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq], laid out
@@ -54,7 +55,6 @@ class BertSpanQA(BertTask):
     `BertForQuestionAnswering` or Google checkpoint brings its head along).
     """
 
-    hf_architecture = "BertForQuestionAnswering"
     preprocessor_class = BertSpanQAPreprocessor
 
     def __init__(self, backbone, bilstm_units=None, **kwargs):
@@ -112,16 +112,6 @@ class BertSpanQA(BertTask):
     def task_config(self):
         return {"bilstm_units": self.bilstm_units}
 
-    def head_weight_tables(self):
-        # Google's cls/squad/output_weights and output_bias are read as qa_outputs.weight and .bias.
-        tables = {"qa_outputs": span_table(self.qa_outputs)}
-        if self.bilstm is not None:
-            tables["BiLSTM"] = bilstm_table("qa_outputs", self.bilstm)
-        return tables
-
-    def hf_config(self, label_names=None):
-        return {} if self.bilstm_units is None else {"bilstm_units": self.bilstm_units}
-
     @classmethod
     def from_pretrained(cls, path, dtype=None, preprocessor="auto", bilstm_units=None, **config_overrides):
         """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
@@ -142,13 +132,11 @@ class BertSpanQA(BertTask):
                 when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
             **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
         """
-        bilstm_units = stored_bilstm_units(path, bilstm_units)
-        backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
-        model = cls(backbone, bilstm_units=bilstm_units, preprocessor=cls.pretrained_preprocessor(path, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=str(path))
+        checkpoint = model_io.open_checkpoint(path)
+        bilstm_units = stored_bilstm_units(checkpoint, bilstm_units)
+        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, require_pooler=False, **config_overrides)
+        model = cls(backbone, bilstm_units=bilstm_units,
+                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
+        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
         return model
 
-
-def load_span_head_weights(model, head_weights, source="checkpoint"):
-    """Assigns `qa_outputs.*` from a head-weight dict; returns False when the checkpoint has no span head."""
-    return assign_head_weights(span_table(model.qa_outputs), head_weights, source)

@@ -18,14 +18,14 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.checkpoints.conversion import hf_label_config
-from keras_bert_impl.checkpoints.head_weights import CRF_TRANSITIONS_NAME, bilstm_table, classifier_table, crf_table
+from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.checkpoints.model_io import CRF_TRANSITIONS_NAME
 from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.models.task import BertTask, bilstm_layer, dense_head, renamed_argument, stored_config
+from keras_bert_impl.models.task_model import BertTaskModel, bilstm_layer, dense_head, renamed_argument
 from keras_bert_impl.utils.errors import UserInputError
 
 # save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
@@ -87,15 +87,15 @@ def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitio
     return np.array(path[::-1], "int32")
 
 
-def stored_bilstm_units(path, bilstm_units=None):
-    """The `bilstm_units` of a task model loaded from the checkpoint directory `path`: config.json's when
+def stored_bilstm_units(checkpoint, bilstm_units=None):
+    """The `bilstm_units` of a task model loaded from `checkpoint` (a `ModelDirectory`): config.json's when
     `bilstm_units` is None; `bilstm_units` when the checkpoint has none or the same; else ValueError (the
     checkpoint's BiLSTM weights would not fit)."""
-    stored = stored_config(path).get("bilstm_units")
+    stored = checkpoint.setting("bilstm_units")
     if bilstm_units is None:
         return stored
     if stored is not None and int(stored) != int(bilstm_units):
-        raise UserInputError(f"{path}: the checkpoint's head has a BiLSTM of {stored} units (config.json "
+        raise UserInputError(f"{checkpoint.path}: the checkpoint's head has a BiLSTM of {stored} units (config.json "
                              f"bilstm_units), not {bilstm_units}; pass bilstm_units=None to load it.")
     return bilstm_units
 
@@ -137,8 +137,9 @@ def decode_tags(logits, label_mask, transitions=None, start_transitions=None, en
     return ops.where(label_mask > 0, tags, ops.full_like(tags, IGNORE_LABEL_ID))
 
 
+@model_io.register_model
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertTokenClassifier(BertTask):
+class BertTokenClassifier(BertTaskModel):
     """BERT with a token-level classification layer: dropout + Dense(num_classes) on `sequence_output`
     (with `bilstm_units`: on a BiLSTM over `sequence_output`).
 
@@ -178,7 +179,6 @@ class BertTokenClassifier(BertTask):
     Load a fine-tuned Hugging Face BertForTokenClassification with `from_pretrained(path)`.
     """
 
-    hf_architecture = "BertForTokenClassification"
     preprocessor_class = BertTokenClassifierPreprocessor
 
     def __init__(self, backbone, num_classes=None, dropout=0.1, use_crf=False, bilstm_units=None, **kwargs):
@@ -303,10 +303,11 @@ class BertTokenClassifier(BertTask):
         """
         num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
                                        "BertTokenClassifier.from_pretrained")
-        bilstm_units = stored_bilstm_units(path, bilstm_units)
-        backbone = BertBackbone.from_pretrained(path, dtype=dtype, require_pooler=False, **config_overrides)
+        checkpoint = model_io.open_checkpoint(path)
+        bilstm_units = stored_bilstm_units(checkpoint, bilstm_units)
+        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
-        has_crf = CRF_TRANSITIONS_NAME in heads or bool(stored_config(path).get("use_crf", False))
+        has_crf = CRF_TRANSITIONS_NAME in heads or bool(checkpoint.setting("use_crf", False))
         if use_crf is None:
             use_crf = has_crf
         elif has_crf and not use_crf:
@@ -319,23 +320,9 @@ class BertTokenClassifier(BertTask):
                 raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_classes.")
             num_classes = int(np.asarray(heads["classifier.weight"]).shape[0])
         model = cls(backbone, num_classes=num_classes, dropout=dropout, use_crf=use_crf, bilstm_units=bilstm_units,
-                    preprocessor=cls.pretrained_preprocessor(path, preprocessor))
-        model.load_head_weights(heads, source=str(path))
+                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
+        model.load_head_weights(heads, source=checkpoint.path)
         return model
-
-    def head_weight_tables(self):
-        tables = {"classifier": classifier_table(self.classifier)}
-        if self.bilstm is not None:
-            tables["BiLSTM"] = bilstm_table("classifier", self.bilstm)
-        if self.crf is not None:
-            tables["CRF"] = crf_table(self.crf)
-        return tables
-
-    def hf_config(self, label_names=None):
-        config = dict(hf_label_config(self.num_classes, label_names), use_crf=self.use_crf)
-        if self.bilstm_units is not None:
-            config["bilstm_units"] = self.bilstm_units
-        return config
 
     def save_pretrained(self, directory, label_names=None, **kwargs):
         """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors),

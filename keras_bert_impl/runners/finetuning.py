@@ -532,7 +532,7 @@ def fit_task(task, model, train, args, predictions):
     epochs = math.ceil(args.num_train_epochs)
     total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs,
                                   getattr(args, "whole_batches_only", False))
-    # The model's own loss and metrics (`BertTask.compile`'s defaults).
+    # The model's own loss and metrics (`BertTaskModel.compile`'s defaults).
     model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
                   steps_per_execution=args.steps_per_execution)
     checkpoint_dir = os.path.join(args.output_dir, resumable.CHECKPOINT_SUBDIR)

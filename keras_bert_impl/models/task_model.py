@@ -1,7 +1,6 @@
-"""BertTask: what every task model on a BertBackbone shares: serialization, head weights, checkpoints."""
+"""BertTaskModel: what every task model on a BertBackbone shares: raw text in, compile defaults, head weights,
+saving and loading."""
 
-import json
-import os
 import sys
 import warnings
 
@@ -9,24 +8,22 @@ import keras
 import numpy as np
 
 from keras_bert_impl.backends import tf_replicas
-from keras_bert_impl.checkpoints.conversion import check_not_quantized
-from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.models.backbone import serialize_dtype_policy
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, is_raw_text
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.preprocessors.bert_preprocessor import is_raw_text
 
 
-class BertTask(keras.Model):
+class BertTaskModel(keras.Model):
     """Base class of the task models (pretrainer, classifier, span QA, ...): a functional model built on a
     `BertBackbone`, whose config is the serialized backbone plus the task's own arguments.
 
     A subclass builds its layers and functional graph in `__init__`, calls
     `super().__init__(inputs=..., outputs=...)`, sets `self.backbone`, lists its other constructor
-    arguments in `task_config()`, its heads' weight tables in `head_weight_tables()` and the Hugging
-    Face class its checkpoints stand for in `hf_architecture`, and the class of its preprocessor in
-    `preprocessor_class`.
+    arguments in `task_config()` and names the class of its preprocessor in `preprocessor_class`; it is
+    registered with `model_io.register_model`, and how its heads and settings are stored in a model
+    directory is its layout's (`keras_bert_impl.checkpoints.task_layouts`).
 
     With a `preprocessor` (a constructor argument of every task model; `from_pretrained(dir)` loads one
     from the directory's vocabulary), `fit`, `evaluate`, `predict` and the `*_on_batch` methods take raw
@@ -34,8 +31,6 @@ class BertTask(keras.Model):
     (the backbone's dict) work as without one. `.keras` files and `save_pretrained` keep the preprocessor.
     """
 
-    # The transformers class of the directories `save_pretrained` writes; None: no Hugging Face layout.
-    hf_architecture = None
     # The `BertPreprocessor` subclass that turns this task's raw text into its inputs.
     preprocessor_class = None
 
@@ -63,14 +58,6 @@ class BertTask(keras.Model):
 
     def task_config(self):
         """The subclass's constructor arguments other than the backbone and the preprocessor."""
-        return {}
-
-    def head_weight_tables(self):
-        """{head name: [(hf_name, keras_variable, to_keras, from_keras)]}, from `checkpoints.head_weights`."""
-        return {}
-
-    def hf_config(self, label_names=None):
-        """Entries added to the config.json that `save_pretrained` writes (e.g. `id2label`)."""
         return {}
 
     # ------------------------------------------------------------------------------ raw text
@@ -148,9 +135,9 @@ class BertTask(keras.Model):
         directory's vocabulary (`preprocessor_class.from_pretrained`) when it holds one, else None; a
         `BertPreprocessor` or None: itself."""
         if isinstance(preprocessor, str) and preprocessor == "auto":
-            if cls.preprocessor_class is None or not BertPreprocessor.has_vocabulary(path):
+            if cls.preprocessor_class is None or not model_io.open_checkpoint(path).has_vocabulary:
                 return None
-            return cls.preprocessor_class.from_pretrained(path)
+            return cls.preprocessor_class.from_pretrained(model_io.open_checkpoint(path).directory)
         return preprocessor
 
     # ------------------------------------------------------------------------------ compile
@@ -247,9 +234,7 @@ class BertTask(keras.Model):
         Returns the names of the heads absent from `weights`, which keep their initialization (with a
         warning unless `warn=False`). Raises `ValueError` on a partial head or a shape mismatch.
         """
-        missing = [
-            head for head, table in self.head_weight_tables().items() if not assign_head_weights(table, weights, source)
-        ]
+        missing = model_io.load_heads(self, weights, source)
         self._newly_initialized_heads = ",".join(missing)
         if missing and warn:
             warnings.warn(f"{source}: no {' or '.join(missing)} weights; initialized randomly.", stacklevel=3)
@@ -270,25 +255,18 @@ class BertTask(keras.Model):
         >>> model = BertClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_classes=2)
         >>> model.newly_initialized_heads
         ['classifier']
-        >>> _ = model.load_head_weights(model.head_weights())
+        >>> _ = model.load_head_weights(model_io.head_weights(model))
         >>> model.newly_initialized_heads
         []
         """
         stored = getattr(self, "_newly_initialized_heads", None)
         if stored is None:
-            return list(self.head_weight_tables())
+            return model_io.head_names(self)
         return stored.split(",") if stored else []
 
-    def head_weights(self):
-        """The heads' weights under Hugging Face names, in Hugging Face layout (float32 numpy)."""
-        weights = {}
-        for table in self.head_weight_tables().values():
-            weights.update(head_weights_dict(table))
-        return weights
-
     def save_pretrained(self, directory, label_names=None):
-        """Writes backbone and heads as a Hugging Face `hf_architecture` directory (config.json +
-        model.safetensors), which `from_pretrained` and transformers read back.
+        """Writes backbone and heads as a Hugging Face directory (config.json + model.safetensors, the
+        `BertFor*` class of the model's layout), which `from_pretrained` and transformers read back.
 
         Args:
             directory: output directory.
@@ -297,19 +275,10 @@ class BertTask(keras.Model):
         With a preprocessor, its vocab.txt and tokenizer_config.json (casing, `sequence_length`) are written
         too, so that `from_pretrained(directory)` comes with it.
         """
-        if self.hf_architecture is None:
-            raise TypeError(
-                f"{type(self).__name__} has no Hugging Face layout; save it with model.save('model.keras')."
-            )
-        check_not_quantized(self, directory)  # before any file is written
-        if self.preprocessor is not None:  # before config.json, which the backbone writes last
+        model_io.check_savable(self, directory)  # before any file is written
+        if self.preprocessor is not None:  # before config.json, which is written last
             self.preprocessor.save_pretrained(directory)
-        self.backbone.save_pretrained(
-            directory,
-            head_weights=self.head_weights(),
-            architecture=self.hf_architecture,
-            extra_config=self.hf_config(label_names),
-        )
+        model_io.save_model(self, directory, label_names=label_names)
 
     # ---------------------------------------------------------------------------- serialization
     @property
@@ -400,16 +369,3 @@ def bilstm_layer(units, name="bilstm"):
     return keras.layers.Bidirectional(
         keras.layers.LSTM(int(units), return_sequences=True), merge_mode="concat", name=name)
 
-
-def stored_config(path):
-    """config.json of a checkpoint directory as a dict; {} when there is none (e.g. a Google checkpoint)."""
-    config_file = os.path.join(os.fspath(path), "config.json")
-    if not os.path.isfile(config_file):
-        return {}
-    with open(config_file, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserInputError(
-                f"{config_file}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}"
-            ) from None
