@@ -147,8 +147,10 @@ MODELS_CHECKPOINT_DOOR = "keras_bert_impl.checkpoints.model_io"
 
 
 def checkpoint_imports_of_models(graph):
-    """{models module: the checkpoints modules it imports other than the door}."""
-    return {module: sorted(t for t in targets if _folder(t) == "checkpoints" and t != MODELS_CHECKPOINT_DOOR)
+    """{models module: the checkpoints modules it imports other than the door} (`from keras_bert_impl.checkpoints
+    import model_io` names the package too, which holds no code)."""
+    allowed = {MODELS_CHECKPOINT_DOOR, PACKAGE + ".checkpoints"}
+    return {module: sorted(t for t in targets if _folder(t) == "checkpoints" and t not in allowed)
             for module, targets in graph.items() if _folder(module) == "models"}
 
 
