@@ -7,6 +7,7 @@ import os
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.model_files import find_config_file, read_json_object
+from keras_bert_impl.utils.model_names import resolve_model_path
 
 # Names of hidden activations this package implements (see keras_bert_impl/layers/activations.py).
 # "gelu" is the exact erf form used by Hugging Face checkpoints; "gelu_new", "gelu_approximate" and
@@ -196,12 +197,13 @@ class BertConfig:
 
     @classmethod
     def from_pretrained(cls, path, **overrides):
-        """Reads the config of a checkpoint directory (`config.json` or `bert_config.json`), or a JSON file.
+        """Reads the config of a checkpoint directory (`config.json` or `bert_config.json`), a JSON file, or a
+        model name (a Hugging Face hub name or keras-hub preset, `utils.model_names.resolve_model_path`).
 
         `overrides` replace fields after reading, e.g. `hidden_act="gelu_approximate"` to reproduce the
         tanh GELU that google-research/bert's TF1 code computes for `"gelu"`.
         """
-        config = cls.from_json_file(find_config_file(path))
+        config = cls.from_json_file(find_config_file(resolve_model_path(path)))
         return dataclasses.replace(config, **overrides) if overrides else config
 
     # ------------------------------------------------------------------ serialization

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints import model_directory, weight_tables
-from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError
+from keras_bert_impl.utils.errors import CheckpointNotFoundError
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tasks import feature_extraction
 from keras_bert_impl.tokenizers import tf_vocab_learning

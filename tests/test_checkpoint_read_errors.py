@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints import checkpoint_files
-from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError, CorruptCheckpointError
+from keras_bert_impl.checkpoints.checkpoint_files import CorruptCheckpointError
+from keras_bert_impl.utils.errors import CheckpointNotFoundError
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.utils.errors import UserInputError
 from tests.tiny_model_files import TINY

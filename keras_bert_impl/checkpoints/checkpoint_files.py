@@ -30,17 +30,6 @@ class CorruptCheckpointError(UserInputError):
     """
 
 
-class CheckpointNotFoundError(FileNotFoundError, UserInputError):
-    """No checkpoint (or no config file in it) at the path given: a `FileNotFoundError` that recipes
-    report as one line, as every `UserInputError`.
-
-    Examples:
-
-    >>> isinstance(CheckpointNotFoundError("No checkpoint at /nowhere"), (FileNotFoundError, UserInputError))
-    True
-    """
-
-
 def format_size(num_bytes):
     """A byte count as people read it: bytes below 10 kB, else kB / MB / GB with one decimal.
 

@@ -14,7 +14,8 @@ weight_tables`), the architecture, the label names and the task settings that co
 pretraining objective, the Keras dtype policy), and the tokenizer's files and settings.
 `write_weights_and_config` writes a directory's weights and config.json, config.json last.
 
-`resolve` is the one place where what a user names (today a path) becomes the files on disk.
+A checkpoint may be named instead of given by its path: a Hugging Face hub name or a keras-hub preset
+(`keras_bert_impl.utils.model_names.resolve_model_path`, the one place where a name becomes a directory).
 """
 
 import dataclasses
@@ -25,10 +26,11 @@ import re
 import numpy as np
 
 from keras_bert_impl.checkpoints import checkpoint_files
-from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError, CorruptCheckpointError
+from keras_bert_impl.checkpoints.checkpoint_files import CorruptCheckpointError
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.utils import file_io, model_files
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.errors import CheckpointNotFoundError, UserInputError
+from keras_bert_impl.utils.model_names import resolve_model_path
 
 # config.json entries this package writes beside transformers' own (transformers ignores them).
 DTYPE_POLICY_KEY = "keras_dtype_policy"  # the Keras dtype policy of the saved model, e.g. "mixed_bfloat16"
@@ -37,18 +39,6 @@ MAX_SEQ_LENGTH_KEY = "max_seq_length"  # the packed length the recipes fine-tune
 # Entries of a weights file that are not weights (buffers, counters): skipped without a word.
 _IGNORED = re.compile(r"(^|\.)(position_ids|token_type_ids)$")
 _FOREIGN_MODELS = ("roberta", "albert", "distilbert", "electra")
-
-
-def resolve(path):
-    """The checkpoint on disk that `path` names: a directory, a Google checkpoint prefix or a config file.
-
-    Raises:
-        CheckpointNotFoundError: nothing is there.
-    """
-    path = os.fspath(path)
-    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
-        raise CheckpointNotFoundError(f"No checkpoint at {path}")
-    return path
 
 
 def find_tf1_checkpoint(path):
@@ -70,8 +60,8 @@ class ModelDirectory:
     """A checkpoint on disk, read on demand (each file at most once).
 
     Args:
-        path: a directory, a Google checkpoint prefix (`.../bert_model.ckpt`), or a config file beside the
-            weights (`resolve`).
+        path: a directory, a Google checkpoint prefix (`.../bert_model.ckpt`), a config file beside the
+            weights, or a model name (`resolve_model_path`).
 
     Examples:
 
@@ -87,7 +77,7 @@ class ModelDirectory:
     """
 
     def __init__(self, path):
-        self.path = resolve(path)
+        self.path = resolve_model_path(path)
         self.tf1_prefix = find_tf1_checkpoint(self.path)
         if os.path.isdir(self.path):
             self.directory = self.path

@@ -20,6 +20,17 @@ class UserInputError(ValueError):
     """
 
 
+class CheckpointNotFoundError(FileNotFoundError, UserInputError):
+    """No checkpoint (or no config file in it) at the path or name given: a `FileNotFoundError` that recipes
+    report as one line, as every `UserInputError`.
+
+    Examples:
+
+    >>> isinstance(CheckpointNotFoundError("No checkpoint at /nowhere"), (FileNotFoundError, UserInputError))
+    True
+    """
+
+
 class TrainingDivergedError(RuntimeError):
     """Training produced a non-finite loss, metric or weight; the message names the step and the value.
 
