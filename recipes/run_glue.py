@@ -25,6 +25,9 @@ default), see keras_bert_impl/data/batching.py. The task itself is keras_bert_im
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
+
+The recipe is keras_bert_impl/runners/run_glue.py (also `python -m keras_bert_impl.runners.run_glue`): its
+flags set the fields of `GlueConfig`, and from Python `run_finetuning(GlueTask(GlueConfig(...)))` runs it.
 """
 
 from keras_bert_impl.runners.run_glue import build_parser, main, run  # noqa: F401

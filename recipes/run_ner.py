@@ -42,6 +42,9 @@ The task itself is keras_bert_impl/tasks/ner.py.
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
+
+The recipe is keras_bert_impl/runners/run_ner.py (also `python -m keras_bert_impl.runners.run_ner`): its
+flags set the fields of `NerConfig`, and from Python `run_finetuning(NerTask(NerConfig(...)))` runs it.
 """
 
 from keras_bert_impl.runners.run_ner import build_parser, main, run  # noqa: F401

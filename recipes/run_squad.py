@@ -31,6 +31,9 @@ keras_bert_impl/tasks/squad.py.
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
+
+The recipe is keras_bert_impl/runners/run_squad.py (also `python -m keras_bert_impl.runners.run_squad`): its
+flags set the fields of `SquadConfig`, and from Python `run_finetuning(SquadTask(SquadConfig(...)))` runs it.
 """
 
 from keras_bert_impl.runners.run_squad import build_parser, main, run  # noqa: F401

@@ -16,6 +16,9 @@ in config.json) and test_predictions.csv (`id,label`). The task itself is keras_
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
+
+The recipe is keras_bert_impl/runners/run_swag.py (also `python -m keras_bert_impl.runners.run_swag`): its
+flags set the fields of `SwagConfig`, and from Python `run_finetuning(SwagTask(SwagConfig(...)))` runs it.
 """
 
 from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: F401

@@ -3,9 +3,9 @@ tokenizer, model, BERT's optimizer schedule, `fit` keeping the best checkpoint b
 the model directory, eval_results.json, predictions) under `--strategy` and `--mixed_precision`.
 
 The task recipes (`keras_bert_impl.runners.run_glue`, `run_ner`, `run_squad`, `run_swag`; `recipes/run_*.py`)
-are their flags (`runners.finetuning_flags`), the task's config made from them, and one call of
-`run_finetuning`. The settings are a task's config (`tasks.base.FinetuningConfig`), one field per flag of
-the same name; the flag names below are those fields.
+are their flags (`runners.finetuning_flags`) and `finetuning_recipe`: the task's config made from the flags,
+and one call of `run_finetuning`. The settings are a task's config (`tasks.base.FinetuningConfig`), one
+field per flag of the same name; the flag names below are those fields.
 
 Order of a run: the settings are checked (`task.check_flags`, `tasks.base.check_model_flags`), the tokenizer
 loaded, every data file the config names read and checked (`task.setup`, `task.training_set`), and only then
@@ -60,6 +60,8 @@ import keras
 
 from keras_bert_impl.data import batching
 from keras_bert_impl.runners import protocol
+from keras_bert_impl.runners.cli import run_main
+from keras_bert_impl.runners.finetuning_flags import config_from_flags
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
     load_backbone,
@@ -410,6 +412,37 @@ def run_finetuning(task):
         if protocol_settings is None:
             return finetune(task, distribution)
         return protocol.run_protocol(task, distribution, finetune)
+
+
+def finetuning_recipe(build_parser, task_class):
+    """The `run(args)` and `main(argv=None)` of the fine-tuning recipe whose flags `build_parser()` parses
+    and whose task is a `task_class` (a `tasks.base.FinetuningTask` subclass).
+
+    `run(args)` makes the task's config from the parsed flags (`config_from_flags(task_class.config_class,
+    args)`) and returns `run_finetuning(task_class(config))`: the results written to eval_results.json (or
+    {}). `main(argv)` parses `argv` (default: the command line) and returns `run`'s results; a user's
+    mistake is one line on stderr and exit status 2 (--debug: its traceback; `cli.run_main`).
+
+    Examples:
+
+    >>> from keras_bert_impl.runners.run_swag import build_parser
+    >>> from keras_bert_impl.tasks.swag import SwagTask
+    >>> run, main = finetuning_recipe(build_parser, SwagTask)
+    >>> main(["--output_dir=/tmp/swag", "--do_train", "--learning_rate=0"])  # stderr: the flag's error
+    Traceback (most recent call last):
+    SystemExit: 2
+    """
+
+    def run(args):
+        """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json
+        (or {})."""
+        return run_finetuning(task_class(config_from_flags(task_class.config_class, args)))
+
+    def main(argv=None):
+        """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+        return run_main(build_parser, run, argv)
+
+    return run, main
 
 
 def finetune(task, distribution, select_on_dev=False):

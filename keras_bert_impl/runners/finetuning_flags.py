@@ -1,17 +1,18 @@
 """The fine-tuning recipes' flags (google-research/bert's run_classifier.py, run_squad.py and friends: the
-same names and defaults) and the typed config built from them.
+same names and defaults) and the typed config made from them.
 
-A recipe builds its parser from `finetuning_flag_parser` and the `add_*` functions below, and its task's
-config once from the parsed flags with `config_from_flags` (e.g. `config_from_flags(GlueConfig, args)`):
-every flag is a field of the config, of the same name (`tasks.base.FinetuningConfig` and its subclasses).
+A recipe (`runners.run_glue`, `run_ner`, `run_squad`, `run_swag`) builds its parser from
+`finetuning_flag_parser` and the `add_*` functions below; its `run(args)` makes the task's config once from
+the parsed flags with `config_from_flags` (every flag is the field of its name of `tasks.base.FinetuningConfig`
+or a subclass) and runs the task (`runners.finetuning.finetuning_recipe`).
 """
 
 import argparse
 import dataclasses
 
 from keras_bert_impl.runners.flags import FlagParser, fraction, non_negative_int, positive_float, positive_int
-from keras_bert_impl.tasks.base import LEARNING_RATE_GRID
 from keras_bert_impl.training import distribute
+from keras_bert_impl.utils.settings import LEARNING_RATE_GRID
 
 # Flags of every recipe's parser that are no setting of a run (`FlagParser`'s --debug, read by `cli.run_main`).
 NOT_SETTINGS = ("debug",)
@@ -133,3 +134,4 @@ def config_from_flags(config_class, args):
     if unknown:
         raise TypeError(f"{config_class.__name__} has no field for the flags {', '.join(unknown)}")
     return config_class(**flags)
+

@@ -4,15 +4,9 @@
 """
 
 from keras_bert_impl.data import glue_data
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import run_finetuning
-from keras_bert_impl.runners.finetuning_flags import (
-    add_data_file_flags,
-    add_task_flags,
-    config_from_flags,
-    finetuning_flag_parser,
-)
-from keras_bert_impl.tasks.glue import GlueConfig, GlueTask
+from keras_bert_impl.runners.finetuning import finetuning_recipe
+from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
+from keras_bert_impl.tasks.glue import GlueTask
 
 
 def build_parser():
@@ -28,14 +22,8 @@ def build_parser():
     return add_task_flags(p, "example")
 
 
-def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(GlueTask(config_from_flags(GlueConfig, args)))
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+# run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
+run, main = finetuning_recipe(build_parser, GlueTask)
 
 
 if __name__ == "__main__":

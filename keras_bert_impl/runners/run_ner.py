@@ -6,15 +6,9 @@ recipes/run_ner.py.
 
 from keras_bert_impl.data import conll_data
 from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import run_finetuning
-from keras_bert_impl.runners.finetuning_flags import (
-    add_data_file_flags,
-    add_task_flags,
-    config_from_flags,
-    finetuning_flag_parser,
-)
-from keras_bert_impl.tasks.ner import NerConfig, NerTask
+from keras_bert_impl.runners.finetuning import finetuning_recipe
+from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
+from keras_bert_impl.tasks.ner import NerTask
 
 
 def build_parser():
@@ -45,14 +39,8 @@ def build_parser():
     return add_task_flags(p, "window", bilstm=True)
 
 
-def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json."""
-    return run_finetuning(NerTask(config_from_flags(NerConfig, args)))
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+# run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
+run, main = finetuning_recipe(build_parser, NerTask)
 
 
 if __name__ == "__main__":

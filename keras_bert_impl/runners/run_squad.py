@@ -3,10 +3,9 @@
 `python -m keras_bert_impl.runners.run_squad`; usage, data files and outputs: recipes/run_squad.py.
 """
 
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import run_finetuning
-from keras_bert_impl.runners.finetuning_flags import add_task_flags, config_from_flags, finetuning_flag_parser
-from keras_bert_impl.tasks.squad import SquadConfig, SquadTask
+from keras_bert_impl.runners.finetuning import finetuning_recipe
+from keras_bert_impl.runners.finetuning_flags import add_task_flags, finetuning_flag_parser
+from keras_bert_impl.tasks.squad import SquadTask
 
 
 def build_parser():
@@ -25,14 +24,8 @@ def build_parser():
     return add_task_flags(p, "feature", bilstm=True)
 
 
-def run(args):
-    """Trains / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(SquadTask(config_from_flags(SquadConfig, args)))
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+# run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
+run, main = finetuning_recipe(build_parser, SquadTask)
 
 
 if __name__ == "__main__":

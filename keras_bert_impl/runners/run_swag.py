@@ -3,29 +3,17 @@
 `python -m keras_bert_impl.runners.run_swag`; usage, data files and outputs: recipes/run_swag.py.
 """
 
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import run_finetuning
-from keras_bert_impl.runners.finetuning_flags import (
-    add_data_file_flags,
-    add_task_flags,
-    config_from_flags,
-    finetuning_flag_parser,
-)
-from keras_bert_impl.tasks.swag import SwagConfig, SwagTask
+from keras_bert_impl.runners.finetuning import finetuning_recipe
+from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
+from keras_bert_impl.tasks.swag import SwagTask
 
 
 def build_parser():
     return add_task_flags(add_data_file_flags(finetuning_flag_parser("Fine-tune BERT on SWAG.")), "example")
 
 
-def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(SwagTask(config_from_flags(SwagConfig, args)))
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+# run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
+run, main = finetuning_recipe(build_parser, SwagTask)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,8 @@ config from their flags (`runners.finetuning_flags.config_from_flags`).
 
 import dataclasses
 import json
-import numbers
 import os
-from typing import Callable, Optional
+from typing import Optional
 
 from keras_bert_impl.config import BertConfig, find_config_file
 from keras_bert_impl.models.backbone import BertBackbone
@@ -22,57 +21,21 @@ from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab
 from keras_bert_impl.training.distribute import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
+from keras_bert_impl.utils.settings import (
+    BOOLEAN,
+    FRACTION,
+    LEARNING_RATE_GRID,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    check_settings,
+    one_of,
+    optional,
+    setting,
+)
 
 CONFIG_FILE_NAMES = ("config.json", "bert_config.json")
 WEIGHT_FILE_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-
-
-@dataclasses.dataclass(frozen=True)
-class Kind:
-    """What a config field accepts: `expected` (for the error message) and `accepts(value) -> bool`."""
-
-    expected: str
-    accepts: Callable
-
-
-def _is_integer(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value):
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_learning_rate_grid(values):
-    return (isinstance(values, (list, tuple)) and len(values) > 0 and all(_is_number(v) and v > 0 for v in values)
-            and len(set(values)) == len(values))
-
-
-def one_of(choices):
-    """The `Kind` of a field with a fixed set of values (a flag's `choices`)."""
-    return Kind("one of " + ", ".join(map(repr, choices)), lambda value: value in choices)
-
-
-def optional(kind):
-    """`kind`, or None."""
-    return Kind(f"None or {kind.expected}", lambda value: value is None or kind.accepts(value))
-
-
-# The kinds of the flags' types (`runners.flags`): positive_int, non_negative_int, int, positive_float,
-# fraction, float and the boolean flags.
-POSITIVE_INT = Kind("a positive integer", lambda value: _is_integer(value) and value > 0)
-NON_NEGATIVE_INT = Kind("an integer >= 0", lambda value: _is_integer(value) and value >= 0)
-INTEGER = Kind("an integer", _is_integer)
-POSITIVE_NUMBER = Kind("a positive number", lambda value: _is_number(value) and value > 0)
-FRACTION = Kind("a number in [0, 1]", lambda value: _is_number(value) and 0 <= value <= 1)
-NUMBER = Kind("a number", _is_number)
-BOOLEAN = Kind("True or False", lambda value: isinstance(value, bool))
-LEARNING_RATE_GRID = Kind("distinct positive learning rates such as (5e-5, 4e-5, 3e-5, 2e-5)", _is_learning_rate_grid)
-
-
-def setting(default, kind=None):
-    """A config field with its flag's `default`, checked against `kind` when the config is made."""
-    return dataclasses.field(default=default, metadata={"kind": kind})
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -82,7 +45,8 @@ class FinetuningConfig:
     each does). Fields are keyword-only; `output_dir` is required.
 
     Made once: the runner replaces fields with `dataclasses.replace` (a new config), never in place. A
-    value of the wrong type or range raises `UserInputError` naming the field.
+    value of the wrong type or range (the kinds of `utils.settings`, those of the flags' types) raises
+    `UserInputError` naming the field.
 
     Examples:
 
@@ -131,10 +95,7 @@ class FinetuningConfig:
     verbose: int = setting(1, one_of((0, 1, 2)))
 
     def __post_init__(self):
-        for field in dataclasses.fields(self):
-            kind, value = field.metadata.get("kind"), getattr(self, field.name)
-            if kind is not None and not kind.accepts(value):
-                raise UserInputError(f"{type(self).__name__}.{field.name}: expected {kind.expected}, got {value!r}")
+        check_settings(self)
 
 
 def _checkpoint_directory(path):
@@ -349,6 +310,15 @@ class FinetuningTask:
     def build_model(self):
         raise NotImplementedError
 
+    def load_model(self, model_class, **head_arguments):
+        """A `model_class` task model (`head_arguments`: its head's, e.g. `num_classes`) on `--init_checkpoint`
+        (`from_pretrained`: with the checkpoint's head when it has a matching one, `--bert_config_file`'s
+        fields replacing the checkpoint's), else on a random backbone of `--bert_config_file`."""
+        if self.config.init_checkpoint:
+            return model_class.from_pretrained(self.config.init_checkpoint, **head_arguments,
+                                               **config_overrides(self.config))
+        return model_class(load_backbone(self.config), **head_arguments)
+
     def training_set(self, distribution):
         """The `TrainingSet` of --do_train; `distribution`: the run's `training.distribute.Distribution` (a
         TPU or a multi-process JAX job trains on whole batches only)."""
@@ -362,9 +332,10 @@ class FinetuningTask:
         """The results after training, from the best epoch's dev metrics (the model holds its weights)."""
         return dict(best_metrics)
 
-    def save_model(self, model, directory):
-        """Writes the fine-tuned model directory (`save_model_directory`)."""
-        save_model_directory(model, self.tokenizer, directory, self.config.max_seq_length)
+    def save_model(self, model, directory, **save_kwargs):
+        """Writes the fine-tuned model directory (`save_model_directory`, with `save_kwargs`: `extra_config`
+        and the model's `save_pretrained` arguments, e.g. `label_names`)."""
+        save_model_directory(model, self.tokenizer, directory, self.config.max_seq_length, **save_kwargs)
 
     def predict(self, model, results):
         """Writes the prediction files of --do_predict; returns the results, with any test metrics added."""

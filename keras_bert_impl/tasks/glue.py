@@ -18,19 +18,10 @@ import numpy as np
 from keras_bert_impl.data import batching, glue_data
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.tasks.base import (
-    NUMBER,
-    FinetuningConfig,
-    FinetuningTask,
-    TrainingSet,
-    batching_options,
-    config_overrides,
-    load_backbone,
-    save_model_directory,
-    setting,
-)
+from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.settings import NUMBER, setting
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
@@ -113,11 +104,8 @@ class GlueTask(FinetuningTask):
 
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has a matching one."""
-        num_outputs, dropout = glue_data.num_outputs(self.task), self.config.classifier_dropout
-        if self.config.init_checkpoint:
-            return BertClassifier.from_pretrained(self.config.init_checkpoint, num_classes=num_outputs,
-                                                  dropout=dropout, **config_overrides(self.config))
-        return BertClassifier(load_backbone(self.config), num_classes=num_outputs, dropout=dropout)
+        return self.load_model(BertClassifier, num_classes=glue_data.num_outputs(self.task),
+                               dropout=self.config.classifier_dropout)
 
     def training_set(self, distribution):
         features, labels, examples = self.train_set
@@ -139,8 +127,7 @@ class GlueTask(FinetuningTask):
         return metrics
 
     def save_model(self, model, directory):
-        save_model_directory(model, self.tokenizer, directory, self.config.max_seq_length,
-                             label_names=glue_data.get_labels(self.task))
+        super().save_model(model, directory, label_names=glue_data.get_labels(self.task))
 
     def predict(self, model, results):
         """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv)."""

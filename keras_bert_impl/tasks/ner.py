@@ -21,23 +21,16 @@ from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
 from keras_bert_impl.tasks.base import (
-    BOOLEAN,
-    INTEGER,
-    NUMBER,
-    POSITIVE_INT,
     FinetuningConfig,
     FinetuningTask,
     TrainingSet,
     batching_options,
     config_overrides,
     load_backbone,
-    one_of,
-    optional,
-    save_model_directory,
-    setting,
 )
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
 SPLIT_FILE_NAMES = {
     "train": ("train.txt", "eng.train"),
@@ -275,7 +268,7 @@ class NerTask(FinetuningTask):
     def save_model(self, model, directory):
         """A BertForTokenClassification directory (the feature-based tagger: a BertModel directory holding
         the tagger too, `BertFeatureBasedTagger.save_pretrained`), with label_list.json."""
-        save_model_directory(model, self.tokenizer, directory, self.config.max_seq_length, label_names=self.label_list)
+        super().save_model(model, directory, label_names=self.label_list)
         write_json(os.path.join(directory, "label_list.json"),
                    {"labels": self.label_list, "tagging_scheme": self.scheme})
 

@@ -15,20 +15,7 @@ from typing import Optional
 from keras_bert_impl.data import squad_data
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
-from keras_bert_impl.tasks.base import (
-    BOOLEAN,
-    INTEGER,
-    NUMBER,
-    POSITIVE_INT,
-    FinetuningConfig,
-    FinetuningTask,
-    TrainingSet,
-    config_overrides,
-    load_backbone,
-    optional,
-    save_model_directory,
-    setting,
-)
+from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
 from keras_bert_impl.tasks.squad_postprocessing import (
     compute_predictions,
     predict_raw_results,
@@ -36,6 +23,7 @@ from keras_bert_impl.tasks.squad_postprocessing import (
 )
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, optional, setting
 
 
 def has_answers(dataset):
@@ -124,11 +112,8 @@ class SquadTask(FinetuningTask):
 
     def build_model(self):
         """A BertSpanQA on the checkpoint (which may lack the pooler), with its qa_outputs head when it has one."""
-        bilstm_units = self.config.bilstm_units  # from a checkpoint, None: the checkpoint's
-        if self.config.init_checkpoint:
-            return BertSpanQA.from_pretrained(self.config.init_checkpoint, bilstm_units=bilstm_units,
-                                              **config_overrides(self.config))
-        return BertSpanQA(load_backbone(self.config), bilstm_units=bilstm_units)
+        # bilstm_units from a checkpoint, None: the checkpoint's.
+        return self.load_model(BertSpanQA, bilstm_units=self.config.bilstm_units)
 
     def training_set(self, distribution):
         """The training features: length-bucketed batches with --dynamic_padding or where the run trains on
@@ -151,7 +136,8 @@ class SquadTask(FinetuningTask):
         """The `SquadPredictions` of `--predict_file`."""
         config = self.config
         results = predict_raw_results(model, self.eval_features, batch_size=config.predict_batch_size,
-                                      dynamic_padding=config.dynamic_padding, pad_to_multiple_of=config.pad_to_multiple_of)
+                                      dynamic_padding=config.dynamic_padding,
+                                      pad_to_multiple_of=config.pad_to_multiple_of)
         return compute_predictions(
             self.eval_examples, self.eval_features, results, n_best_size=config.n_best_size,
             max_answer_length=config.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
@@ -179,7 +165,7 @@ class SquadTask(FinetuningTask):
         squad = {"version_2_with_negative": bool(config.version_2_with_negative), "n_best_size": config.n_best_size,
                  "max_answer_length": config.max_answer_length,
                  "null_score_diff_threshold": config.null_score_diff_threshold}
-        save_model_directory(model, self.tokenizer, directory, config.max_seq_length, extra_config={"squad": squad})
+        super().save_model(model, directory, extra_config={"squad": squad})
 
     def best_results(self, best_metrics):
         self.latest = self.best_predictions  # the model holds the best epoch's weights: reuse its predictions

@@ -16,14 +16,7 @@ import numpy as np
 from keras_bert_impl.data import batching, swag_data
 from keras_bert_impl.metrics.glue_metrics import accuracy
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.tasks.base import (
-    FinetuningConfig,
-    FinetuningTask,
-    TrainingSet,
-    batching_options,
-    config_overrides,
-    load_backbone,
-)
+from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
 
@@ -81,10 +74,7 @@ class SwagTask(FinetuningTask):
 
     def build_model(self):
         """A BertMultipleChoice on the checkpoint, with its scoring head when it has one."""
-        if self.config.init_checkpoint:
-            return BertMultipleChoice.from_pretrained(self.config.init_checkpoint, num_choices=swag_data.NUM_CHOICES,
-                                                      **config_overrides(self.config))
-        return BertMultipleChoice(load_backbone(self.config), num_choices=swag_data.NUM_CHOICES)
+        return self.load_model(BertMultipleChoice, num_choices=swag_data.NUM_CHOICES)
 
     def training_set(self, distribution):
         features, labels, examples = self.train
