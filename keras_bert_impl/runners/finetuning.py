@@ -129,7 +129,8 @@ def setup_distribution(config):
 
 
 def distributed_config(config, distribution, output_dir):
-    """`config` as this process runs it under `distribution`, writing `output_dir`: on a TPU without
+    """The config this process runs under `distribution`: `config` writing `output_dir` (on a multi-worker
+    job's other workers a temporary directory, `Distribution.write_dir`), on a TPU without
     `--dynamic_padding` (static shapes)."""
     if distribution.is_tpu and config.dynamic_padding:
         print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")

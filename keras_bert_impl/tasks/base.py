@@ -41,8 +41,9 @@ WEIGHT_FILE_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytor
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FinetuningConfig:
     """The settings every fine-tuning run shares: one field per flag of `runners.finetuning_flags`
-    (`finetuning_flag_parser` and `add_task_flags`), with the flag's name and default (`--help` says what
-    each does). Fields are keyword-only; `output_dir` is required.
+    (`finetuning_flag_parser`, and `add_task_flags` but for the token-level recipes' `--bilstm_units`), with
+    the flag's name and default (`--help` says what each does). Fields are keyword-only; `output_dir` is
+    required.
 
     Made once: the runner replaces fields with `dataclasses.replace` (a new config), never in place. A
     value of the wrong type or range (the kinds of `utils.settings`, those of the flags' types) raises
