@@ -253,15 +253,14 @@ def epoch(args):
     y = np.random.default_rng(3).integers(0, NUM_CLASSES, size=args.examples).astype("int32")
     model = keras_classifier(args.library, args.size)
     if args.library == "ours":
-        import types
-
         from keras_bert_impl.data.batching import bucketed_batches
         from keras_bert_impl.runners.finetuning import training_batches
+        from keras_bert_impl.tasks.base import FinetuningConfig
 
         # Variable-length examples and the recipes' pipeline (tf.data on TensorFlow, a PyDataset elsewhere).
         features = {k: [v[i, : lengths[i]] for i in range(args.examples)] for k, v in full.items()}
-        flags = types.SimpleNamespace(train_batch_size=args.batch, seed=0, max_seq_length=args.seq)
-        dataset = training_batches(features, y, flags)
+        config = FinetuningConfig(output_dir="unused", train_batch_size=args.batch, seed=0, max_seq_length=args.seq)
+        dataset = training_batches(features, y, config)
 
         def run():
             model.fit(dataset, epochs=1, verbose=0, shuffle=False)

@@ -110,22 +110,12 @@ def speed(args):
     print(json.dumps(rows))
 
 
-def _load_recipe(name):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "recipes", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _score_fp32_and_int8(task, args):
+def _score_fp32_and_int8(task):
     """The task's dev metrics in float32, then after `quantize("int8")` of the same model."""
     from keras_bert_impl.tasks.base import load_tokenizer
 
-    task.args = args
     task.check_flags()
-    task.setup(load_tokenizer(args))
+    task.setup(load_tokenizer(task.config))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = task.build_model()
@@ -137,17 +127,15 @@ def _score_fp32_and_int8(task, args):
 def accuracy(args):
     import keras
 
-    from keras_bert_impl.tasks.glue import GlueTask
-    from keras_bert_impl.tasks.ner import NerTask
+    from keras_bert_impl.tasks.glue import GlueConfig, GlueTask
+    from keras_bert_impl.tasks.ner import NerConfig, NerTask
 
-    glue_args = _load_recipe("run_glue").build_parser().parse_args([
-        "--task_name=sst2", "--data_dir=data/sentiment", f"--init_checkpoint={args.glue_model}",
-        "--output_dir=/tmp/int8_eval_glue", "--do_eval", "--max_seq_length=64"])
-    ner_args = _load_recipe("run_ner").build_parser().parse_args([
-        "--data_dir=data/ner", f"--init_checkpoint={args.ner_model}", "--output_dir=/tmp/int8_eval_ner", "--do_eval",
-        "--max_seq_length=64", "--eval_batch_size=80", "--pad_to_multiple_of=16"])
-    glue = _score_fp32_and_int8(GlueTask(glue_args), glue_args)
-    ner = _score_fp32_and_int8(NerTask(ner_args), ner_args)
+    glue = _score_fp32_and_int8(GlueTask(GlueConfig(
+        task_name="sst2", data_dir="data/sentiment", init_checkpoint=args.glue_model,
+        output_dir="/tmp/int8_eval_glue", do_eval=True, max_seq_length=64)))
+    ner = _score_fp32_and_int8(NerTask(NerConfig(
+        data_dir="data/ner", init_checkpoint=args.ner_model, output_dir="/tmp/int8_eval_ner", do_eval=True,
+        max_seq_length=64, eval_batch_size=80, pad_to_multiple_of=16)))
     backend = keras.backend.backend()
     print("| task | dev metric | backend | fp32 | int8 | int8 - fp32 |")
     print("|---|---|---|---:|---:|---:|")

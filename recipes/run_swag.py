@@ -16,31 +16,12 @@ in config.json) and test_predictions.csv (`id,label`). The task itself is keras_
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
+
+The recipe is keras_bert_impl/runners/run_swag.py (also `python -m keras_bert_impl.runners.run_swag`): its
+flags set the fields of `SwagConfig`, and from Python `run_finetuning(SwagTask(SwagConfig(...)))` runs it.
 """
 
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import (
-    add_data_file_flags,
-    add_task_flags,
-    finetuning_flag_parser,
-    run_finetuning,
-)
-from keras_bert_impl.tasks.swag import SwagTask
-
-
-def build_parser():
-    return add_task_flags(add_data_file_flags(finetuning_flag_parser("Fine-tune BERT on SWAG.")), "example")
-
-
-def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(SwagTask(args), args)
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
-
+from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

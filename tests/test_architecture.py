@@ -162,3 +162,69 @@ def test_models_import_no_checkpoint_module_but_model_io():
 def test_the_door_check_catches_a_models_module_importing_another_checkpoint_module():
     graph = {"keras_bert_impl.models.x": {"keras_bert_impl.checkpoints.head_weights", MODELS_CHECKPOINT_DOOR}}
     assert checkpoint_imports_of_models(graph) == {"keras_bert_impl.models.x": ["keras_bert_impl.checkpoints.head_weights"]}
+
+
+# ---------------------------------------------------------------- tasks/ reads no argparse Namespace
+# A fine-tuning task runs on its typed config (`tasks.base.FinetuningConfig` and its subclasses); the flags
+# are parsed in runners/ and recipes/ only. The rule, on the source of every module of tasks/: no import of
+# argparse; no identifier `args` (a parameter of any kind, a variable, an attribute such as `self.args`,
+# which covers `args.x`, `getattr(args, ...)` and `vars(args)`); no call of `vars(...)` (a Namespace's
+# fields as a dict); no name or attribute `Namespace` / `SimpleNamespace`.
+NAMESPACE_IDENTIFIERS = ("args", "Namespace", "SimpleNamespace")
+
+
+def namespace_reads(source, filename="<source>"):
+    """Where `source` imports argparse or reads a Namespace, by the rule above: ["line: what", ...]."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "argparse"]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "argparse":
+            found.append(f"{node.lineno}: from {node.module} import")
+        elif isinstance(node, ast.arg) and node.arg in NAMESPACE_IDENTIFIERS:
+            found.append(f"{node.lineno}: parameter {node.arg}")
+        elif isinstance(node, ast.Name) and node.id in NAMESPACE_IDENTIFIERS:
+            found.append(f"{node.lineno}: name {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in NAMESPACE_IDENTIFIERS:
+            found.append(f"{node.lineno}: attribute .{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+            found.append(f"{node.lineno}: vars(...)")
+    return sorted(found, key=lambda entry: int(entry.split(":")[0]))
+
+
+def test_tasks_import_no_argparse_and_read_no_namespace():
+    offenders = []
+    for directory, _, files in os.walk(os.path.join(ROOT, "tasks")):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                offenders += [f"{os.path.relpath(path, ROOT)}:{entry}"
+                              for entry in namespace_reads(open(path, encoding="utf-8").read(), path)]
+    assert not offenders, "tasks/ reads an argparse Namespace:\n" + "\n".join(offenders)
+
+
+def test_the_namespace_rule_catches_every_kind_of_read_and_passes_a_typed_config():
+    offender = "\n".join([
+        "import argparse",                                   # 1
+        "from argparse import Namespace",                    # 2
+        "def build(args, *, flags=None):",                   # 3
+        "    return getattr(args, 'max_seq_length', 128)",   # 4
+        "class Task:",                                       # 5
+        "    def __init__(self, config):",                   # 6
+        "        self.args = config",                        # 7
+        "        settings = vars(config)",                   # 8
+        "        self.ns = types.SimpleNamespace(a=1)",      # 9
+        "lambda *args: None",                                # 10
+    ])
+    assert namespace_reads(offender) == [
+        "1: import argparse", "2: from argparse import", "3: parameter args", "4: name args",
+        "7: attribute .args", "8: vars(...)", "9: attribute .SimpleNamespace", "10: parameter args"]
+    typed = "\n".join([
+        "import dataclasses",
+        "class Task:",
+        "    def __init__(self, config):",
+        "        self.config = config",
+        "        self.width = getattr(self.config, 'max_seq_length')",
+        "        self.fields = dataclasses.asdict(config)",
+    ])
+    assert namespace_reads(typed) == []

@@ -111,19 +111,20 @@ def test_bilstm_heads_reload_from_keras_files_and_pretrained_directories(models,
 
 
 def test_ner_and_squad_recipes_build_the_bilstm_head_from_the_flag(tmp_path, capsys):
-    from keras_bert_impl.tasks.ner import NerTask
-    from keras_bert_impl.tasks.squad import SquadTask
+    from keras_bert_impl.runners.finetuning_flags import config_from_flags
+    from keras_bert_impl.tasks.ner import NerConfig, NerTask
+    from keras_bert_impl.tasks.squad import SquadConfig, SquadTask
     from tests.finetuning_files import load_recipe
 
     config = str(tmp_path / "bert_config.json")
     TINY.to_json_file(config)
     common = [f"--bert_config_file={config}", f"--vocab_file={config}", f"--output_dir={tmp_path / 'out'}"]
     ner_args = load_recipe("run_ner").build_parser().parse_args([*common, "--do_train", "--bilstm_units=4"])
-    ner = NerTask(ner_args)
+    ner = NerTask(config_from_flags(NerConfig, ner_args))
     ner.label_list = ["O", "B-PER", "I-PER"]
     squad_args = load_recipe("run_squad").build_parser().parse_args([*common, "--do_predict", "--predict_file=x",
                                                                       "--bilstm_units=4"])
-    for model in (ner.build_model(), SquadTask(squad_args).build_model()):
+    for model in (ner.build_model(), SquadTask(config_from_flags(SquadConfig, squad_args)).build_model()):
         assert model.bilstm_units == 4 and model.bilstm.forward_layer.units == 4
     assert load_recipe("run_ner").build_parser().parse_args(common).bilstm_units is None
     with pytest.raises(SystemExit) as exit:

@@ -6,12 +6,18 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.runners import finetuning
+from keras_bert_impl.runners.finetuning_flags import config_from_flags, finetuning_flag_parser
+from keras_bert_impl.tasks.base import FinetuningConfig
 from keras_bert_impl.training.optimization import AdamWeightDecay
 from keras_bert_impl.utils.errors import UserInputError
 
 
 def _parse(*argv):
-    return finetuning.finetuning_flag_parser("test").parse_args(["--output_dir=/tmp/x", *argv])
+    return finetuning_flag_parser("test").parse_args(["--output_dir=/tmp/x", *argv])
+
+
+def _config(*argv):
+    return config_from_flags(FinetuningConfig, _parse(*argv))
 
 
 def test_flags_have_the_original_names_and_defaults():
@@ -23,10 +29,10 @@ def test_flags_have_the_original_names_and_defaults():
 
 
 def test_backbone_and_tokenizer_come_from_the_checkpoint_directory(minilm_path):
-    args = _parse(f"--init_checkpoint={minilm_path}")
-    tokenizer = finetuning.load_tokenizer(args)
+    config = _config(f"--init_checkpoint={minilm_path}")
+    tokenizer = finetuning.load_tokenizer(config)
     assert tokenizer.do_lower_case and tokenizer.vocab_size == 30522
-    backbone = finetuning.load_backbone(args, hidden_dropout_prob=0.0)
+    backbone = finetuning.load_backbone(config, hidden_dropout_prob=0.0)
     assert backbone.config.num_hidden_layers == 6 and backbone.config.hidden_dropout_prob == 0.0
 
 
@@ -37,25 +43,25 @@ def test_a_random_backbone_from_the_config_file_takes_the_same_options_as_a_chec
 
     BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
                intermediate_size=16).to_json_file(tmp_path / "bert_config.json")
-    args = _parse(f"--bert_config_file={tmp_path / 'bert_config.json'}")
-    backbone = finetuning.load_backbone(args, output_hidden_states=True, hidden_dropout_prob=0.0)
+    config = _config(f"--bert_config_file={tmp_path / 'bert_config.json'}")
+    backbone = finetuning.load_backbone(config, output_hidden_states=True, hidden_dropout_prob=0.0)
     assert backbone.output_hidden_states and backbone.config.hidden_dropout_prob == 0.0
     outputs = backbone({"token_ids": np.array([[2, 7, 3]]), "segment_ids": np.zeros((1, 3), "int32"),
                         "padding_mask": np.ones((1, 3), "int32")})
     assert len(outputs["hidden_states"]) == 3  # the embeddings and 2 layers
-    assert not finetuning.load_backbone(args).output_hidden_states
+    assert not finetuning.load_backbone(config).output_hidden_states
 
 
 def test_missing_sources_are_clear_errors(tmp_path):
     with pytest.raises(UserInputError, match="Either --init_checkpoint or --bert_config_file is required"):
-        finetuning.load_backbone(_parse())
+        finetuning.load_backbone(_config())
     with pytest.raises(UserInputError, match="--vocab_file is required"):
-        finetuning.load_tokenizer(_parse(f"--init_checkpoint={tmp_path}"))
+        finetuning.load_tokenizer(_config(f"--init_checkpoint={tmp_path}"))
 
 
 def test_optimizer_schedule_warms_up_over_the_proportion_then_decays_to_zero():
     assert finetuning.num_train_steps(100, 32, 3.0) == 12
-    optimizer = finetuning.create_finetuning_optimizer(_parse("--learning_rate=1e-4"), total_steps=100)
+    optimizer = finetuning.create_finetuning_optimizer(_config("--learning_rate=1e-4"), total_steps=100)
     assert isinstance(optimizer, AdamWeightDecay)
     schedule = optimizer._learning_rate
     rates = [float(keras.ops.convert_to_numpy(schedule(step))) for step in (5, 10, 55, 100)]

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.runners import finetuning, protocol
+from keras_bert_impl.tasks.glue import GlueConfig
+from keras_bert_impl.utils.errors import UserInputError
 from tests.finetuning_files import load_run_glue, run_glue_flags, write_sst2_task
 
 LEARNING_RATES = (2e-2, 1e-3)
@@ -41,9 +43,9 @@ def protocol_run(task_files, tmp_path_factory):
     calls = [[], [], []]
     phase = [0]
 
-    def finetune(task, args):
-        calls[phase[0]].append(os.path.basename(args.output_dir))
-        results = real_finetune(task, args)
+    def finetune(task, distribution, **options):
+        calls[phase[0]].append(os.path.basename(task.config.output_dir))
+        results = real_finetune(task, distribution, **options)
         if phase[0] == 0 and len(calls[0]) == 3:
             raise KeyboardInterrupt("killed after the run's training")
         return results
@@ -136,5 +138,14 @@ def test_bad_protocol_flags_are_one_line_errors_naming_the_flag(task_files, tmp_
         recipe.main(argv)
     stderr = capsys.readouterr().err.strip()
     assert exit.value.code == 2 and len(stderr.splitlines()) == 1 and "--num_restarts" in stderr, stderr
-    with pytest.raises(protocol.UserInputError, match="^--learning_rate_grid: "):
-        protocol.protocol_settings(type("Flags", (), {"learning_rate_grid": "1e-5,x", "num_restarts": 1})())
+    # From Python: the config refuses them, naming the field.
+    with pytest.raises(UserInputError, match="^GlueConfig.learning_rate_grid: expected None or distinct positive"):
+        GlueConfig(task_name="sst2", output_dir=str(tmp_path), learning_rate_grid=(1e-5, "x"))
+    with pytest.raises(UserInputError, match="^GlueConfig.learning_rate_grid: .*got '1e-5,2e-5'"):
+        GlueConfig(task_name="sst2", output_dir=str(tmp_path), learning_rate_grid="1e-5,2e-5")
+    with pytest.raises(UserInputError, match="^GlueConfig.num_restarts: expected a positive integer, got 0"):
+        GlueConfig(task_name="sst2", output_dir=str(tmp_path), num_restarts=0)
+    assert protocol.protocol_settings(GlueConfig(task_name="sst2", output_dir=str(tmp_path), seed=3,
+                                                 learning_rate_grid=[1e-5, 2e-5], num_restarts=2)) == (
+        (1e-5, 2e-5), (3, 1003))
+    assert protocol.protocol_settings(GlueConfig(task_name="sst2", output_dir=str(tmp_path))) is None

@@ -8,15 +8,14 @@ import csv
 import importlib.util
 import json
 import os
-import types
 
 import numpy as np
 import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data import glue_data, swag_data
-from keras_bert_impl.tasks.glue import GlueTask
-from keras_bert_impl.tasks.swag import SwagTask
+from keras_bert_impl.tasks.glue import GlueConfig, GlueTask
+from keras_bert_impl.tasks.swag import SwagConfig, SwagTask
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -113,16 +112,15 @@ def _write_records(path, records):
     return path
 
 
-def _glue_args(task, **flags):
-    defaults = dict(task_name=task, data_dir=None, train_file=None, validation_file=None, test_file=None,
-                    text_column=None, text_pair_column=None, label_column="label", max_seq_length=12,
-                    do_train=True, do_eval=True, do_predict=True)
-    return types.SimpleNamespace(**{**defaults, **flags})
+def _glue_config(task, **flags):
+    """The GlueConfig of a run reading every split (setup writes nothing to output_dir)."""
+    return GlueConfig(**{**dict(task_name=task, output_dir="unused", max_seq_length=12, do_train=True, do_eval=True,
+                                do_predict=True), **flags})
 
 
 def _glue_splits(task, tokenizer, **flags):
     """(train, dev, test) (features, labels, examples) as GlueTask.setup reads them."""
-    glue = GlueTask(_glue_args(task, **flags))
+    glue = GlueTask(_glue_config(task, **flags))
     glue.setup(tokenizer)
     return glue.train_set, next(iter(glue.dev_sets.values())), next(iter(glue.test_sets.values()))
 
@@ -226,14 +224,14 @@ def _swag_records(labelled=True):
             for row in SWAG_ROWS]
 
 
-def _swag_args(**flags):
-    defaults = dict(data_dir=None, train_file=None, validation_file=None, test_file=None, max_seq_length=16,
-                    do_train=True, do_eval=True, do_predict=True, init_checkpoint=None)
-    return types.SimpleNamespace(**{**defaults, **flags})
+def _swag_config(**flags):
+    """The SwagConfig of a run reading every split (setup writes nothing to output_dir)."""
+    return SwagConfig(**{**dict(output_dir="unused", max_seq_length=16, do_train=True, do_eval=True, do_predict=True),
+                         **flags})
 
 
 def _swag_splits(tokenizer, **flags):
-    swag = SwagTask(_swag_args(**flags))
+    swag = SwagTask(_swag_config(**flags))
     swag.setup(tokenizer)
     return swag.train, swag.dev, swag.test
 

@@ -3,7 +3,6 @@
 vocabularies (no [MASK], repeats, blank lines, more ids than the model's vocab_size), SQuAD's strict
 booleans, repeated ids and empty contexts, STS-B scores outside 0..5 and empty SWAG endings."""
 
-import argparse
 import importlib.util
 import json
 import os
@@ -14,7 +13,7 @@ import pytest
 
 from keras_bert_impl.data import conll_data, glue_data, squad_data, swag_data
 from keras_bert_impl.tasks import squad_postprocessing
-from keras_bert_impl.tasks.base import check_tokenizer_fits_model
+from keras_bert_impl.tasks.base import FinetuningConfig, check_tokenizer_fits_model
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, load_vocab
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -119,11 +118,11 @@ def test_tokenizer_with_more_ids_than_the_model_vocab_size_is_refused(tmp_path):
     config = _write(tmp_path / "bert_config.json", json.dumps(
         {"vocab_size": len(VOCAB) - 1, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
          "intermediate_size": 32}))
-    args = argparse.Namespace(bert_config_file=config, init_checkpoint=None)
+    settings = FinetuningConfig(bert_config_file=config, output_dir=str(tmp_path / "out"))
     with pytest.raises(UserInputError, match=f"vocab.txt: {len(VOCAB)} tokens .*bert_config.json has vocab_size "
                                              f"{len(VOCAB) - 1}"):
-        check_tokenizer_fits_model(BertTokenizer(_vocab(tmp_path)), args)
-    check_tokenizer_fits_model(BertTokenizer(_vocab(tmp_path, VOCAB[:-1])), args)  # as many ids as rows: fine
+        check_tokenizer_fits_model(BertTokenizer(_vocab(tmp_path)), settings)
+    check_tokenizer_fits_model(BertTokenizer(_vocab(tmp_path, VOCAB[:-1])), settings)  # as many ids as rows: fine
 
 
 def _create_pretraining_data(tmp_path, corpus_text, vocab_tokens):

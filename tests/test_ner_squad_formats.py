@@ -14,7 +14,8 @@ import pytest
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data import conll_data, squad_data
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
-from keras_bert_impl.tasks.ner import NerTask
+from keras_bert_impl.runners.finetuning_flags import config_from_flags
+from keras_bert_impl.tasks.ner import NerConfig, NerTask
 from keras_bert_impl.tasks.squad import SquadTask
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
@@ -155,9 +156,11 @@ def test_ner_label_files_keep_their_order_and_complete_bio(tmp_path):
         conll_data.read_label_file(path)
 
 
-def _ner_args(tmp_path, *flags):
-    return _recipe("run_ner").build_parser().parse_args([f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
+def _ner_config(tmp_path, *flags):
+    """The NerConfig of run_ner.py's flags."""
+    args = _recipe("run_ner").build_parser().parse_args([f"--output_dir={tmp_path / 'out'}", "--max_seq_length=16",
                                                          *flags])
+    return config_from_flags(NerConfig, args)
 
 
 def test_ner_labels_flag_sets_the_label_list_and_refuses_other_labels(tmp_path, tokenizer):
@@ -166,7 +169,7 @@ def test_ner_labels_flag_sets_the_label_list_and_refuses_other_labels(tmp_path, 
     labels_file.write_text("\n".join(names) + "\n", encoding="utf-8")
     train = _write_jsonl(tmp_path / "train.jsonl", _records(SENTENCES, names))  # label ids in the file's order
     dev = _write_conll(tmp_path / "dev.txt", SENTENCES)
-    task = NerTask(_ner_args(tmp_path, "--do_train", "--do_eval", f"--train_file={train}", f"--dev_file={dev}",
+    task = NerTask(_ner_config(tmp_path, "--do_train", "--do_eval", f"--train_file={train}", f"--dev_file={dev}",
                              f"--labels={labels_file}"))
     task.setup(tokenizer)
     assert task.label_list == names
@@ -177,7 +180,7 @@ def test_ner_labels_flag_sets_the_label_list_and_refuses_other_labels(tmp_path, 
     assert task.label_list[first.label_ids[first.token_positions[0]]] == "B-ORG"
 
     bad_dev = _write_conll(tmp_path / "bad_dev.txt", [(["Kiel", "Week"], ["B-EVT", "I-EVT"])], docstart_before=())
-    task = NerTask(_ner_args(tmp_path, "--do_train", "--do_eval", f"--train_file={train}",
+    task = NerTask(_ner_config(tmp_path, "--do_train", "--do_eval", f"--train_file={train}",
                              f"--validation_file={bad_dev}", f"--labels={labels_file}"))
     with pytest.raises(UserInputError, match=r"bad_dev\.txt:1: unknown label 'B-EVT'; the labels of --labels=.*"
                                              r"labels\.txt are B-PER, I-PER"):

@@ -2,7 +2,6 @@
 max_seq_length, vocab.txt and tokenizer_config.json with the run's do_lower_case) that loads back; NER's
 batched word predictions are the same with dynamic padding as with every window padded to max_seq_length."""
 
-import argparse
 import json
 import os
 
@@ -13,7 +12,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
-from keras_bert_impl.tasks.ner import NerSplit, predict_label_ids
+from keras_bert_impl.tasks.ner import NerConfig, NerSplit, predict_label_ids
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from tests.finetuning_files import load_recipe
 from tests.test_run_glue import _mnli_dir, _tiny_config
@@ -49,16 +48,17 @@ def test_glue_model_directory_holds_the_tokenizer_with_the_runs_do_lower_case(do
 
 
 @pytest.mark.parametrize("use_crf", [False, True])
-def test_ner_predictions_with_dynamic_padding_equal_those_of_whole_length_windows(use_crf, minilm_vocab_file):
-    args = argparse.Namespace(max_seq_length=32, use_document_context=False, eval_batch_size=16,
-                              dynamic_padding=True, pad_to_multiple_of=8)
+def test_ner_predictions_with_dynamic_padding_equal_those_of_whole_length_windows(use_crf, minilm_vocab_file,
+                                                                                   tmp_path):
+    ner_config = NerConfig(output_dir=str(tmp_path), max_seq_length=32, eval_batch_size=16)  # dynamic padding to 8s
     labels = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
-    split = NerSplit(os.path.join(REPO, "data", "ner", "dev.txt"), BertTokenizer(minilm_vocab_file), labels, args)
+    split = NerSplit(os.path.join(REPO, "data", "ner", "dev.txt"), BertTokenizer(minilm_vocab_file), labels,
+                     ner_config)
     config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=64)
     model = BertTokenClassifier(BertBackbone(config), num_classes=len(labels), use_crf=use_crf)
 
-    predicted = predict_label_ids(model, split, args)  # [N, 32]: length-sorted batches of 8..32 positions
+    predicted = predict_label_ids(model, split, ner_config)  # [N, 32]: length-sorted batches of 8..32 positions
     x = {k: np.stack([getattr(f, k) for f in split.features]) for k in ("token_ids", "segment_ids", "padding_mask")}
     logits = model.predict(x, batch_size=64, verbose=0)  # [N, 32, K], every window padded to 32
     reference = model.decode(logits, np.stack([f.label_mask for f in split.features]))

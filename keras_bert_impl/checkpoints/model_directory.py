@@ -191,6 +191,13 @@ class ModelDirectory:
             os.path.join(self.directory, model_files.TOKENIZER_JSON_FILE))
 
     # ------------------------------------------------------------------------------ weights
+    @property
+    def has_weights(self):
+        """Whether a weights file is here: a Google checkpoint, a keras-hub preset's, or a Hugging Face one."""
+        if self.tf1_prefix is not None or self.keras_hub_class is not None:
+            return True
+        return any(os.path.isfile(os.path.join(self.directory, name)) for name in model_files.WEIGHT_FILES)
+
     def read_weights(self):
         """The canonical weight dict (backbone and heads, Hugging Face names and layouts).
 

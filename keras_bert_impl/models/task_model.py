@@ -264,13 +264,14 @@ class BertTaskModel(keras.Model):
             return model_io.head_names(self)
         return stored.split(",") if stored else []
 
-    def save_pretrained(self, directory, label_names=None):
+    def save_pretrained(self, directory, label_names=None, settings=None):
         """Writes backbone and heads as a Hugging Face directory (config.json + model.safetensors, the
         `BertFor*` class of the model's layout), which `from_pretrained` and transformers read back.
 
         Args:
             directory: output directory.
             label_names: optional class names for config.json's `id2label` / `label2id` (label tasks).
+            settings: more config.json entries, e.g. the recipes' `max_seq_length` and SQuAD decoding settings.
 
         With a preprocessor, its vocab.txt and tokenizer_config.json (casing, `sequence_length`) are written
         too, so that `from_pretrained(directory)` comes with it.
@@ -278,7 +279,7 @@ class BertTaskModel(keras.Model):
         model_io.check_savable(self, directory)  # before any file is written
         if self.preprocessor is not None:  # before config.json, which is written last
             self.preprocessor.save_pretrained(directory)
-        model_io.save_model(self, directory, label_names=label_names)
+        model_io.save_model(self, directory, label_names=label_names, settings=settings)
 
     # ---------------------------------------------------------------------------- serialization
     @property

@@ -324,7 +324,7 @@ class BertTokenClassifier(BertTaskModel):
         model.load_head_weights(heads, source=checkpoint.path)
         return model
 
-    def save_pretrained(self, directory, label_names=None, **kwargs):
+    def save_pretrained(self, directory, label_names=None, settings=None, **kwargs):
         """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors),
         the CRF transitions (with `use_crf`) as `classifier.crf_transitions`.
 
@@ -332,8 +332,9 @@ class BertTokenClassifier(BertTaskModel):
             directory: output directory.
             label_names: optional list of the label names, stored in config.json's `id2label` as transformers
                 does (`id2label=` is its former name, accepted with a DeprecationWarning).
+            settings: more config.json entries (see `BertTaskModel.save_pretrained`).
         """
         label_names = renamed_argument(label_names, kwargs, "id2label", "label_names", "save_pretrained")
         if kwargs:
             raise TypeError(f"save_pretrained got unexpected argument(s): {', '.join(sorted(kwargs))}.")
-        super().save_pretrained(directory, label_names=label_names)
+        super().save_pretrained(directory, label_names=label_names, settings=settings)

@@ -1,13 +1,14 @@
-"""The fine-tuning driver: `run_finetuning(task, args)` runs any `keras_bert_impl.tasks` task (seed,
+"""The fine-tuning driver: `run_finetuning(task)` runs any `keras_bert_impl.tasks` task on its config (seed,
 tokenizer, model, BERT's optimizer schedule, `fit` keeping the best checkpoint by the task's dev metric,
-the model directory, eval_results.json, predictions) under `--strategy` and `--mixed_precision`, with
-the original run_*.py flags.
+the model directory, eval_results.json, predictions) under `--strategy` and `--mixed_precision`.
 
-The task recipes (`recipes/run_glue.py`, `run_ner.py`, `run_squad.py`, `run_swag.py`) are their flags
-and one call of `run_finetuning`.
+The task recipes (`keras_bert_impl.runners.run_glue`, `run_ner`, `run_squad`, `run_swag`; `recipes/run_*.py`)
+are their flags (`runners.finetuning_flags`) and `finetuning_recipe`: the task's config made from the flags,
+and one call of `run_finetuning`. The settings are a task's config (`tasks.base.FinetuningConfig`), one
+field per flag of the same name; the flag names below are those fields.
 
-Order of a run: the flags are checked (`task.check_flags`, `tasks.base.check_model_flags`), the tokenizer
-loaded, every data file the flags name read and checked (`task.setup`, `task.training_set`), and only then
+Order of a run: the settings are checked (`task.check_flags`, `tasks.base.check_model_flags`), the tokenizer
+loaded, every data file the config names read and checked (`task.setup`, `task.training_set`), and only then
 the checkpoint loaded (`task.build_model`), so a user's mistake is reported within seconds
 (`UserInputError`, printed as one line by `runners.cli.run_main`).
 
@@ -47,7 +48,7 @@ such run per (learning rate, seed) in `output_dir/runs/lr=...,seed=.../`, select
 `output_dir/protocol_results.json` (`runners.protocol`).
 """
 
-import copy
+import dataclasses
 import json
 import math
 import os
@@ -59,7 +60,8 @@ import keras
 
 from keras_bert_impl.data import batching
 from keras_bert_impl.runners import protocol
-from keras_bert_impl.runners.flags import FlagParser, fraction, non_negative_int, positive_float, positive_int
+from keras_bert_impl.runners.cli import run_main
+from keras_bert_impl.runners.finetuning_flags import config_from_flags
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
     load_backbone,
@@ -100,121 +102,40 @@ OUTPUT_DESCRIPTIONS = {
 }
 
 
-def finetuning_flag_parser(description, max_seq_length=128):
-    """A `FlagParser` holding the flags common to google-research/bert's run_classifier.py,
-    run_squad.py and friends, with their defaults."""
-    p = FlagParser(description=description)
-    p.add_argument("--data_dir", default=None, help="Directory of the task's data files.")
-    p.add_argument(
-        "--init_checkpoint",
-        default=None,
-        help="Checkpoint to start from: a Hugging Face directory, a Google checkpoint directory or prefix, "
-        "or a directory written by save_pretrained. Without it the model starts from random weights.",
-    )
-    p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
-    p.add_argument("--vocab_file", default=None, help="vocab.txt; default: the checkpoint directory's vocab.txt.")
-    p.add_bool_flag("do_lower_case", None, "Lower-case the input (uncased models). Default: the checkpoint's.")
-    p.add_argument("--output_dir", required=True, help="Where checkpoints, logs, metrics and predictions go; "
-                   "a run interrupted there resumes from its last epoch when started again.")
-    p.add_argument("--max_seq_length", type=positive_int, default=max_seq_length,
-                   help="Sequence length after WordPiece.")
-    p.add_bool_flag("do_train", False, "Fine-tune on the training set.")
-    p.add_bool_flag("do_eval", False, "Evaluate on the dev set.")
-    p.add_bool_flag("do_predict", False, "Predict on the test set.")
-    p.add_argument("--train_batch_size", type=positive_int, default=32, help="Examples per training batch.")
-    p.add_argument("--eval_batch_size", type=positive_int, default=8, help="Examples per evaluation batch.")
-    p.add_argument("--predict_batch_size", type=positive_int, default=8, help="Examples per prediction batch.")
-    p.add_argument("--learning_rate", type=positive_float, default=5e-5, help="Peak learning rate of AdamW.")
-    p.add_argument("--num_train_epochs", type=positive_float, default=3.0,
-                   help="Training epochs (a fraction counts as a whole epoch).")
-    p.add_argument("--warmup_proportion", type=fraction, default=0.1, help="Fraction of steps of linear warmup.")
-    p.add_argument("--seed", type=non_negative_int, default=42, help="Seed of initialization and shuffling.")
-    p.add_argument("--steps_per_execution", type=positive_int, default=1, help="Train steps per compiled call.")
-    p.add_argument("--log_every_steps", type=non_negative_int, default=100,
-                   help="Optimizer steps between two records of output_dir/train_steps_log.jsonl (0: none).")
-    p.add_argument("--keep_checkpoint_max", type=positive_int, default=2,
-                   help="Epoch checkpoints (with optimizer state) kept in output_dir/checkpoints for resuming.")
-    protocol.add_protocol_flags(p)
-    distribute.add_distribution_flags(p)
-    return p
+def setup_distribution(config):
+    """Applies `--mixed_precision`, resolves `--strategy`/`--tpu` and returns the `distribute.Distribution`
+    whose `scope()` the run builds and compiles its model in (`config`: a `tasks.base.FinetuningConfig`).
 
-
-def add_data_file_flags(p):
-    """`--train_file`, `--validation_file`, `--test_file`: a split in a datasets-ecosystem file (JSON lines,
-    JSON, CSV/TSV, parquet; `data.dataset_files`) instead of the original file in `--data_dir`."""
-    for split, flag in (("training", "train_file"), ("dev", "validation_file"), ("test", "test_file")):
-        p.add_argument(f"--{flag}", default=None,
-                       help=f"The {split} set as a JSON lines, JSON, CSV, TSV or parquet file (as Hugging Face "
-                       f"datasets exports it), instead of --data_dir's original file.")
-    return p
-
-
-def add_task_flags(p, unit="example"):
-    """The flags every task recipe adds: dynamic padding, saving the model directory, fit's verbosity.
-    `unit` names what a batch holds in the help texts (example, window, feature)."""
-    p.add_bool_flag("dynamic_padding", True, f"Pad each batch to its longest {unit}, bucketing by length.")
-    p.add_argument("--pad_to_multiple_of", type=positive_int, default=8,
-                   help="Round dynamic lengths up to a multiple.")
-    p.add_bool_flag("save_model", True, "Write the fine-tuned model with its vocab.txt and tokenizer_config.json "
-                    "to output_dir/model (Hugging Face layout).")
-    p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
-                   help="Keras fit verbosity (1 = progress bar, 2 = one line per epoch).")
-    return p
-
-
-def add_bilstm_flag(p):
-    """`--bilstm_units` of the token-level recipes (NER, SQuAD): the paper's "+ BiLSTM" head (Table 5)."""
-    p.add_argument("--bilstm_units", type=positive_int, default=None,
-                   help="Units per direction of a randomly initialized BiLSTM between BERT's sequence output and "
-                   "the output layer (the paper's '+ BiLSTM', Table 5). Default: none (the original head); a "
-                   "checkpoint written with one keeps its own.")
-    return p
-
-
-def setup_distribution(args):
-    """Applies `--mixed_precision`, resolves `--strategy`/`--tpu`, and returns the `distribute.Distribution`
-    whose `scope()` the recipe builds and compiles its model in.
-
-    `--train_batch_size` stays the global batch. On a TPU every batch needs the same shape, so
-    `args.static_shapes` becomes True (training batches padded to `--max_seq_length`, whole batches only)
-    and `--dynamic_padding` is turned off. `args.whole_batches_only` says whether an epoch's last partial
-    batch is left out (`Distribution.whole_batches_only`). In a multi-process JAX job `args.process_share` is
-    `(process index, process count)`: every process plans the same global batches and feeds its share of
-    each (whole batches only), and predictions run across the processes (`distribute.CrossProcessPredictions`);
-    elsewhere it is None.
+    `--train_batch_size` stays the global batch. The distribution says how the batches are fed: on a TPU
+    (`is_tpu`) every batch has one static shape (padded to `--max_seq_length`, whole batches only);
+    `whole_batches_only` says whether an epoch's last partial batch is left out; in a multi-process JAX job
+    `process_share` is `(process index, process count)`: every process plans the same global batches and
+    feeds its share of each (whole batches only), and predictions run across the processes
+    (`distribute.CrossProcessPredictions`); elsewhere it is None.
     """
-    distribute.set_mixed_precision(args.mixed_precision)
-    distribution = distribute.get_distribution(args.strategy, tpu=args.tpu)
-    if distribution.is_multiprocess_jax and protocol.protocol_settings(args) is not None:
+    distribute.set_mixed_precision(config.mixed_precision)
+    distribution = distribute.get_distribution(config.strategy, tpu=config.tpu)
+    if distribution.is_multiprocess_jax and protocol.protocol_settings(config) is not None:
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: start one JAX process (a "
                              "worker would not see the runs the chief has finished).")
-    args.static_shapes = distribution.is_tpu
-    args.whole_batches_only = distribution.whole_batches_only
-    args.process_share = distribution.process_share
-    if args.process_share is not None:
+    if distribution.process_share is not None:
         # The training batches are already each process's share (`BucketedBatches(process_share=...)`).
         distribution.keras_distribution.auto_shard_dataset = False
-    if distribution.is_tpu and getattr(args, "dynamic_padding", False):
-        print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
-        args.dynamic_padding = False
-    if distribution.num_replicas > 1 and args.do_train:
-        per_replica = distribution.per_replica_batch_size(args.train_batch_size)
+    if distribution.num_replicas > 1 and config.do_train:
+        per_replica = distribution.per_replica_batch_size(config.train_batch_size)
         print(f"{distribution.name}: {distribution.num_replicas} replicas x {per_replica} = global batch "
-              f"{args.train_batch_size}")
+              f"{config.train_batch_size}")
     return distribution
 
 
-def run_distributed(work, args):
-    """`work(args)` under `--mixed_precision`, inside the `--strategy` scope (`setup_distribution`), so that
-    the model, optimizer and metric variables it builds live on the replicas. Returns what `work` returns."""
-    distribution = setup_distribution(args)
-    # A multi-worker job: the chief writes output_dir; every other worker writes a temporary directory
-    # in which the checkpoints and best weights the chief has written are links (it resumes from them).
-    with distribution.scope(), distribution.write_dir(args.output_dir, read_back=READ_BACK) as write_dir:
-        if write_dir != args.output_dir:
-            args = copy.copy(args)
-            args.output_dir = write_dir
-        return work(args)
+def distributed_config(config, distribution, output_dir):
+    """The config this process runs under `distribution`: `config` writing `output_dir` (on a multi-worker
+    job's other workers a temporary directory, `Distribution.write_dir`), on a TPU without
+    `--dynamic_padding` (static shapes)."""
+    if distribution.is_tpu and config.dynamic_padding:
+        print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
+        config = dataclasses.replace(config, dynamic_padding=False)
+    return dataclasses.replace(config, output_dir=output_dir)
 
 
 def num_train_steps(num_examples, train_batch_size, num_train_epochs, whole_batches_only=False):
@@ -224,47 +145,49 @@ def num_train_steps(num_examples, train_batch_size, num_train_epochs, whole_batc
                * math.ceil(num_train_epochs))
 
 
-def predictor(model, args):
+def predictor(model, distribution):
     """What the tasks compute `model`'s predictions with: the model, or across the processes of a
     multi-process JAX job (`distribute.CrossProcessPredictions`, which compiles its step once per batch
     shape: make one per model)."""
-    return distribute.CrossProcessPredictions(model) if getattr(args, "process_share", None) else model
+    return distribute.CrossProcessPredictions(model) if distribution.process_share is not None else model
 
 
-def create_finetuning_optimizer(args, total_steps):
+def create_finetuning_optimizer(config, total_steps):
     """BERT's AdamW with warmup over `warmup_proportion` of the steps, then linear decay to zero."""
-    return create_optimizer(args.learning_rate, total_steps, int(total_steps * args.warmup_proportion))
+    return create_optimizer(config.learning_rate, total_steps, int(total_steps * config.warmup_proportion))
 
 
-def training_batches(features, labels, args, initial_epoch=0, **options):
+def training_batches(features, labels, config, distribution=None, initial_epoch=0, **options):
     """The shuffled, length-bucketed training batches of a recipe, reshuffled every epoch, for `model.fit`.
 
-    A `tf.data.Dataset` on the TensorFlow backend (static whole batches when `args.static_shapes`, i.e. on
-    a TPU), a Keras `PyDataset` on JAX and PyTorch (see `batching.BucketedBatches` for why). Pass
-    `shuffle=False` to `model.fit`: the batches are already shuffled within length buckets. Epoch k
-    (0-based) is shuffled with the seed `args.seed + k`, also when a resumed run starts at
-    `initial_epoch=k`.
+    A `tf.data.Dataset` on the TensorFlow backend (static whole batches on a TPU), a Keras `PyDataset` on
+    JAX and PyTorch (see `batching.BucketedBatches` for why). Pass `shuffle=False` to `model.fit`: the
+    batches are already shuffled within length buckets. Epoch k (0-based) is shuffled with the seed
+    `config.seed + k`, also when a resumed run starts at `initial_epoch=k`.
 
     Args:
         features, labels: as in `batching.bucketed_batches`.
-        args: the recipe's flags (train_batch_size, seed, dynamic_padding, max_seq_length,
-            pad_to_multiple_of, static_shapes).
+        config: the run's `tasks.base.FinetuningConfig` (train_batch_size, seed, dynamic_padding,
+            max_seq_length, pad_to_multiple_of).
+        distribution: the run's `distribute.Distribution` (a TPU: static shapes; a multi-process JAX job:
+            this process's share of every batch), None: one process on its default device.
         initial_epoch: the epoch (0-based) `fit` starts at.
         **options: more `bucketed_batches` arguments (e.g. label_padding_value).
     """
-    options = {"dynamic_padding": getattr(args, "dynamic_padding", True), "max_length": args.max_seq_length,
-               "pad_to_multiple_of": getattr(args, "pad_to_multiple_of", 8), **options}
-    static_shapes = getattr(args, "static_shapes", False)
+    options = {"dynamic_padding": config.dynamic_padding, "max_length": config.max_seq_length,
+               "pad_to_multiple_of": config.pad_to_multiple_of, **options}
+    static_shapes = distribution is not None and distribution.is_tpu
     if keras.backend.backend() == "tensorflow":
         from keras_bert_impl.data import tf_batching
 
-        return tf_batching.bucketed_dataset(features, labels, batch_size=args.train_batch_size, shuffle=True,
-                                            seed=args.seed, static_shapes=static_shapes,
+        return tf_batching.bucketed_dataset(features, labels, batch_size=config.train_batch_size, shuffle=True,
+                                            seed=config.seed, static_shapes=static_shapes,
                                             initial_epoch=initial_epoch, **options)
     if static_shapes:
         options.update(dynamic_padding=False, drop_remainder=True)
-    return batching.BucketedBatches(features, labels, args.train_batch_size, seed=args.seed,
-                                    initial_epoch=initial_epoch, process_share=getattr(args, "process_share", None),
+    return batching.BucketedBatches(features, labels, config.train_batch_size, seed=config.seed,
+                                    initial_epoch=initial_epoch,
+                                    process_share=None if distribution is None else distribution.process_share,
                                     **options)
 
 
@@ -425,13 +348,14 @@ def restore_training(model, directory, best=None):
     return int(state["epoch"])
 
 
-def warn_untrained_heads(model, args):
+def warn_untrained_heads(model, config):
     """Before an evaluation-only run: one warning on stderr when the model's task head (e.g. the
     classifier) holds its random initialization, because the checkpoint had none for it."""
     heads = getattr(model, "newly_initialized_heads", [])
     if not heads:
         return
-    source = f"--init_checkpoint {args.init_checkpoint}" if args.init_checkpoint else "the model (no --init_checkpoint)"
+    source = (f"--init_checkpoint {config.init_checkpoint}" if config.init_checkpoint
+              else "the model (no --init_checkpoint)")
     print(f"warning: {source} has no trained {' or '.join(heads)} head: it is randomly initialized, so this "
           f"evaluation scores an untrained head. Pass a fine-tuned model (an output_dir/model of a --do_train run) "
           f"as --init_checkpoint.", file=sys.stderr)
@@ -462,27 +386,72 @@ def print_outputs(output_dir, since):
 
 
 # ------------------------------------------------------------------------------------------- the driver
-def run_finetuning(task, args):
-    """Trains / evaluates / predicts `task` (a `keras_bert_impl.tasks.base.FinetuningTask`) as the flags
-    say, under `--strategy` (in its scope) and `--mixed_precision`; returns the results written to
+def run_finetuning(task):
+    """Trains / evaluates / predicts `task` (a `keras_bert_impl.tasks.base.FinetuningTask`) as its config
+    says, under `strategy` (in its scope) and `mixed_precision`; returns the results written to
     eval_results.json (or {}).
 
-    With `--learning_rate_grid` or `--num_restarts` > 1: the paper's protocol (`runners.protocol.run_protocol`),
+    With `learning_rate_grid` or `num_restarts` > 1: the paper's protocol (`runners.protocol.run_protocol`),
     one `finetune` per (learning rate, seed) in output_dir/runs/, the best on dev selected; returns the
-    selected run's results."""
-    if protocol.protocol_settings(args) is None:
-        return run_distributed(lambda flags: finetune(task, flags), args)
-    if args.strategy == "multiworker":
+    selected run's results.
+
+    From Python (README.md, "Fine-tuning from Python"), e.g.:
+
+        run_finetuning(GlueTask(GlueConfig(task_name="sst2", data_dir="data/sentiment", init_checkpoint=...,
+                                           output_dir="output/sst2", do_train=True, do_eval=True)))
+    """
+    config = task.config
+    protocol_settings = protocol.protocol_settings(config)
+    if protocol_settings is not None and config.strategy == "multiworker":
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
                              "--strategy=multiworker (a worker would not see the runs the chief has finished).")
-    return run_distributed(lambda flags: protocol.run_protocol(task, flags, finetune), args)
+    distribution = setup_distribution(config)
+    # A multi-worker job: the chief writes output_dir; every other worker writes a temporary directory
+    # in which the checkpoints and best weights the chief has written are links (it resumes from them).
+    with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir:
+        task = task.with_config(distributed_config(config, distribution, write_dir))
+        if protocol_settings is None:
+            return finetune(task, distribution)
+        return protocol.run_protocol(task, distribution, finetune)
 
 
-def finetune(task, args):
-    """The work of `run_finetuning`, inside the strategy scope (see the module docstring for the order,
-    the files written and resuming).
+def finetuning_recipe(build_parser, task_class):
+    """The `run(args)` and `main(argv=None)` of the fine-tuning recipe whose flags `build_parser()` parses
+    and whose task is a `task_class` (a `tasks.base.FinetuningTask` subclass).
 
-    Checks the flags, loads the tokenizer, lets the task read every file the flags name (`setup`, and
+    `run(args)` makes the task's config from the parsed flags (`config_from_flags(task_class.config_class,
+    args)`) and returns `run_finetuning(task_class(config))`: the results written to eval_results.json (or
+    {}). `main(argv)` parses `argv` (default: the command line) and returns `run`'s results; a user's
+    mistake is one line on stderr and exit status 2 (--debug: its traceback; `cli.run_main`).
+
+    Examples:
+
+    >>> from keras_bert_impl.runners.run_swag import build_parser
+    >>> from keras_bert_impl.tasks.swag import SwagTask
+    >>> run, main = finetuning_recipe(build_parser, SwagTask)
+    >>> main(["--output_dir=/tmp/swag", "--do_train", "--learning_rate=0"])  # stderr: the flag's error
+    Traceback (most recent call last):
+    SystemExit: 2
+    """
+
+    def run(args):
+        """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json
+        (or {})."""
+        return run_finetuning(task_class(config_from_flags(task_class.config_class, args)))
+
+    def main(argv=None):
+        """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+        return run_main(build_parser, run, argv)
+
+    return run, main
+
+
+def finetune(task, distribution, select_on_dev=False):
+    """The work of `run_finetuning`, inside the strategy scope of `distribution` (see the module docstring
+    for the order, the files written and resuming); `select_on_dev`: the protocol selects this run on its
+    dev metric (refused before training when the task has no labelled dev set).
+
+    Checks the config, loads the tokenizer, lets the task read every file the config names (`setup`, and
     `training_set` with --do_train), builds the model from the checkpoint; with --do_train compiles
     BERT's AdamW schedule with the task's loss and fits (resuming from output_dir/checkpoints),
     evaluating every epoch and keeping the best weights (`BestCheckpoint`, by `task.main_metric`) when the
@@ -490,57 +459,58 @@ def finetune(task, args):
     --do_predict writes the task's prediction files; writes eval_results.json; prints what it wrote.
     """
     started = time.time() - 1  # file times may be rounded to the second
-    task.args = args
+    config = task.config
     task.check_flags()
-    check_model_flags(args)
-    keras.utils.set_random_seed(args.seed)
-    tokenizer = load_tokenizer(args)
+    check_model_flags(config)
+    keras.utils.set_random_seed(config.seed)
+    tokenizer = load_tokenizer(config)
     task.setup(tokenizer)
-    if getattr(args, "select_on_dev", False) and not task.can_evaluate:
+    if select_on_dev and not task.can_evaluate:
         raise UserInputError(f"--learning_rate_grid / --num_restarts select the best run on the dev set's "
                              f"{task.main_metric}: this task has no labelled dev set with these flags (--do_eval; "
                              "SQuAD: a --predict_file with answers and --do_predict).")
-    train = task.training_set() if args.do_train else None
-    os.makedirs(args.output_dir, exist_ok=True)
-    keras.utils.set_random_seed(args.seed)
+    train = task.training_set(distribution) if config.do_train else None
+    os.makedirs(config.output_dir, exist_ok=True)
+    keras.utils.set_random_seed(config.seed)
     with warnings.catch_warnings():
-        if not args.do_train:  # `warn_untrained_heads` says it once, plainly
+        if not config.do_train:  # `warn_untrained_heads` says it once, plainly
             warnings.filterwarnings("ignore", message=".*initialized randomly", category=UserWarning)
         model = task.build_model()
-    predictions = predictor(model, args)
+    predictions = predictor(model, distribution)
     results = {}
-    if args.do_train:
-        results = fit_task(task, model, train, args, predictions)
-        if args.save_model:
-            task.save_model(model, os.path.join(args.output_dir, "model"))
-    elif args.do_eval or args.do_predict:
-        warn_untrained_heads(model, args)
+    if config.do_train:
+        results = fit_task(task, model, train, distribution, predictions)
+        if config.save_model:
+            task.save_model(model, os.path.join(config.output_dir, "model"))
+    elif config.do_eval or config.do_predict:
+        warn_untrained_heads(model, config)
     if task.can_evaluate and not results:
         results = task.evaluate(predictions)
-    if args.do_predict:
+    if config.do_predict:
         results = task.predict(predictions, results)
     task.write_results(results)
-    print_outputs(args.output_dir, started)
+    print_outputs(config.output_dir, started)
     return results
 
 
-def fit_task(task, model, train, args, predictions):
-    """Compiles and fits `model` on `train` (a `tasks.base.TrainingSet`) for `--num_train_epochs`, resuming
-    from output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or {} when the
-    task has no dev set. `predictions`: what the dev set is scored with after every epoch, `model` or
-    `predictor(model, args)`."""
-    epochs = math.ceil(args.num_train_epochs)
-    total_steps = num_train_steps(train.num_examples, args.train_batch_size, args.num_train_epochs,
-                                  getattr(args, "whole_batches_only", False))
+def fit_task(task, model, train, distribution, predictions):
+    """Compiles and fits `model` on `train` (a `tasks.base.TrainingSet`) for `num_train_epochs` of the task's
+    config, resuming from output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or
+    {} when the task has no dev set. `predictions`: what the dev set is scored with after every epoch,
+    `model` or `predictor(model, distribution)`."""
+    config = task.config
+    epochs = math.ceil(config.num_train_epochs)
+    total_steps = num_train_steps(train.num_examples, config.train_batch_size, config.num_train_epochs,
+                                  distribution.whole_batches_only)
     # The model's own loss and metrics (`BertTaskModel.compile`'s defaults).
-    model.compile(optimizer=create_finetuning_optimizer(args, total_steps),
-                  steps_per_execution=args.steps_per_execution)
-    checkpoint_dir = os.path.join(args.output_dir, resumable.CHECKPOINT_SUBDIR)
+    model.compile(optimizer=create_finetuning_optimizer(config, total_steps),
+                  steps_per_execution=config.steps_per_execution)
+    checkpoint_dir = os.path.join(config.output_dir, resumable.CHECKPOINT_SUBDIR)
     # `fit` hands the callback `model` itself; `predictions` computes its outputs.
-    best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, args.output_dir)
+    best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, config.output_dir)
             if task.can_evaluate else None)
     initial_epoch = restore_training(model, checkpoint_dir, best)
-    log_path = os.path.join(args.output_dir, TRAIN_LOG)
+    log_path = os.path.join(config.output_dir, TRAIN_LOG)
     initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
     if initial_epoch >= epochs:
         print(f"{checkpoint_dir} holds a finished run ({initial_epoch} of {epochs} epochs): nothing left to train; "
@@ -550,26 +520,27 @@ def fit_task(task, model, train, args, predictions):
     else:
         if initial_epoch:
             print(f"resuming from {checkpoint_dir} at epoch {initial_epoch + 1} of {epochs} (step {initial_step})")
-        steps_log_path = os.path.join(args.output_dir, STEPS_LOG)
+        steps_log_path = os.path.join(config.output_dir, STEPS_LOG)
         for path in (log_path, steps_log_path):
             resumable.truncate_metrics_log(path, initial_step)
         if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
-            data = training_batches(train.features, train.labels, args, initial_epoch=initial_epoch,
+            data = training_batches(train.features, train.labels, config, distribution, initial_epoch=initial_epoch,
                                     **train.batching_options)
             fit_kwargs = {"shuffle": False, **train.fit_kwargs}
         else:
             data = train.features
-            fit_kwargs = {"y": train.labels, "batch_size": args.train_batch_size, "shuffle": True, **train.fit_kwargs}
+            fit_kwargs = {"y": train.labels, "batch_size": config.train_batch_size, "shuffle": True,
+                          **train.fit_kwargs}
         print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
         # The guard comes first: a non-finite loss stops the run before anything of that batch or epoch is
         # logged or saved.
         guard = divergence.DivergenceGuard(checkpoint_dir)
-        callbacks = [guard, EpochSeed(args.seed)] + ([] if best is None else [best]) + [
-            resumable.MetricsLogger(log_path, initial_step, os.path.join(args.output_dir, TENSORBOARD_DIR, "train"),
-                                    steps_path=steps_log_path, log_every_steps=getattr(args, "log_every_steps", 0)),
-            EpochCheckpoint(checkpoint_dir, best, args.keep_checkpoint_max),
+        callbacks = [guard, EpochSeed(config.seed)] + ([] if best is None else [best]) + [
+            resumable.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
+                                    steps_path=steps_log_path, log_every_steps=config.log_every_steps),
+            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max),
         ]
-        model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=args.verbose,
+        model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=config.verbose,
                   **fit_kwargs)
     # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
     divergence.check_finite_weights(model, "the end of training")

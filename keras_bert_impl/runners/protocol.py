@@ -33,8 +33,7 @@ protocol_results.json and protocol_results.md are removed when a protocol starts
 protocol_results.json is not a finished protocol's (its copies may be another selection's or partial).
 """
 
-import argparse
-import copy
+import dataclasses
 import json
 import math
 import numbers
@@ -43,7 +42,6 @@ import shutil
 
 import numpy as np
 
-from keras_bert_impl.runners.flags import positive_float, positive_int
 from keras_bert_impl.training import resumable
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, atomic_path, write_json
@@ -57,67 +55,17 @@ SEED_STRIDE = 1000
 # output_dir/runs` shows every run) and its completion record.
 NOT_COPIED = (resumable.CHECKPOINT_SUBDIR, "logs", RUN_COMPLETE)
 # Flags that do not change what a run computes: a complete run is skipped when only these differ.
-IGNORED_FLAGS = ("output_dir", "verbose", "debug", "log_every_steps", "learning_rate_grid", "num_restarts")
+IGNORED_FLAGS = ("output_dir", "verbose", "log_every_steps", "learning_rate_grid", "num_restarts")
 
 
-def learning_rate_list(value):
-    """The value of `--learning_rate_grid`: comma-separated positive learning rates, no repeats.
-
-    Examples:
-
-    >>> learning_rate_list("5e-5,4e-5, 3e-5")
-    (5e-05, 4e-05, 3e-05)
-    >>> learning_rate_list("5e-5,0")
-    Traceback (most recent call last):
-    argparse.ArgumentTypeError: expected comma-separated positive learning rates such as 5e-5,4e-5,3e-5,2e-5, got '5e-5,0'
-    """
-    if isinstance(value, (list, tuple)):
-        parts = [str(v) for v in value]
-    else:
-        parts = [part.strip() for part in str(value).split(",")]
-    try:
-        rates = tuple(positive_float(part) for part in parts)
-    except argparse.ArgumentTypeError:
-        rates = ()
-    if not rates or len(set(rates)) != len(rates):
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive learning rates such as 5e-5,4e-5,3e-5,2e-5, got {value!r}")
-    return rates
-
-
-def add_protocol_flags(parser):
-    """`--learning_rate_grid` and `--num_restarts` (see the module docstring)."""
-    parser.add_argument("--learning_rate_grid", type=learning_rate_list, default=None,
-                        help="Comma-separated learning rates, e.g. 5e-5,4e-5,3e-5,2e-5 (the paper's): one run each "
-                        "(replacing --learning_rate) in output_dir/runs/, the best on dev selected "
-                        "(output_dir/protocol_results.json).")
-    parser.add_argument("--num_restarts", type=positive_int, default=1,
-                        help="Runs per learning rate, restart k with seed --seed + 1000*k (other classifier "
-                        "initialization and shuffling), the best on dev selected.")
-    return parser
-
-
-def protocol_settings(args):
-    """(learning rates, seeds) of the flags, or None for a single run (no grid and one restart).
-
-    Raises:
-        UserInputError: an invalid `--learning_rate_grid` or `--num_restarts` (given from Python).
-    """
-    grid = getattr(args, "learning_rate_grid", None)
-    restarts = getattr(args, "num_restarts", 1)
-    if grid is None and restarts in (None, 1):
+def protocol_settings(config):
+    """(learning rates, seeds) of a `tasks.base.FinetuningConfig`, or None for a single run (no grid and one
+    restart)."""
+    if config.learning_rate_grid is None and config.num_restarts == 1:
         return None
-    if grid is not None:
-        try:
-            grid = learning_rate_list(grid)
-        except argparse.ArgumentTypeError as error:
-            raise UserInputError(f"--learning_rate_grid: {error}") from None
-    if restarts is None:
-        restarts = 1
-    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
-        raise UserInputError(f"--num_restarts: expected a positive integer, got {restarts!r}")
-    learning_rates = grid if grid is not None else (float(args.learning_rate),)
-    seeds = tuple(int(args.seed) + SEED_STRIDE * k for k in range(restarts))
+    learning_rates = (tuple(float(rate) for rate in config.learning_rate_grid) if config.learning_rate_grid is not None
+                      else (float(config.learning_rate),))
+    seeds = tuple(int(config.seed) + SEED_STRIDE * k for k in range(config.num_restarts))
     return learning_rates, seeds
 
 
@@ -126,10 +74,11 @@ def run_name(learning_rate, seed):
     return f"lr={learning_rate:g},seed={seed}"
 
 
-def _flags_record(args):
-    """The run's flags that change what it computes, as JSON values (for `run_complete.json`)."""
+def _flags_record(config):
+    """The run's settings (its config's fields, its flags) that change what it computes, as JSON values (for
+    `run_complete.json`)."""
     record = {}
-    for key, value in sorted(vars(args).items()):
+    for key, value in sorted(dataclasses.asdict(config).items()):
         if key in IGNORED_FLAGS:
             continue
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -224,20 +173,23 @@ def _copy_selected(run_dir, output_dir):
     return copied
 
 
-def run_protocol(task, args, finetune):
-    """Trains every (learning rate, seed) run of the flags (`protocol_settings`) with `finetune(task, args)`
-    in output_dir/runs/, skipping complete runs, then selects the best on dev and writes the top level of
-    output_dir (see the module docstring). Returns the selected run's results (its eval_results.json).
+def run_protocol(task, distribution, finetune):
+    """Trains every (learning rate, seed) run of the task's config (`protocol_settings`) with
+    `finetune(run_task, distribution, select_on_dev=True)` in output_dir/runs/, skipping complete runs, then
+    selects the best on dev and writes the top level of output_dir (see the module docstring). Returns the
+    selected run's results (its eval_results.json).
 
     Args:
-        task: a fresh `tasks.base.FinetuningTask`; every run gets a deep copy of it.
-        args: the recipe's flags.
+        task: a fresh `tasks.base.FinetuningTask`; every run gets a fresh task of its class on the run's
+            config (`dataclasses.replace` of the task's: the run's learning rate, seed and output_dir).
+        distribution: the `training.distribute.Distribution` the runs train under.
         finetune: `runners.finetuning.finetune` (passed in: this module is below it).
     """
-    learning_rates, seeds = protocol_settings(args)
-    if not args.do_train:
+    config = task.config
+    learning_rates, seeds = protocol_settings(config)
+    if not config.do_train:
         raise UserInputError("--learning_rate_grid / --num_restarts select among training runs: pass --do_train.")
-    output_dir = args.output_dir
+    output_dir = config.output_dir
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise UserInputError(f"--output_dir: {output_dir} is a file, not a directory")
     os.makedirs(output_dir, exist_ok=True)
@@ -250,25 +202,24 @@ def run_protocol(task, args, finetune):
     for learning_rate in learning_rates:
         for seed in seeds:
             name = run_name(learning_rate, seed)
-            run_args = copy.copy(args)
-            run_args.learning_rate, run_args.seed = learning_rate, seed
-            run_args.output_dir = os.path.join(output_dir, RUNS_DIR, name)
-            run_args.learning_rate_grid, run_args.num_restarts = None, 1
-            run_args.select_on_dev = True  # finetune refuses a run without dev metrics before training
-            flags = _flags_record(run_args)
-            record_path = os.path.join(run_args.output_dir, RUN_COMPLETE)
+            run_config = dataclasses.replace(config, learning_rate=learning_rate, seed=seed,
+                                             output_dir=os.path.join(output_dir, RUNS_DIR, name),
+                                             learning_rate_grid=None, num_restarts=1)
+            flags = _flags_record(run_config)
+            record_path = os.path.join(run_config.output_dir, RUN_COMPLETE)
             record = _read_json(record_path)
             print(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate:g}, seed {seed} "
-                  f"({run_args.output_dir})")
+                  f"({run_config.output_dir})")
             if record is not None and record.get("flags") == flags:
                 print(f"complete ({record_path}): not trained again")
                 results = record["results"]
             else:
                 if os.path.isfile(record_path):
                     os.remove(record_path)  # another command's run: `finetune` resumes or trains it anew
-                results = finetune(copy.deepcopy(task), run_args)
+                # select_on_dev: finetune refuses a run without dev metrics before training.
+                results = finetune(task.with_config(run_config), distribution, select_on_dev=True)
                 if metric not in results or not math.isfinite(float(results[metric])):
-                    raise UserInputError(f"--learning_rate_grid / --num_restarts: the run in {run_args.output_dir} "
+                    raise UserInputError(f"--learning_rate_grid / --num_restarts: the run in {run_config.output_dir} "
                                          f"has no dev {metric} to select on.")
                 write_json(record_path, {"learning_rate": learning_rate, "seed": seed, "flags": flags,
                                          "results": results})

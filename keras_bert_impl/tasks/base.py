@@ -1,163 +1,237 @@
-"""The fine-tuning task interface, loading a checkpoint and its tokenizer from the flags, and saving a
-complete model directory.
+"""The fine-tuning task interface and its typed settings, loading a checkpoint and its tokenizer from those
+settings, and saving a complete model directory.
 
-A `FinetuningTask` holds everything one family of fine-tuning runs does differently (GLUE, NER, SQuAD,
-SWAG): its files, features, model, loss, dev metric and prediction files. The training loop that every
-task shares (seed, optimizer, `fit` with the best dev checkpoint, eval_results.json) is
-`keras_bert_impl.runners.finetuning.run_finetuning`.
+A `FinetuningConfig` holds the settings every fine-tuning run shares, one field per flag of the recipes
+(same name, same default); each task family subclasses it with its own (`tasks.glue.GlueConfig`, ...). A
+`FinetuningTask` is built on its config and holds everything one family of fine-tuning runs does
+differently (GLUE, NER, SQuAD, SWAG): its files, features, model, loss, dev metric and prediction files. The
+training loop that every task shares (seed, optimizer, `fit` with the best dev checkpoint,
+eval_results.json) is `keras_bert_impl.runners.finetuning.run_finetuning(task)`; the recipes build the
+config from their flags (`runners.finetuning_flags.config_from_flags`).
 """
 
 import dataclasses
-import json
 import os
+from typing import Optional
 
-from keras_bert_impl.config import BertConfig, find_config_file
+from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY, ModelDirectory
+from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab_size
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.training.distribute import MIXED_PRECISION, STRATEGY_NAMES
+from keras_bert_impl.utils import model_files
+from keras_bert_impl.utils.errors import CheckpointNotFoundError, UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
+from keras_bert_impl.utils.settings import (
+    BOOLEAN,
+    FRACTION,
+    LEARNING_RATE_GRID,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    check_settings,
+    one_of,
+    optional,
+    setting,
+)
 
-CONFIG_FILE_NAMES = ("config.json", "bert_config.json")
-WEIGHT_FILE_NAMES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
-def _checkpoint_directory(path):
-    """The directory of `--init_checkpoint`: the path itself, or the directory of a Google checkpoint prefix."""
-    return path if os.path.isdir(path) else os.path.dirname(path) or "."
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FinetuningConfig:
+    """The settings every fine-tuning run shares: one field per flag of `runners.finetuning_flags`
+    (`finetuning_flag_parser`, and `add_task_flags` but for the token-level recipes' `--bilstm_units`), with
+    the flag's name and default (`--help` says what each does). Fields are keyword-only; `output_dir` is
+    required.
 
-
-def check_model_flags(args):
-    """Checks the flags naming the model's files before anything is read; raises `UserInputError` naming
-    the flag and the path: `--init_checkpoint` (a directory with config.json or bert_config.json and
-    weights, or a Google checkpoint prefix), `--vocab_file`, `--bert_config_file`, one of
-    `--init_checkpoint`/`--bert_config_file`, a vocabulary (`--vocab_file` or the checkpoint's vocab.txt),
-    and `--output_dir` (not a file).
+    Made once: the runner replaces fields with `dataclasses.replace` (a new config), never in place. A
+    value of the wrong type or range (the kinds of `utils.settings`, those of the flags' types) raises
+    `UserInputError` naming the field.
 
     Examples:
 
-    >>> import argparse
-    >>> flags = argparse.Namespace(init_checkpoint="/tmp/nope", vocab_file=None, bert_config_file=None,
-    ...                            output_dir="/tmp/out")
-    >>> check_model_flags(flags)
+    >>> config = FinetuningConfig(output_dir="/tmp/run", do_train=True, learning_rate=1e-4)
+    >>> config.train_batch_size, config.num_train_epochs, config.max_seq_length
+    (32, 3.0, 128)
+    >>> FinetuningConfig(output_dir="/tmp/run", train_batch_size=0)
     Traceback (most recent call last):
-    keras_bert_impl.utils.errors.UserInputError: --init_checkpoint: no checkpoint at /tmp/nope (expected a directory with config.json or bert_config.json, or a Google checkpoint prefix such as .../bert_model.ckpt)
+    keras_bert_impl.utils.errors.UserInputError: FinetuningConfig.train_batch_size: expected a positive integer, got 0
+    """
+
+    # The model's files.
+    data_dir: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    bert_config_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    do_lower_case: Optional[bool] = setting(None, optional(BOOLEAN))  # None: the checkpoint's
+    output_dir: str
+    max_seq_length: int = setting(128, POSITIVE_INT)
+    # What the run does.
+    do_train: bool = setting(False, BOOLEAN)
+    do_eval: bool = setting(False, BOOLEAN)
+    do_predict: bool = setting(False, BOOLEAN)
+    # Training.
+    train_batch_size: int = setting(32, POSITIVE_INT)  # the global batch, split over the replicas
+    eval_batch_size: int = setting(8, POSITIVE_INT)
+    predict_batch_size: int = setting(8, POSITIVE_INT)
+    learning_rate: float = setting(5e-5, POSITIVE_NUMBER)
+    num_train_epochs: float = setting(3.0, POSITIVE_NUMBER)
+    warmup_proportion: float = setting(0.1, FRACTION)
+    seed: int = setting(42, NON_NEGATIVE_INT)
+    steps_per_execution: int = setting(1, POSITIVE_INT)
+    log_every_steps: int = setting(100, NON_NEGATIVE_INT)
+    keep_checkpoint_max: int = setting(2, POSITIVE_INT)
+    # The paper's protocol (`runners.protocol`): a learning-rate grid times restarts.
+    learning_rate_grid: Optional[tuple] = setting(None, optional(LEARNING_RATE_GRID))
+    num_restarts: int = setting(1, POSITIVE_INT)
+    # Distribution and mixed precision (`training.distribute`).
+    strategy: str = setting("auto", one_of(STRATEGY_NAMES))
+    tpu: Optional[str] = None
+    mixed_precision: str = setting("float32", one_of(tuple(MIXED_PRECISION)))
+    # Batches, the saved model, fit's verbosity.
+    dynamic_padding: bool = setting(True, BOOLEAN)
+    pad_to_multiple_of: int = setting(8, POSITIVE_INT)
+    save_model: bool = setting(True, BOOLEAN)
+    verbose: int = setting(1, one_of((0, 1, 2)))
+
+    def __post_init__(self):
+        check_settings(self)
+
+
+def _init_checkpoint(config):
+    """The `ModelDirectory` of `--init_checkpoint` (a path or a model name), or a `UserInputError` naming the flag."""
+    try:
+        return ModelDirectory(config.init_checkpoint)
+    except CheckpointNotFoundError as error:
+        if str(error) == f"No checkpoint at {config.init_checkpoint}":
+            raise UserInputError(
+                f"--init_checkpoint: no checkpoint at {config.init_checkpoint} (expected a directory with "
+                f"{' or '.join(model_files.CONFIG_FILES)}, a Google checkpoint prefix such as .../bert_model.ckpt, "
+                "or a Hugging Face model name)") from None
+        raise UserInputError(f"--init_checkpoint: {error}") from None
+
+
+def check_model_flags(config):
+    """Checks the settings (a `FinetuningConfig`) naming the model's files before anything is read; raises
+    `UserInputError` naming the flag and the path: `--init_checkpoint` (a directory with config.json or
+    bert_config.json and weights, a Google checkpoint prefix, or a model name), `--vocab_file`,
+    `--bert_config_file`, one of `--init_checkpoint`/`--bert_config_file`, a vocabulary (`--vocab_file` or
+    the checkpoint's), and `--output_dir` (not a file).
+
+    Examples:
+
+    >>> check_model_flags(FinetuningConfig(init_checkpoint="/tmp/nope", output_dir="/tmp/out"))
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --init_checkpoint: no checkpoint at /tmp/nope (expected a directory with config.json or bert_config.json, a Google checkpoint prefix such as .../bert_model.ckpt, or a Hugging Face model name)
     """
     for flag in ("vocab_file", "bert_config_file"):
-        path = getattr(args, flag, None)
+        path = getattr(config, flag)
         if path and not os.path.isfile(path):
             raise UserInputError(f"--{flag}: no file at {path}")
-    output_dir = getattr(args, "output_dir", None)
+    output_dir = config.output_dir
     if output_dir and os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise UserInputError(f"--output_dir: {output_dir} is a file, not a directory")
-    path = args.init_checkpoint
-    if not path:
-        if not args.bert_config_file:
+    if not config.init_checkpoint:
+        if not config.bert_config_file:
             raise UserInputError("Either --init_checkpoint or --bert_config_file is required (--bert_config_file "
                                  "alone starts from random weights).")
-        if not args.vocab_file:
+        if not config.vocab_file:
             raise UserInputError("--vocab_file is required without --init_checkpoint.")
         return
-    if os.path.isfile(path) and path.endswith(".json"):
+    checkpoint = _init_checkpoint(config)
+    if checkpoint.config_file is None:
+        raise UserInputError(f"--init_checkpoint: {checkpoint.directory} has no {' or '.join(model_files.CONFIG_FILES)}")
+    if os.path.isfile(checkpoint.path):
         return  # a config file next to the weights, as `BertBackbone.from_pretrained` reads it
-    if not os.path.isdir(path) and not os.path.isfile(path + ".index"):
-        raise UserInputError(f"--init_checkpoint: no checkpoint at {path} (expected a directory with "
-                             f"{' or '.join(CONFIG_FILE_NAMES)}, or a Google checkpoint prefix such as "
-                             ".../bert_model.ckpt)")
-    directory = _checkpoint_directory(path)
-    if not any(os.path.isfile(os.path.join(directory, name)) for name in CONFIG_FILE_NAMES):
-        raise UserInputError(f"--init_checkpoint: {directory} has no {' or '.join(CONFIG_FILE_NAMES)}")
-    if os.path.isdir(path) and not (
-        any(os.path.isfile(os.path.join(path, name)) for name in WEIGHT_FILE_NAMES)
-        or any(name.endswith(".index") for name in os.listdir(path))
-    ):
-        raise UserInputError(f"--init_checkpoint: {path} has no weights (expected {', '.join(WEIGHT_FILE_NAMES)} "
-                             "or a Google bert_model.ckpt.index)")
-    if not args.vocab_file and not os.path.isfile(os.path.join(directory, "vocab.txt")):
-        raise UserInputError(f"--vocab_file is required: the --init_checkpoint directory {directory} holds no "
-                             "vocab.txt.")
+    if not checkpoint.has_weights:
+        raise UserInputError(f"--init_checkpoint: {checkpoint.path} has no weights (expected "
+                             f"{', '.join(model_files.WEIGHT_FILES)} or a Google bert_model.ckpt.index)")
+    if not config.vocab_file and not checkpoint.has_vocabulary:
+        raise UserInputError(f"--vocab_file is required: the --init_checkpoint directory {checkpoint.directory} holds "
+                             "no vocab.txt.")
 
 
-def load_tokenizer(args):
-    """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory."""
-    kwargs = {} if args.do_lower_case is None else {"do_lower_case": args.do_lower_case}
-    if args.vocab_file:
-        if not os.path.isfile(args.vocab_file):
-            raise UserInputError(f"--vocab_file: no file at {args.vocab_file}")
-        return BertTokenizer(args.vocab_file, **kwargs)
-    directory = _checkpoint_directory(args.init_checkpoint) if args.init_checkpoint else None
-    if not directory or not os.path.isfile(os.path.join(directory, "vocab.txt")):
+def load_tokenizer(config):
+    """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory (`config`: a
+    `FinetuningConfig`, or any settings with `vocab_file`, `init_checkpoint` and `do_lower_case`)."""
+    kwargs = {} if config.do_lower_case is None else {"do_lower_case": config.do_lower_case}
+    if config.vocab_file:
+        if not os.path.isfile(config.vocab_file):
+            raise UserInputError(f"--vocab_file: no file at {config.vocab_file}")
+        return BertTokenizer(config.vocab_file, **kwargs)
+    checkpoint = _init_checkpoint(config) if config.init_checkpoint else None
+    if checkpoint is None or not checkpoint.has_vocabulary:
         raise UserInputError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
-    return BertTokenizer.from_pretrained(directory, **kwargs)
+    return BertTokenizer.from_pretrained(checkpoint.directory, **kwargs)
 
 
-def model_config_file(args):
-    """The config file whose `vocab_size` the model of the flags gets: `--bert_config_file` (it replaces the
-    checkpoint's fields), else the `--init_checkpoint`'s config.json / bert_config.json; None without either."""
-    if getattr(args, "bert_config_file", None):
-        return args.bert_config_file
-    path = getattr(args, "init_checkpoint", None)
-    if not path:
+def model_vocab_size(config):
+    """(vocab_size, where it is stated) of the model the settings load: `--bert_config_file`'s (it replaces the
+    checkpoint's fields), else the `--init_checkpoint`'s config; None without either."""
+    if config.bert_config_file:
+        return BertConfig.from_json_file(config.bert_config_file).vocab_size, config.bert_config_file
+    if not config.init_checkpoint:
         return None
-    return find_config_file(path if os.path.isfile(path) else _checkpoint_directory(path))
+    checkpoint = _init_checkpoint(config)
+    return checkpoint.bert_config().vocab_size, checkpoint.config_file
 
 
-def check_tokenizer_fits_model(tokenizer, args):
-    """Refuses (`UserInputError`) a tokenizer with more ids than the `vocab_size` of the model the flags
-    load (`model_config_file`), before the model is built: out-of-table ids fail on TensorFlow and give
+def check_tokenizer_fits_model(tokenizer, config):
+    """Refuses (`UserInputError`) a tokenizer with more ids than the `vocab_size` of the model the settings
+    load (`model_vocab_size`), before the model is built: out-of-table ids fail on TensorFlow and give
     NaN losses on JAX."""
-    path = model_config_file(args)
-    if path is not None:
-        check_vocab_size(tokenizer, BertConfig.from_json_file(path).vocab_size, path)
+    found = model_vocab_size(config)
+    if found is not None:
+        check_vocab_size(tokenizer, *found)
 
 
-def config_overrides(args, **overrides):
+def config_overrides(config, **overrides):
     """Backbone config fields replacing the checkpoint's: `--bert_config_file`'s (when given), then `overrides`.
 
     The attention direction is replaced only when the file states it (`attention_direction` or
     `is_decoder`): a Google-style bert_config.json, which has neither, keeps a causal checkpoint causal."""
     stored = {}
-    if args.bert_config_file:
-        stored = BertConfig.from_json_file(args.bert_config_file).to_dict()
-        with open(args.bert_config_file, encoding="utf-8") as f:
-            if not {"attention_direction", "is_decoder"} & set(json.load(f)):
-                del stored["attention_direction"]
+    if config.bert_config_file:
+        stored = BertConfig.from_json_file(config.bert_config_file).to_dict()
+        if not {"attention_direction", "is_decoder"} & set(model_files.read_json_object(config.bert_config_file)):
+            del stored["attention_direction"]
     return {**stored, **overrides}
 
 
-def load_backbone(args, output_hidden_states=False, **overrides):
+def load_backbone(config, output_hidden_states=False, **overrides):
     """The backbone of `--init_checkpoint` (with `--bert_config_file` when given), else a random one of
     `--bert_config_file`; `output_hidden_states` as in `BertBackbone`, `overrides`: config fields."""
-    if args.init_checkpoint:
-        return BertBackbone.from_pretrained(args.init_checkpoint, output_hidden_states=output_hidden_states,
-                                            **config_overrides(args, **overrides))
-    if not args.bert_config_file:
+    if config.init_checkpoint:
+        return BertBackbone.from_pretrained(config.init_checkpoint, output_hidden_states=output_hidden_states,
+                                            **config_overrides(config, **overrides))
+    if not config.bert_config_file:
         raise UserInputError("Either --init_checkpoint or --bert_config_file is required.")
-    config = BertConfig.from_json_file(args.bert_config_file)
+    bert_config = BertConfig.from_json_file(config.bert_config_file)
     if overrides:
-        config = BertConfig.from_dict({**config.to_dict(), **overrides})
-    return BertBackbone(config, output_hidden_states=output_hidden_states)
+        bert_config = BertConfig.from_dict({**bert_config.to_dict(), **overrides})
+    return BertBackbone(bert_config, output_hidden_states=output_hidden_states)
 
 
-def save_model_directory(model, tokenizer, directory, max_seq_length, extra_config=None, **save_kwargs):
-    """Writes a complete model directory: the model's `save_pretrained` (config.json, model.safetensors),
-    the tokenizer's vocab.txt and tokenizer_config.json (with its do_lower_case), and `max_seq_length`
-    plus the `extra_config` entries (e.g. SQuAD's decoding settings) in config.json. `save_kwargs` go to
-    the model's `save_pretrained` (e.g. `label_names`). The directory appears complete or not at all
-    (`file_io.atomic_path`), so a run killed while saving never leaves a model directory that looks whole."""
+def save_model_directory(model, tokenizer, directory, max_seq_length, extra_config=None, extra_files=None,
+                         **save_kwargs):
+    """Writes a complete model directory: the model's `save_pretrained` (config.json, model.safetensors) with
+    `max_seq_length` and the `extra_config` entries (e.g. SQuAD's decoding settings) in config.json, the
+    tokenizer's vocab.txt and tokenizer_config.json (with its do_lower_case), and `extra_files` ({file name:
+    JSON value}, e.g. NER's label_list.json). `save_kwargs` go to the model's `save_pretrained` (e.g.
+    `label_names`). The directory appears complete or not at all (`file_io.atomic_path`), so a run killed
+    while saving never leaves a model directory that looks whole."""
     with atomic_path(directory) as tmp:
-        model.save_pretrained(tmp, **save_kwargs)
         tokenizer.save_pretrained(tmp)
-        config_path = os.path.join(tmp, "config.json")
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-        config.update(extra_config or {}, max_seq_length=int(max_seq_length))
-        write_json(config_path, config)
+        for name, value in (extra_files or {}).items():
+            write_json(os.path.join(tmp, name), value)
+        settings = dict(extra_config or {}, **{MAX_SEQ_LENGTH_KEY: int(max_seq_length)})
+        model.save_pretrained(tmp, settings=settings, **save_kwargs)
 
 
-def batching_options(args):
-    """The padding options of prediction batches (`batching.predict_bucketed`) from the flags."""
-    return {"dynamic_padding": args.dynamic_padding, "max_length": args.max_seq_length,
-            "pad_to_multiple_of": args.pad_to_multiple_of}
+def batching_options(config):
+    """The padding options of prediction batches (`batching.predict_bucketed`) of a `FinetuningConfig`."""
+    return {"dynamic_padding": config.dynamic_padding, "max_length": config.max_seq_length,
+            "pad_to_multiple_of": config.pad_to_multiple_of}
 
 
 @dataclasses.dataclass
@@ -184,50 +258,68 @@ class TrainingSet:
 
 
 class FinetuningTask:
-    """One family of fine-tuning runs, driven by `run_finetuning(task, args)` in this order:
+    """One family of fine-tuning runs on its config, driven by `run_finetuning(task)` in this order:
 
     `check_flags()` (and the driver's `check_model_flags`); `setup(tokenizer)` (reads and checks every
-    file the flags name, raising `UserInputError`); with --do_train `training_set()`; `build_model()`
-    (loads the checkpoint); with --do_train: `model.compile` with BERT's optimizer and the model's loss,
-    `fit` (with `evaluate` after every epoch and the best weights kept when `can_evaluate`; resumed from
-    output_dir/checkpoints after a crash), `best_results(metrics)`, `save_model(...)`; `evaluate(model)`
-    when `can_evaluate` and there are no results yet; with --do_predict `predict(model, results)`; finally
-    `write_results(results)`.
+    file the config names, raising `UserInputError`); with --do_train `training_set(distribution)`;
+    `build_model()` (loads the checkpoint); with --do_train: `model.compile` with BERT's optimizer and the
+    model's loss, `fit` (with `evaluate` after every epoch and the best weights kept when `can_evaluate`;
+    resumed from output_dir/checkpoints after a crash), `best_results(metrics)`, `save_model(...)`;
+    `evaluate(model)` when `can_evaluate` and there are no results yet; with --do_predict
+    `predict(model, results)`; finally `write_results(results)`.
 
     Attributes:
         name: the task's name in log lines.
         main_metric: the key of `evaluate`'s dict that picks the best epoch.
-        args: the recipe's flags.
+        config_class: the class of the task's config (`FinetuningConfig` or a subclass).
+        config: the task's settings, an instance of `config_class`.
     """
 
     name = "task"
     main_metric = "accuracy"
+    config_class = FinetuningConfig
 
-    def __init__(self, args):
-        self.args = args
+    def __init__(self, config):
+        if not isinstance(config, self.config_class):
+            raise TypeError(f"{type(self).__name__} takes a {self.config_class.__name__}, got {type(config).__name__}")
+        self.config = config
         self.tokenizer = None
+
+    def with_config(self, config):
+        """The task on `config`: this task when `config` equals its own, else a fresh task of its class."""
+        return self if config == self.config else type(self)(config)
 
     def check_flags(self):
         """Raises `UserInputError` for flag combinations the task cannot run."""
-        if not (self.args.do_train or self.args.do_eval or self.args.do_predict):
+        if not (self.config.do_train or self.config.do_eval or self.config.do_predict):
             raise UserInputError("At least one of --do_train, --do_eval or --do_predict must be set.")
 
     def setup(self, tokenizer):
         """Reads what the model and the evaluation need before training (labels, dev sets); checks that the
         tokenizer's ids fit the model's vocab_size (`check_tokenizer_fits_model`)."""
-        check_tokenizer_fits_model(tokenizer, self.args)
+        check_tokenizer_fits_model(tokenizer, self.config)
         self.tokenizer = tokenizer
 
     @property
     def can_evaluate(self):
         """Whether there is a labelled dev set: then every epoch is evaluated and the best one kept."""
-        return bool(self.args.do_eval)
+        return bool(self.config.do_eval)
 
     def build_model(self):
         raise NotImplementedError
 
-    def training_set(self):
-        """The `TrainingSet` of --do_train."""
+    def load_model(self, model_class, **head_arguments):
+        """A `model_class` task model (`head_arguments`: its head's, e.g. `num_classes`) on `--init_checkpoint`
+        (`from_pretrained`: with the checkpoint's head when it has a matching one, `--bert_config_file`'s
+        fields replacing the checkpoint's), else on a random backbone of `--bert_config_file`."""
+        if self.config.init_checkpoint:
+            return model_class.from_pretrained(self.config.init_checkpoint, **head_arguments,
+                                               **config_overrides(self.config))
+        return model_class(load_backbone(self.config), **head_arguments)
+
+    def training_set(self, distribution):
+        """The `TrainingSet` of --do_train; `distribution`: the run's `training.distribute.Distribution` (a
+        TPU or a multi-process JAX job trains on whole batches only)."""
         raise NotImplementedError
 
     def evaluate(self, model):
@@ -238,9 +330,10 @@ class FinetuningTask:
         """The results after training, from the best epoch's dev metrics (the model holds its weights)."""
         return dict(best_metrics)
 
-    def save_model(self, model, directory):
-        """Writes the fine-tuned model directory (`save_model_directory`)."""
-        save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length)
+    def save_model(self, model, directory, **save_kwargs):
+        """Writes the fine-tuned model directory (`save_model_directory`, with `save_kwargs`: `extra_config`
+        and the model's `save_pretrained` arguments, e.g. `label_names`)."""
+        save_model_directory(model, self.tokenizer, directory, self.config.max_seq_length, **save_kwargs)
 
     def predict(self, model, results):
         """Writes the prediction files of --do_predict; returns the results, with any test metrics added."""
@@ -248,5 +341,5 @@ class FinetuningTask:
 
     def write_results(self, results):
         """Writes eval_results.json (when the task has results to write)."""
-        if self.args.do_eval:
-            write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        if self.config.do_eval:
+            write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)

@@ -9,34 +9,55 @@ read in `setup`, before the model is built. Evaluates the task's GLUE metrics (M
 prefixed "mm_"); writes the GLUE server's submission files.
 """
 
+import dataclasses
 import os
+from typing import Optional
 
 import numpy as np
 
 from keras_bert_impl.data import batching, glue_data
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.tasks.base import (
-    FinetuningTask,
-    TrainingSet,
-    batching_options,
-    config_overrides,
-    load_backbone,
-    save_model_directory,
-)
+from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.settings import NUMBER, setting
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 
 
-class GlueTask(FinetuningTask):
-    """One GLUE task (`--task_name`): cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GlueConfig(FinetuningConfig):
+    """The settings of a GLUE run: `FinetuningConfig`'s and run_glue.py's own flags (same names, same
+    defaults); `task_name` and `output_dir` are required.
 
-    def __init__(self, args):
-        super().__init__(args)
-        self.task = glue_data.canonical_task(args.task_name)
+    Examples:
+
+    >>> config = GlueConfig(task_name="sst2", data_dir="data/sentiment", output_dir="/tmp/sst2", do_train=True)
+    >>> config.classifier_dropout, config.label_column, config.max_seq_length
+    (0.1, 'label', 128)
+    """
+
+    task_name: str  # cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli (any spelling `canonical_task` reads)
+    classifier_dropout: float = setting(0.1, NUMBER)
+    # A split's file of the datasets ecosystem instead of --data_dir's, and its columns.
+    train_file: Optional[str] = None
+    validation_file: Optional[str] = None
+    test_file: Optional[str] = None
+    text_column: Optional[str] = None  # None: the task's glue datasets column
+    text_pair_column: Optional[str] = None  # None: the task's; "": none
+    label_column: str = "label"
+
+
+class GlueTask(FinetuningTask):
+    """One GLUE task (`GlueConfig.task_name`): cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli."""
+
+    config_class = GlueConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.task = glue_data.canonical_task(config.task_name)
         self.name = self.task
         self.main_metric = glue_data.GLUE_MAIN_METRIC[self.task]
         self.regression = glue_data.get_labels(self.task) is None
@@ -49,55 +70,51 @@ class GlueTask(FinetuningTask):
         else --data_dir's `{split}.tsv` for every split of that kind (file None)."""
         splits = {"train": ["train"], "dev": glue_data.dev_splits(self.task),
                   "test": glue_data.test_splits(self.task)}[kind]
-        path = getattr(self.args, _FILE_FLAGS[kind], None)
+        path = getattr(self.config, _FILE_FLAGS[kind])
         if path:
             return [(splits[0], path)]
-        if not self.args.data_dir:
+        if not self.config.data_dir:
             raise UserInputError(f"--data_dir or --{_FILE_FLAGS[kind]} is required for the {kind} data.")
         return [(split, None) for split in splits]
 
     def read_examples(self, split, path):
         """The `InputExample`s of one split: from its file flag's file, else from --data_dir."""
         if path is None:
-            return glue_data.read_glue_examples(self.task, self.args.data_dir, split)
-        return glue_data.read_glue_records(self.task, path, split, getattr(self.args, "text_column", None),
-                                          getattr(self.args, "text_pair_column", None),
-                                          getattr(self.args, "label_column", "label"))
+            return glue_data.read_glue_examples(self.task, self.config.data_dir, split)
+        return glue_data.read_glue_records(self.task, path, split, self.config.text_column,
+                                          self.config.text_pair_column, self.config.label_column)
 
     def load_split(self, split, path=None):
         """(features, labels or None, examples) of one split."""
         examples = self.read_examples(split, path)
-        features = glue_data.encode_examples(self.tokenizer, examples, self.args.max_seq_length)
+        features = glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length)
         labels = None if split.startswith("test") else glue_data.label_ids(self.task, examples)
         return features, labels, examples
 
     def setup(self, tokenizer):
         """Reads, validates and encodes every split the flags ask for (train, dev, test)."""
         super().setup(tokenizer)
-        if self.args.do_train:
+        if self.config.do_train:
             (split, path), = self.split_files("train")
             self.train_set = self.load_split(split, path)
-        if self.args.do_eval:
+        if self.config.do_eval:
             self.dev_sets = {split: self.load_split(split, path) for split, path in self.split_files("dev")}
-        if self.args.do_predict:
+        if self.config.do_predict:
             self.test_sets = {split: self.load_split(split, path) for split, path in self.split_files("test")}
 
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has a matching one."""
-        num_outputs, dropout = glue_data.num_outputs(self.task), self.args.classifier_dropout
-        if self.args.init_checkpoint:
-            return BertClassifier.from_pretrained(self.args.init_checkpoint, num_classes=num_outputs, dropout=dropout,
-                                                  **config_overrides(self.args))
-        return BertClassifier(load_backbone(self.args), num_classes=num_outputs, dropout=dropout)
+        return self.load_model(BertClassifier, num_classes=glue_data.num_outputs(self.task),
+                               dropout=self.config.classifier_dropout)
 
-    def training_set(self):
+    def training_set(self, distribution):
         features, labels, examples = self.train_set
         return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
 
     def predictions(self, model, features):
         """Class ids [N] (STS-B: float scores [N]) for every example, in order."""
-        logits = batching.predict_bucketed(model, features, batch_size=self.args.eval_batch_size,
-                                           **batching_options(self.args))
+        logits = batching.predict_bucketed(model, features, batch_size=self.config.eval_batch_size,
+                                           **batching_options(self.config))
         return logits[:, 0] if self.regression else np.argmax(logits, axis=-1)
 
     def evaluate(self, model):
@@ -110,22 +127,21 @@ class GlueTask(FinetuningTask):
         return metrics
 
     def save_model(self, model, directory):
-        save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length,
-                             label_names=glue_data.get_labels(self.task))
+        super().save_model(model, directory, label_names=glue_data.get_labels(self.task))
 
     def predict(self, model, results):
         """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv)."""
         for split, (features, _, examples) in self.test_sets.items():
-            path = os.path.join(self.args.output_dir, glue_data.submission_file_name(self.task, split))
+            path = os.path.join(self.config.output_dir, glue_data.submission_file_name(self.task, split))
             glue_data.write_submission(path, self.task, self.predictions(model, features))
             print(f"wrote {len(examples)} test predictions to {path}")
         return results
 
     def write_results(self, results):
-        if not self.args.do_eval:
+        if not self.config.do_eval:
             return
         results["task_name"] = self.task
         results["num_dev_examples"] = {split: len(v[2]) for split, v in self.dev_sets.items()}
-        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
         print(f"{self.task} dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items())
                                                if isinstance(v, float)))

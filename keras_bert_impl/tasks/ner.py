@@ -9,23 +9,29 @@ label lists, the tagging schemes and the windows. Evaluates entity precision / r
 rules); writes test_predictions.txt (`token gold pred` lines).
 """
 
-import json
+import dataclasses
 import os
+from typing import Optional
 
 import numpy as np
 
+from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching, conll_data
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
+from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
 from keras_bert_impl.tasks.base import (
+    FinetuningConfig,
     FinetuningTask,
     TrainingSet,
+    batching_options,
     config_overrides,
     load_backbone,
-    save_model_directory,
 )
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.model_files import read_json_object
 from keras_bert_impl.utils.file_io import atomic_path, write_json
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
 SPLIT_FILE_NAMES = {
     "train": ("train.txt", "eng.train"),
@@ -33,28 +39,58 @@ SPLIT_FILE_NAMES = {
     "test": ("test.txt", "eng.testb"),
 }
 SPLIT_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
+# The file of a fine-tuned NER model directory holding its label list and tagging scheme.
+LABEL_LIST_FILE = "label_list.json"
 
 
-def split_file(args, split):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NerConfig(FinetuningConfig):
+    """The settings of an NER run: `FinetuningConfig`'s and run_ner.py's own flags (same names, same
+    defaults), the feature-based tagger's among them (`feature_based` and the `feature_*` / `lstm_*`
+    fields, None: the saved tagger's setting, else the paper's)."""
+
+    # The files: a split's file instead of --data_dir's, its columns, the label list.
+    train_file: Optional[str] = None
+    validation_file: Optional[str] = None  # also --dev_file
+    test_file: Optional[str] = None
+    labels: Optional[str] = None  # a file of one label per line
+    tokens_column: str = "tokens"
+    tags_column: str = "ner_tags"
+    # The fine-tuned tagger.
+    use_crf: bool = setting(False, BOOLEAN)
+    use_document_context: bool = setting(False, BOOLEAN)
+    tagging_scheme: str = setting("auto", one_of(conll_data.TAGGING_SCHEMES))
+    # The feature-based tagger (the paper's Table 7).
+    feature_based: bool = setting(False, BOOLEAN)
+    feature_layers: Optional[str] = None  # comma-separated hidden-state indices, e.g. "-1,-2,-3,-4"
+    feature_combine: Optional[str] = setting(None, optional(one_of(FEATURE_COMBINES)))
+    feature_mode: str = setting("", one_of(("", *FEATURE_MODES)))
+    lstm_units: Optional[int] = setting(None, optional(INTEGER))
+    lstm_layers: Optional[int] = setting(None, optional(INTEGER))
+    classifier_dropout: float = setting(0.1, NUMBER)
+    bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
+
+
+def split_file(config, split):
     """The path of a split's file (`--train_file`, `--validation_file`, `--test_file`, else a known name in
     --data_dir), or None."""
-    explicit = getattr(args, SPLIT_FLAGS[split], None) or getattr(args, f"{split}_file", None)
+    explicit = getattr(config, SPLIT_FLAGS[split])
     if explicit:
         return explicit
     for name in SPLIT_FILE_NAMES[split]:
-        path = os.path.join(args.data_dir or "", name)
+        path = os.path.join(config.data_dir or "", name)
         if os.path.isfile(path):
             return path
     return None
 
 
-def require_file(args, split):
+def require_file(config, split):
     """`split_file`, or a UserInputError naming the flags and file names to use."""
-    path = split_file(args, split)
+    path = split_file(config, split)
     if path is None:
         raise UserInputError(
             f"no {split} file: pass --{SPLIT_FLAGS[split]} or put one of {', '.join(SPLIT_FILE_NAMES[split])} in "
-            f"--data_dir={args.data_dir}."
+            f"--data_dir={config.data_dir}."
         )
     return path
 
@@ -62,40 +98,35 @@ def require_file(args, split):
 def labels_from_checkpoint(path):
     """The label list stored in a checkpoint directory written by this task (label_list.json, else
     config.json's `id2label`), or None when it has none or they are not BIO tags (e.g. `LABEL_0`)."""
-    labels = None
-    list_path = os.path.join(path or "", "label_list.json")
-    config_path = os.path.join(path or "", "config.json")
+    checkpoint = ModelDirectory(path)
+    list_path = os.path.join(checkpoint.directory, LABEL_LIST_FILE)
     if os.path.isfile(list_path):
-        with open(list_path, encoding="utf-8") as f:
-            labels = json.load(f).get("labels")
-    elif os.path.isfile(config_path):
-        with open(config_path, encoding="utf-8") as f:
-            id2label = json.load(f).get("id2label")
-        labels = [id2label[str(i)] for i in range(len(id2label))] if id2label else None
+        labels = read_json_object(list_path).get("labels")
+    else:
+        labels = checkpoint.label_names
     if not labels or "O" not in labels or not all(conll_data.is_tag(label) for label in labels):
         return None
     return labels
 
 
-def read_split(args, path, label_names=None):
-    """The `ConllSentence`s of one file in any format (`conll_data.read_ner_file`) with the column flags."""
-    return conll_data.read_ner_file(path, getattr(args, "tokens_column", "tokens"),
-                                    getattr(args, "tags_column", "ner_tags"), label_names)
+def read_split(config, path, label_names=None):
+    """The `ConllSentence`s of one file in any format (`conll_data.read_ner_file`) with the column settings."""
+    return conll_data.read_ner_file(path, config.tokens_column, config.tags_column, label_names)
 
 
 class NerSplit:
-    """The sentences of one file and their model windows.
+    """The sentences of one file and their model windows (`config`: the run's `NerConfig`).
 
     `sentences` (already read) or the file at `path`; with `strict=False` labels outside `label_list`
     are scored but not trained on (`conll_data.convert_sentences_to_features`)."""
 
-    def __init__(self, path, tokenizer, label_list, args, sentences=None, strict=True):
+    def __init__(self, path, tokenizer, label_list, config, sentences=None, strict=True):
         self.path = path
-        self.sentences = read_split(args, path) if sentences is None else sentences
+        self.sentences = read_split(config, path) if sentences is None else sentences
         if strict:
             conll_data.check_labels(self.sentences, label_list, "the labels are")
         self.features = conll_data.convert_sentences_to_features(
-            self.sentences, tokenizer, label_list, args.max_seq_length, args.use_document_context, strict=strict
+            self.sentences, tokenizer, label_list, config.max_seq_length, config.use_document_context, strict=strict
         )
         self.x, self.labels, self.label_mask = conll_data.features_to_lists(self.features)
 
@@ -115,14 +146,13 @@ class _WordDecoder:
         return np.pad(ids, ((0, 0), (0, self.width - ids.shape[1])), constant_values=IGNORE_LABEL_ID)
 
 
-def predict_label_ids(model, split, args):
+def predict_label_ids(model, split, config):
     """Predicted label ids [N, width] of every window of `split` (-100 off the word positions)."""
     features = dict(split.x, label_mask=split.label_mask)
     longest = int(batching.example_lengths(split.x).max()) if split.features else 1
-    width = max(args.max_seq_length, -(-longest // args.pad_to_multiple_of) * args.pad_to_multiple_of)
-    return batching.predict_bucketed(_WordDecoder(model, width), features, batch_size=args.eval_batch_size,
-                                     dynamic_padding=args.dynamic_padding, max_length=args.max_seq_length,
-                                     pad_to_multiple_of=args.pad_to_multiple_of)
+    width = max(config.max_seq_length, -(-longest // config.pad_to_multiple_of) * config.pad_to_multiple_of)
+    return batching.predict_bucketed(_WordDecoder(model, width), features, batch_size=config.eval_batch_size,
+                                     **batching_options(config))
 
 
 class NerTask(FinetuningTask):
@@ -136,18 +166,19 @@ class NerTask(FinetuningTask):
 
     name = "ner"
     main_metric = "f1"
+    config_class = NerConfig
 
-    def __init__(self, args):
-        super().__init__(args)
+    def __init__(self, config):
+        super().__init__(config)
         self.label_list = self.scheme = None
         self.splits = {}  # split -> NerSplit, built by setup
 
     def check_flags(self):
         super().check_flags()
-        if self.args.feature_based and self.args.use_crf:
+        if self.config.feature_based and self.config.use_crf:
             raise UserInputError("--use_crf is not available with --feature_based (the paper's BiLSTM tagger is "
                                  "softmax).")
-        if self.args.feature_based and getattr(self.args, "bilstm_units", None) is not None:
+        if self.config.feature_based and self.config.bilstm_units is not None:
             raise UserInputError("--bilstm_units is not available with --feature_based (its BiLSTMs are "
                                  "--lstm_units and --lstm_layers).")
 
@@ -159,65 +190,65 @@ class NerTask(FinetuningTask):
         """Reads and checks every file the flags name (train with --do_train, dev with --do_eval, test with
         --do_predict), settles the label list and the tagging scheme, and builds every split's windows."""
         super().setup(tokenizer)
-        args = self.args
-        label_names = conll_data.read_label_file(args.labels) if getattr(args, "labels", None) else None
-        wanted = [split for split, flag in (("train", args.do_train), ("dev", args.do_eval), ("test", args.do_predict))
-                  if flag]
-        paths = {split: require_file(args, split) for split in wanted}
-        sentences = {split: read_split(args, paths[split], label_names) for split in wanted}
+        config = self.config
+        label_names = conll_data.read_label_file(config.labels) if config.labels else None
+        wanted = [split for split, flag in (("train", config.do_train), ("dev", config.do_eval),
+                                            ("test", config.do_predict)) if flag]
+        paths = {split: require_file(config, split) for split in wanted}
+        sentences = {split: read_split(config, paths[split], label_names) for split in wanted}
         for split in wanted:
             if not sentences[split]:
                 raise UserInputError(f"{paths[split]}: no sentences; expected the {split} set.")
         everything = [s for split in wanted for s in sentences[split]]
         strict = True
         if label_names is not None:
-            label_list = conll_data.label_list_from_names(label_names, args.labels)
-            conll_data.check_labels(everything, label_list, f"the labels of --labels={args.labels} are")
-        elif args.do_train:
+            label_list = conll_data.label_list_from_names(label_names, config.labels)
+            conll_data.check_labels(everything, label_list, f"the labels of --labels={config.labels} are")
+        elif config.do_train:
             label_list = conll_data.build_label_list(everything)
         else:
-            label_list = labels_from_checkpoint(args.init_checkpoint)
+            label_list = labels_from_checkpoint(config.init_checkpoint)
             strict = label_list is None
             label_list = label_list or conll_data.build_label_list(everything)
         self.label_list = label_list
-        self.scheme = conll_data.resolve_tagging_scheme(args.tagging_scheme, sentences.get("train", everything))
+        self.scheme = conll_data.resolve_tagging_scheme(config.tagging_scheme, sentences.get("train", everything))
         print(f"labels: {label_list}; tagging scheme: {self.scheme}")
         for split in wanted:
             unseen = conll_data.unknown_labels(sentences[split], label_list)
             if unseen:
                 print(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
-            self.splits[split] = NerSplit(paths[split], tokenizer, label_list, args, sentences=sentences[split],
+            self.splits[split] = NerSplit(paths[split], tokenizer, label_list, config, sentences=sentences[split],
                                           strict=strict)
 
     def build_model(self):
-        args, num_classes = self.args, len(self.label_list)
-        if args.feature_based:
+        config, num_classes = self.config, len(self.label_list)
+        if config.feature_based:
             # None: the saved tagger's setting (a --do_train output as --init_checkpoint), else the paper's.
             tagger_flags = {
-                "feature_layers": [int(i) for i in args.feature_layers.split(",")] if args.feature_layers else None,
-                "feature_combine": args.feature_combine,
-                "feature_mode": args.feature_mode or None,
-                "lstm_units": args.lstm_units,
-                "num_lstm_layers": args.lstm_layers,
+                "feature_layers": [int(i) for i in config.feature_layers.split(",")] if config.feature_layers else None,
+                "feature_combine": config.feature_combine,
+                "feature_mode": config.feature_mode or None,
+                "lstm_units": config.lstm_units,
+                "num_lstm_layers": config.lstm_layers,
             }
-            if args.init_checkpoint:
-                return BertFeatureBasedTagger.from_pretrained(args.init_checkpoint, num_classes=num_classes,
-                                                              dropout=args.classifier_dropout, **tagger_flags,
-                                                              **config_overrides(args))
+            if config.init_checkpoint:
+                return BertFeatureBasedTagger.from_pretrained(config.init_checkpoint, num_classes=num_classes,
+                                                              dropout=config.classifier_dropout, **tagger_flags,
+                                                              **config_overrides(config))
             defaults = {key: value for key, value in tagger_flags.items() if value is not None}
-            return BertFeatureBasedTagger(load_backbone(args, output_hidden_states=True), num_classes,
-                                          dropout=args.classifier_dropout, **defaults)
-        if args.init_checkpoint:
+            return BertFeatureBasedTagger(load_backbone(config, output_hidden_states=True), num_classes,
+                                          dropout=config.classifier_dropout, **defaults)
+        if config.init_checkpoint:
             # Loads a fine-tuned classifier (and CRF) head too when the checkpoint has one.
-            return BertTokenClassifier.from_pretrained(args.init_checkpoint, num_classes=num_classes,
-                                                       dropout=args.classifier_dropout,
-                                                       use_crf=args.use_crf or None,  # None: the checkpoint's
-                                                       bilstm_units=getattr(args, "bilstm_units", None),
-                                                       **config_overrides(args))
-        return BertTokenClassifier(load_backbone(args), num_classes, dropout=args.classifier_dropout,
-                                   use_crf=args.use_crf, bilstm_units=getattr(args, "bilstm_units", None))
+            return BertTokenClassifier.from_pretrained(config.init_checkpoint, num_classes=num_classes,
+                                                       dropout=config.classifier_dropout,
+                                                       use_crf=config.use_crf or None,  # None: the checkpoint's
+                                                       bilstm_units=config.bilstm_units,
+                                                       **config_overrides(config))
+        return BertTokenClassifier(load_backbone(config), num_classes, dropout=config.classifier_dropout,
+                                   use_crf=config.use_crf, bilstm_units=config.bilstm_units)
 
-    def training_set(self):
+    def training_set(self, distribution):
         train = self.splits["train"]
         return TrainingSet(train.x, train.labels, len(train.features),
                            f"{len(train.sentences)} training sentences, {len(train.features)} windows",
@@ -225,7 +256,7 @@ class NerTask(FinetuningTask):
 
     def word_tags(self, model, split):
         """One tag per word of every sentence of `split`, in the task's tagging scheme."""
-        predicted = predict_label_ids(model, split, self.args)
+        predicted = predict_label_ids(model, split, self.config)
         return conll_data.predictions_to_word_tags(split.features, predicted, split.sentences, self.label_list,
                                                    self.scheme)
 
@@ -236,16 +267,15 @@ class NerTask(FinetuningTask):
     def save_model(self, model, directory):
         """A BertForTokenClassification directory (the feature-based tagger: a BertModel directory holding
         the tagger too, `BertFeatureBasedTagger.save_pretrained`), with label_list.json."""
-        save_model_directory(model, self.tokenizer, directory, self.args.max_seq_length, label_names=self.label_list)
-        write_json(os.path.join(directory, "label_list.json"),
-                   {"labels": self.label_list, "tagging_scheme": self.scheme})
+        super().save_model(model, directory, label_names=self.label_list, extra_files={
+            LABEL_LIST_FILE: {"labels": self.label_list, "tagging_scheme": self.scheme}})
 
     def predict(self, model, results):
         """Writes test_predictions.txt and adds the test set's entity scores as results["test"]."""
         test = self.splits["test"]
         tags = self.word_tags(model, test)
         test_scores = conll_data.evaluate_word_tags(test.sentences, tags)
-        path = os.path.join(self.args.output_dir, "test_predictions.txt")
+        path = os.path.join(self.config.output_dir, "test_predictions.txt")
         with atomic_path(path) as tmp:
             conll_data.write_predictions(tmp, test.sentences, tags)
         results["test"] = test_scores
@@ -257,7 +287,7 @@ class NerTask(FinetuningTask):
         """eval_results.json: the dev scores (with --do_eval), "test", the tagging scheme and the labels."""
         results["tagging_scheme"] = self.scheme
         results["label_list"] = self.label_list
-        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
-        if self.args.do_eval:
+        write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
+        if self.config.do_eval:
             print("dev entity precision / recall / F1 = "
                   f"{100 * results['precision']:.2f} / {100 * results['recall']:.2f} / {100 * results['f1']:.2f}")

@@ -8,18 +8,14 @@ probabilities and `--null_score_diff_threshold` as the threshold). Writes predic
 nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 """
 
+import dataclasses
 import os
+from typing import Optional
 
 from keras_bert_impl.data import squad_data
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
-from keras_bert_impl.tasks.base import (
-    save_model_directory,
-    FinetuningTask,
-    TrainingSet,
-    config_overrides,
-    load_backbone,
-)
+from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
 from keras_bert_impl.tasks.squad_postprocessing import (
     compute_predictions,
     predict_raw_results,
@@ -27,6 +23,7 @@ from keras_bert_impl.tasks.squad_postprocessing import (
 )
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, optional, setting
 
 
 def has_answers(dataset):
@@ -34,48 +31,67 @@ def has_answers(dataset):
     return any(qa.get("answers") for article in dataset["data"] for p in article["paragraphs"] for qa in p["qas"])
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadConfig(FinetuningConfig):
+    """The settings of a SQuAD run: `FinetuningConfig`'s (`max_seq_length` 384, as the original's) and
+    run_squad.py's own flags (same names, same defaults)."""
+
+    max_seq_length: int = setting(384, POSITIVE_INT)
+    train_file: Optional[str] = None
+    predict_file: Optional[str] = None
+    doc_stride: int = setting(128, INTEGER)
+    max_query_length: int = setting(64, INTEGER)
+    n_best_size: int = setting(20, INTEGER)
+    max_answer_length: int = setting(30, INTEGER)
+    version_2_with_negative: bool = setting(False, BOOLEAN)
+    null_score_diff_threshold: float = setting(0.0, NUMBER)
+    verbose_logging: bool = setting(False, BOOLEAN)
+    bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
+
+
 class SquadTask(FinetuningTask):
     """SQuAD v1.1, or v2.0 with `--version_2_with_negative`. Evaluates `--predict_file` when it has answers."""
 
     name = "SQuAD"
     main_metric = "f1"
+    config_class = SquadConfig
 
-    def __init__(self, args):
-        super().__init__(args)
+    def __init__(self, config):
+        super().__init__(config)
         self.eval_examples = self.eval_features = self.eval_dataset = None
         self.train = None  # (examples, features, stats) of --train_file, read by setup
         self.latest = None  # the SquadPredictions of the last evaluation (after training: of the best epoch)
         self.best_f1, self.best_predictions = float("-inf"), None
 
     def check_flags(self):
-        args = self.args
-        if not (args.do_train or args.do_predict):
+        config = self.config
+        if not (config.do_train or config.do_predict):
             raise UserInputError("At least one of --do_train or --do_predict must be set.")
-        if args.do_train and not args.train_file:
+        if config.do_train and not config.train_file:
             raise UserInputError("--do_train needs --train_file.")
-        if args.do_predict and not args.predict_file:
+        if config.do_predict and not config.predict_file:
             raise UserInputError("--do_predict needs --predict_file.")
-        if args.max_seq_length <= args.max_query_length + 3:
+        if config.max_seq_length <= config.max_query_length + 3:
             raise UserInputError(
-                f"--max_seq_length ({args.max_seq_length}) must be greater than --max_query_length "
-                f"({args.max_query_length}) + 3."
+                f"--max_seq_length ({config.max_seq_length}) must be greater than --max_query_length "
+                f"({config.max_query_length}) + 3."
             )
 
     def load_features(self, path, is_training, dataset=None):
         """(examples, features, stats) of one SQuAD file (or of its already loaded `dataset`)."""
-        args = self.args
+        config = self.config
         dataset = squad_data.load_squad_dataset(path) if dataset is None else dataset
-        examples, stats = squad_data.squad_examples_from_json(dataset, is_training, args.version_2_with_negative,
+        examples, stats = squad_data.squad_examples_from_json(dataset, is_training, config.version_2_with_negative,
                                                               source=path)
         if not examples:
             raise UserInputError(f"{path}: no usable questions ({stats['num_questions']} read, "
                                  f"{stats['num_misaligned_answers']} skipped as misaligned).")
         features = squad_data.convert_examples_to_features(
-            examples, self.tokenizer, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
-            max_query_length=args.max_query_length, is_training=is_training,
+            examples, self.tokenizer, max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
+            max_query_length=config.max_query_length, is_training=is_training,
         )
         stats = dict(stats, num_features=len(features))
-        if args.verbose_logging:
+        if config.verbose_logging:
             print(f"{path}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
         return examples, features, stats
 
@@ -83,12 +99,12 @@ class SquadTask(FinetuningTask):
         """Reads, checks and featurizes --train_file (with --do_train) and --predict_file (with --do_predict),
         in the original SQuAD JSON or the datasets ecosystem's records, before any model is built."""
         super().setup(tokenizer)
-        if self.args.do_train:
-            self.train = self.load_features(self.args.train_file, is_training=True)
-        if self.args.do_predict:
-            self.eval_dataset = squad_data.load_squad_dataset(self.args.predict_file)
+        if self.config.do_train:
+            self.train = self.load_features(self.config.train_file, is_training=True)
+        if self.config.do_predict:
+            self.eval_dataset = squad_data.load_squad_dataset(self.config.predict_file)
             self.eval_examples, self.eval_features, _ = self.load_features(
-                self.args.predict_file, is_training=False, dataset=self.eval_dataset)
+                self.config.predict_file, is_training=False, dataset=self.eval_dataset)
 
     @property
     def can_evaluate(self):
@@ -96,23 +112,21 @@ class SquadTask(FinetuningTask):
 
     def build_model(self):
         """A BertSpanQA on the checkpoint (which may lack the pooler), with its qa_outputs head when it has one."""
-        bilstm_units = getattr(self.args, "bilstm_units", None)  # from a checkpoint, None: the checkpoint's
-        if self.args.init_checkpoint:
-            return BertSpanQA.from_pretrained(self.args.init_checkpoint, bilstm_units=bilstm_units,
-                                              **config_overrides(self.args))
-        return BertSpanQA(load_backbone(self.args), bilstm_units=bilstm_units)
+        # bilstm_units from a checkpoint, None: the checkpoint's.
+        return self.load_model(BertSpanQA, bilstm_units=self.config.bilstm_units)
 
-    def training_set(self):
-        """The training features: length-bucketed batches with --dynamic_padding (or static TPU shapes),
-        else fixed-length arrays; `fit` shuffles the order of the batches (or of the examples) every epoch."""
-        args = self.args
+    def training_set(self, distribution):
+        """The training features: length-bucketed batches with --dynamic_padding or where the run trains on
+        whole batches only (static TPU shapes, a multi-process JAX job's shares), else fixed-length arrays;
+        `fit` shuffles the order of the batches (or of the examples) every epoch."""
+        config = self.config
         examples, features, stats = self.train
         if stats["num_misaligned_answers"]:
             print(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
-        write_json(os.path.join(args.output_dir, "train_data_stats.json"), stats)
+        write_json(os.path.join(config.output_dir, "train_data_stats.json"), stats)
         description = f"{len(examples)} training examples, {len(features)} features"
         # A multi-process JAX job feeds shares of the bucketed batches (`BucketedBatches`), also at fixed length.
-        if args.dynamic_padding or getattr(args, "static_shapes", False) or getattr(args, "process_share", None):
+        if config.dynamic_padding or distribution.whole_batches_only:
             x, y = squad_data.features_to_lists(features)
             return TrainingSet(x, y, len(features), description, fit_kwargs={"shuffle": True})
         x, y = squad_data.features_to_arrays(features)
@@ -120,23 +134,24 @@ class SquadTask(FinetuningTask):
 
     def predictions(self, model):
         """The `SquadPredictions` of `--predict_file`."""
-        args = self.args
-        results = predict_raw_results(model, self.eval_features, batch_size=args.predict_batch_size,
-                                      dynamic_padding=args.dynamic_padding, pad_to_multiple_of=args.pad_to_multiple_of)
+        config = self.config
+        results = predict_raw_results(model, self.eval_features, batch_size=config.predict_batch_size,
+                                      dynamic_padding=config.dynamic_padding,
+                                      pad_to_multiple_of=config.pad_to_multiple_of)
         return compute_predictions(
-            self.eval_examples, self.eval_features, results, n_best_size=args.n_best_size,
-            max_answer_length=args.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
-            version_2_with_negative=args.version_2_with_negative,
-            null_score_diff_threshold=args.null_score_diff_threshold,
+            self.eval_examples, self.eval_features, results, n_best_size=config.n_best_size,
+            max_answer_length=config.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
+            version_2_with_negative=config.version_2_with_negative,
+            null_score_diff_threshold=config.null_score_diff_threshold,
         )
 
     def evaluate(self, model):
         """The official v1.1 / v2.0 metrics of the predictions (v2.0 with null odds as na_probs)."""
         squad_predictions = self.predictions(model)
-        if self.args.version_2_with_negative:
+        if self.config.version_2_with_negative:
             metrics = squad_v2_evaluate(self.eval_dataset, squad_predictions.predictions,
                                         na_probs=squad_predictions.null_odds,
-                                        na_prob_thresh=self.args.null_score_diff_threshold)
+                                        na_prob_thresh=self.config.null_score_diff_threshold)
         else:
             metrics = squad_v1_evaluate(self.eval_dataset, squad_predictions.predictions)
         self.latest = squad_predictions
@@ -146,11 +161,11 @@ class SquadTask(FinetuningTask):
 
     def save_model(self, model, directory):
         """The model directory, with the decoding settings that `export_from_directory` serves with."""
-        args = self.args
-        squad = {"version_2_with_negative": bool(args.version_2_with_negative), "n_best_size": args.n_best_size,
-                 "max_answer_length": args.max_answer_length,
-                 "null_score_diff_threshold": args.null_score_diff_threshold}
-        save_model_directory(model, self.tokenizer, directory, args.max_seq_length, extra_config={"squad": squad})
+        config = self.config
+        squad = {"version_2_with_negative": bool(config.version_2_with_negative), "n_best_size": config.n_best_size,
+                 "max_answer_length": config.max_answer_length,
+                 "null_score_diff_threshold": config.null_score_diff_threshold}
+        super().save_model(model, directory, extra_config={"squad": squad})
 
     def best_results(self, best_metrics):
         self.latest = self.best_predictions  # the model holds the best epoch's weights: reuse its predictions
@@ -160,7 +175,7 @@ class SquadTask(FinetuningTask):
         """Writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json."""
         if self.latest is None:
             self.latest = self.predictions(model)
-        paths = write_predictions(self.args.output_dir, self.latest)
+        paths = write_predictions(self.config.output_dir, self.latest)
         print(f"wrote {', '.join(paths)}")
         return results
 
@@ -168,5 +183,5 @@ class SquadTask(FinetuningTask):
         """eval_results.json: the official evaluation of predictions.json, when `--predict_file` has answers."""
         if not self.can_evaluate:
             return
-        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
         print("dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items()) if isinstance(v, float)))

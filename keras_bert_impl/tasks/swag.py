@@ -7,20 +7,16 @@ is built. Each choice is packed as `[CLS] sent1 [SEP] sent2 ending_i [SEP]`, the
 choices and a softmax across them is trained with cross-entropy. Evaluates dev accuracy; writes test_predictions.csv (`id,label`).
 """
 
+import dataclasses
 import os
+from typing import Optional
 
 import numpy as np
 
 from keras_bert_impl.data import batching, swag_data
 from keras_bert_impl.metrics.glue_metrics import accuracy
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.tasks.base import (
-    FinetuningTask,
-    TrainingSet,
-    batching_options,
-    config_overrides,
-    load_backbone,
-)
+from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
 
@@ -29,25 +25,33 @@ SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SwagConfig(FinetuningConfig):
+    """The settings of a SWAG run: `FinetuningConfig`'s and run_swag.py's own flags (same names, same
+    defaults): a split's file instead of --data_dir's train.csv / val.csv / test.csv."""
+
+    train_file: Optional[str] = None
+    validation_file: Optional[str] = None
+    test_file: Optional[str] = None
+
+
 class SwagTask(FinetuningTask):
-    """SWAG: four endings per example, the label is the index of the right one."""
+    """SWAG: four endings per example, the label is the index of the right one. `setup` reads the splits
+    the config asks for into `train`, `dev` and `test`: (features, labels or None, examples) or None."""
 
     name = "swag"
     main_metric = "accuracy"
-
-    def __init__(self, args):
-        super().__init__(args)
-        self.train = self.dev = self.test = None
+    config_class = SwagConfig
 
     def split_file(self, split):
         """The file of "train", "dev" or "test": its file flag's, else --data_dir's train.csv / val.csv /
         test.csv."""
-        path = getattr(self.args, _FILE_FLAGS[split], None)
+        path = getattr(self.config, _FILE_FLAGS[split])
         if path:
             return path
-        if not self.args.data_dir:
+        if not self.config.data_dir:
             raise UserInputError(f"--data_dir or --{_FILE_FLAGS[split]} is required for the {split} data.")
-        path = os.path.join(self.args.data_dir, SPLIT_FILES[split])
+        path = os.path.join(self.config.data_dir, SPLIT_FILES[split])
         if not os.path.isfile(path):
             raise UserInputError(f"{path}: no such file (--data_dir holds SWAG's {', '.join(SPLIT_FILES.values())}; "
                                  f"--{_FILE_FLAGS[split]} names another file).")
@@ -57,43 +61,37 @@ class SwagTask(FinetuningTask):
         """(features, labels or None, examples) of "train", "dev" or "test"."""
         path = self.split_file(split)
         examples = swag_data.read_swag_file(path, labelled=split != "test")
-        features = swag_data.encode_swag_examples(self.tokenizer, examples, self.args.max_seq_length)
+        features = swag_data.encode_swag_examples(self.tokenizer, examples, self.config.max_seq_length)
         labels = None if split == "test" else swag_data.swag_labels(examples)
         return features, labels, examples
 
     def setup(self, tokenizer):
         """Reads, validates and encodes every split the flags ask for (train, dev, test)."""
         super().setup(tokenizer)
-        if self.args.do_train:
-            self.train = self.load_split("train")
-        if self.args.do_eval:
-            self.dev = self.load_split("dev")
-        if self.args.do_predict:
-            self.test = self.load_split("test")
+        self.train = self.load_split("train") if self.config.do_train else None
+        self.dev = self.load_split("dev") if self.config.do_eval else None
+        self.test = self.load_split("test") if self.config.do_predict else None
 
     def build_model(self):
         """A BertMultipleChoice on the checkpoint, with its scoring head when it has one."""
-        if self.args.init_checkpoint:
-            return BertMultipleChoice.from_pretrained(self.args.init_checkpoint, num_choices=swag_data.NUM_CHOICES,
-                                                      **config_overrides(self.args))
-        return BertMultipleChoice(load_backbone(self.args), num_choices=swag_data.NUM_CHOICES)
+        return self.load_model(BertMultipleChoice, num_choices=swag_data.NUM_CHOICES)
 
-    def training_set(self):
+    def training_set(self, distribution):
         features, labels, examples = self.train
         return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
 
     def logits(self, model, features, batch_size):
         """The choices' scores [N, 4]."""
-        return batching.predict_bucketed(model, features, batch_size=batch_size, **batching_options(self.args))
+        return batching.predict_bucketed(model, features, batch_size=batch_size, **batching_options(self.config))
 
     def evaluate(self, model):
-        return {"accuracy": accuracy(self.logits(model, self.dev[0], self.args.eval_batch_size), self.dev[1])}
+        return {"accuracy": accuracy(self.logits(model, self.dev[0], self.config.eval_batch_size), self.dev[1])}
 
     def predict(self, model, results):
         """Writes test_predictions.csv: `id,label` with the predicted choice of every test example."""
         features, _, examples = self.test
-        predicted = np.argmax(self.logits(model, features, self.args.predict_batch_size), axis=-1)
-        path = os.path.join(self.args.output_dir, "test_predictions.csv")
+        predicted = np.argmax(self.logits(model, features, self.config.predict_batch_size), axis=-1)
+        path = os.path.join(self.config.output_dir, "test_predictions.csv")
         with atomic_open(path) as f:
             f.write("id,label\n")
             f.writelines(f"{e.swag_id},{int(p)}\n" for e, p in zip(examples, predicted))
@@ -101,8 +99,8 @@ class SwagTask(FinetuningTask):
         return results
 
     def write_results(self, results):
-        if not self.args.do_eval:
+        if not self.config.do_eval:
             return
         results["num_dev_examples"] = len(self.dev[2])
-        write_json(os.path.join(self.args.output_dir, "eval_results.json"), results)
+        write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
         print(f"swag dev accuracy={results['accuracy']:.4f}")

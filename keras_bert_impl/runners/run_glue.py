@@ -1,0 +1,30 @@
+"""The GLUE fine-tuning recipe (google-research/bert run_classifier.py): its flags, and a run of
+`tasks.glue.GlueTask` on the `GlueConfig` made from them. `python recipes/run_glue.py` or
+`python -m keras_bert_impl.runners.run_glue`; usage, data files and outputs: recipes/run_glue.py.
+"""
+
+from keras_bert_impl.data import glue_data
+from keras_bert_impl.runners.finetuning import finetuning_recipe
+from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
+from keras_bert_impl.tasks.glue import GlueTask
+
+
+def build_parser():
+    p = finetuning_flag_parser("Fine-tune BERT on a GLUE task.")
+    p.add_argument("--task_name", required=True, help=f"One of {', '.join(glue_data.GLUE_TASKS)}.")
+    p.add_argument("--classifier_dropout", type=float, default=0.1)
+    add_data_file_flags(p)
+    p.add_argument("--text_column", default=None, help="Column of the first text in --*_file records; default: the "
+                   "task's glue datasets column (sentence, sentence1, question1, premise or question).")
+    p.add_argument("--text_pair_column", default=None, help="Column of the second text ('' for none); default: "
+                   "the task's (sentence2, question2, hypothesis, sentence; none for cola and sst2).")
+    p.add_argument("--label_column", default="label", help="Column of the label in --*_file records.")
+    return add_task_flags(p, "example")
+
+
+# run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
+run, main = finetuning_recipe(build_parser, GlueTask)
+
+
+if __name__ == "__main__":
+    main()
