@@ -1,5 +1,6 @@
 """The task preprocessors against the package's reference paths (the original's packing in glue_data, the
-CoNLL windows, the SQuAD features), raw-text datasets, and the errors of raw text given wrongly."""
+CoNLL windows, the SQuAD windows), raw-text datasets, and the errors of raw text given wrongly.
+(tests/test_featurizer_parity.py compares every preprocessor with its recipe's featurizer on tiny vocabularies.)"""
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from keras_bert_impl import (
     BertTokenClassifierPreprocessor,
     BertTokenizer,
 )
-from keras_bert_impl.data.conll_data import ConllSentence, convert_sentences_to_features
+from keras_bert_impl.data.conll_data import ConllSentence
+from keras_bert_impl.data.conll_features import convert_sentences_to_features
 from keras_bert_impl.data.glue_data import pack_example
 from keras_bert_impl.models.backbone import BertBackbone
 from tests.task_harness import TINY, TOKENIZER
@@ -53,19 +55,25 @@ def test_word_labels_land_where_the_conll_features_put_them(minilm_tokenizer):
         np.testing.assert_array_equal(y[i], feature.label_ids)
 
 
-def test_answer_token_span_decodes_to_the_answer_and_a_truncated_answer_is_labelled_cls(minilm_tokenizer):
+def test_answer_token_span_decodes_to_the_answer_in_its_window_and_other_windows_are_labelled_cls(minilm_tokenizer):
     contexts = ["In 1905, Albert Einstein published four papers in Annalen der Physik.",
                 "The Amazon rainforest covers much of the Amazon basin of South America.",
                 "Early words. " * 10 + "The late answer is here."]
     questions = ["Who published four papers?", "What does the rainforest cover?", "Where is the late answer?"]
     answers = ["Albert Einstein", "much of the Amazon basin", "here"]
     starts = [c.index(a) for c, a in zip(contexts, answers)]
-    x, y, _ = BertSpanQAPreprocessor(minilm_tokenizer, sequence_length=40)((questions, contexts), (starts, answers))
-    for i in range(2):
-        start, end = y["start_positions"][i], y["end_positions"][i]
-        assert x["segment_ids"][i, start] == 1 and start <= end
-        assert minilm_tokenizer.decode(x["token_ids"][i, start : end + 1]) == answers[i].lower()
-    assert (y["start_positions"][2], y["end_positions"][2]) == (0, 0)  # cut off at 40 tokens
+    preprocessor = BertSpanQAPreprocessor(minilm_tokenizer, sequence_length=40, doc_stride=16)
+    x, y, weights = preprocessor((questions, contexts), (starts, answers), sample_weight=np.array([1.0, 2.0, 3.0]))
+    _, features = preprocessor.windows((questions, contexts))
+    example_of_row = [f.example_index for f in features]
+    assert example_of_row == [0, 1, 2, 2] and weights.tolist() == [1.0, 2.0, 3.0, 3.0]  # the long context: 2 windows
+    for row, i in enumerate(example_of_row):
+        start, end = y["start_positions"][row], y["end_positions"][row]
+        if row == 2:  # the first window of the long context ends before its answer: "no answer here" ([CLS])
+            assert (start, end) == (0, 0)
+            continue
+        assert x["segment_ids"][row, start] == 1 and start <= end
+        assert minilm_tokenizer.decode(x["token_ids"][row, start : end + 1]) == answers[i].lower()
     with pytest.raises(ValueError, match=r"answer_texts\[0\] 'Einstein' is not at answer_starts\[0\]=0"):
         BertSpanQAPreprocessor(minilm_tokenizer)((questions[:1], contexts[:1]), ([0], ["Einstein"]))
 

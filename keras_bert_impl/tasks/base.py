@@ -13,7 +13,8 @@ import os
 
 from keras_bert_impl.config import BertConfig, find_config_file
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab_size
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
 

@@ -10,7 +10,7 @@ nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 
 import os
 
-from keras_bert_impl.data import squad_data
+from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.tasks.base import (
@@ -70,7 +70,7 @@ class SquadTask(FinetuningTask):
         if not examples:
             raise UserInputError(f"{path}: no usable questions ({stats['num_questions']} read, "
                                  f"{stats['num_misaligned_answers']} skipped as misaligned).")
-        features = squad_data.convert_examples_to_features(
+        features = squad_features.convert_examples_to_features(
             examples, self.tokenizer, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
             max_query_length=args.max_query_length, is_training=is_training,
         )
@@ -113,9 +113,9 @@ class SquadTask(FinetuningTask):
         description = f"{len(examples)} training examples, {len(features)} features"
         # A multi-process JAX job feeds shares of the bucketed batches (`BucketedBatches`), also at fixed length.
         if args.dynamic_padding or getattr(args, "static_shapes", False) or getattr(args, "process_share", None):
-            x, y = squad_data.features_to_lists(features)
+            x, y = squad_features.features_to_lists(features)
             return TrainingSet(x, y, len(features), description, fit_kwargs={"shuffle": True})
-        x, y = squad_data.features_to_arrays(features)
+        x, y = squad_features.features_to_arrays(features)
         return TrainingSet(x, y, len(features), description, bucketed=False)
 
     def predictions(self, model):
