@@ -18,6 +18,7 @@ from keras_bert_impl.data.conll_data import ConllSentence
 from keras_bert_impl.data.conll_features import convert_sentences_to_features
 from keras_bert_impl.data.glue_data import pack_example
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.tasks.squad_postprocessing import compute_predictions, raw_results
 from tests.task_harness import TINY, TOKENIZER
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Stock markets fell sharply on Tuesday, traders said.",
@@ -78,6 +79,23 @@ def test_answer_token_span_decodes_to_the_answer_in_its_window_and_other_windows
         BertSpanQAPreprocessor(minilm_tokenizer)((questions[:1], contexts[:1]), ([0], ["Einstein"]))
 
 
+def test_squad_postprocessing_on_the_windows_of_the_preprocessor_finds_the_answer_of_a_later_window():
+    context = " ".join(f"w{i}" for i in range(30))
+    preprocessor = BertSpanQAPreprocessor(TOKENIZER, sequence_length=12, doc_stride=4, max_query_length=4)
+    x, _, _ = preprocessor((["w40 w41?"], [context]))
+    examples, features = preprocessor.windows((["w40 w41?"], [context]))
+    assert len(features) == len(x["token_ids"]) > 3
+    # Hand-made logits: 0 everywhere but at "w21 w22" in the window where w21 has its most context.
+    start_logits, end_logits = np.zeros(x["token_ids"].shape), np.zeros(x["token_ids"].shape)
+    row, position = next((row, p) for row, f in enumerate(features) for p, word in f.token_to_orig_map.items()
+                         if word == 21 and f.token_is_max_context[p] and f.token_to_orig_map.get(p + 1) == 22)
+    assert row > 0 and features[row].tokens[position : position + 2] == ["w21", "w22"]
+    start_logits[row, position], end_logits[row, position + 1] = 8.0, 8.0
+    predictions = compute_predictions(examples, features, raw_results(features, start_logits, end_logits))
+    assert predictions.predictions == {"0": "w21 w22"}
+    assert predictions.answer_char_spans["0"] == (context.index("w21"), context.index("w22") + 3)
+
+
 def _classifier(preprocessor=True):
     preprocessor = BertTextClassifierPreprocessor(TOKENIZER, sequence_length=8) if preprocessor else None
     model = BertClassifier(BertBackbone(TINY), num_classes=2, preprocessor=preprocessor)
@@ -100,6 +118,30 @@ def test_a_dataset_of_raw_text_and_labels_evaluates_as_its_arrays(tmp_path):
     np.testing.assert_allclose(predicted, model.predict(texts, verbose=0), atol=1e-6)
     history = model.fit(dataset, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_a_sentence_longer_than_a_window_trains_in_windows_that_share_its_sample_weight():
+    import tensorflow as tf
+
+    sentences = ["w1 w2s w3 w4 w5ed w6 w7", "w8 w9", "w10 w11 w12 w13s w14 w15 w16 w17 w18"]
+    labels = np.array([[1, 2, 3, 0, 1, 2, 3, -100, -100], [0, 1] + [-100] * 7, [3, 2, 1, 0, 1, 2, 3, 0, 1]], "int32")
+    weights = np.array([0.5, 1.0, 2.0], "float32")
+    model = BertTokenClassifier(BertBackbone(TINY), num_classes=4,
+                                preprocessor=BertTokenClassifierPreprocessor(TOKENIZER, sequence_length=6))
+    model.compile()
+    ids_x, ids_y, ids_weights = model.preprocessor(sentences, labels, weights)
+    windows = model.preprocessor.windows(sentences)
+    assert [w.sentence_index for w in windows] == [0, 0, 0, 1, 2, 2, 2]
+    assert ids_weights.tolist() == [0.5, 0.5, 0.5, 1.0, 2.0, 2.0, 2.0] and len(ids_x["token_ids"]) == len(ids_y) == 7
+    on_ids = model.evaluate(ids_x, ids_y, sample_weight=ids_weights, batch_size=7, verbose=0, return_dict=True)
+    on_raw = model.evaluate(sentences, labels, sample_weight=weights, batch_size=7, verbose=0, return_dict=True)
+    dataset = tf.data.Dataset.from_tensor_slices((sentences, labels, weights)).batch(3)  # one batch of 7 windows
+    on_dataset = model.evaluate(dataset, verbose=0, return_dict=True)
+    for name in on_ids:
+        np.testing.assert_allclose(on_raw[name], on_ids[name], rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(on_dataset[name], on_ids[name], rtol=1e-6, err_msg=name)
+    with pytest.raises(ValueError, match=r"sample_weight has shape \(7,\); expected one weight per example \(3\)"):
+        model.preprocessor(sentences, labels, ids_weights)
 
 
 def test_raw_text_without_a_preprocessor_or_labels_is_refused_with_what_to_do():

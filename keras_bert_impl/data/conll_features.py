@@ -149,7 +149,7 @@ def words_to_features(word_sequences, tokenizer, max_seq_length, label_ids=None,
             left = right = 0
             if use_document_context:
                 left, right = packing.document_context(span_start, span_end, len(stream), budget)
-            tokens, segment_ids = packing.pack(stream[span_start - left : span_end + right], None, "[CLS]", "[SEP]")
+            tokens, segment_ids = packing.pack_tokens(stream[span_start - left : span_end + right])
             word_indices = list(range(first_word, end_word))
             positions = [1 + left + word_starts[w] - word_starts[first_word] for w in word_indices]  # 1: [CLS]
             labels = np.full(max_seq_length, IGNORE_LABEL_ID, "int32")

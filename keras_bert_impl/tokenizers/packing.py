@@ -7,7 +7,8 @@ and segment ids, padding mask and offsets with 0.
 
 - `truncated_lengths`: what the original keeps of A and B at a maximum length: `_truncate_seq_pair`
   (`truncated_pair_lengths`) for a pair, the first `max_length - 2` tokens of A alone.
-- `pack`: the layout of two segments (tokens, ids or character offsets alike) and its segment ids.
+- `pack`: the layout of two segments (tokens, ids or character offsets alike) and its segment ids;
+  `pack_tokens` of WordPiece tokens; `pad` to a length.
 - `pack_batch`: tokenized texts (and pairs) -> padded int32 arrays (what `BertTokenizer.__call__` returns);
   `unpadded` and `pack_unpadded` give the rows without padding (featurizers that pad per batch).
 - `doc_stride_windows`: SQuAD's windows of a long document, `[CLS] query [SEP] window [SEP]`, a new one
@@ -22,7 +23,7 @@ in-graph packer of `tf_bert_tokenizer`, its TensorFlow twin, are the two other p
 
 Examples:
 
->>> pack(["hi", "there"], ["you"], "[CLS]", "[SEP]")
+>>> pack_tokens(["hi", "there"], ["you"])
 (['[CLS]', 'hi', 'there', '[SEP]', 'you', '[SEP]'], [0, 0, 0, 0, 1, 1])
 >>> truncated_lengths(7, 4, max_length=8)  # a pair gets max_length - 3, popped from the longer one
 (3, 2)
@@ -73,6 +74,11 @@ def pack(first, second, cls, sep):
         items += [*second, sep]
         segment_ids += [1] * (len(second) + 1)
     return items, segment_ids
+
+
+def pack_tokens(first, second=None):
+    """`pack` of WordPiece tokens: `(["[CLS]", *first, "[SEP]", (*second, "[SEP]")], segment_ids)`."""
+    return pack(first, second, "[CLS]", "[SEP]")
 
 
 def pad(values, length, value=0):
@@ -221,7 +227,7 @@ class DocWindow:
     max_context: list
 
 
-def doc_stride_windows(first, document, max_length, doc_stride, cls="[CLS]", sep="[SEP]"):
+def doc_stride_windows(first, document, max_length, doc_stride):
     """The windows of a document that does not fit beside `first` (SQuAD: the question) in `max_length`.
 
     Each window holds at most `max_length - len(first) - 3` document tokens; they start every `doc_stride`
@@ -241,7 +247,7 @@ def doc_stride_windows(first, document, max_length, doc_stride, cls="[CLS]", sep
     doc_spans = doc_spans_for(len(document), max_tokens_for_doc, doc_stride)
     windows = []
     for index, (start, length) in enumerate(doc_spans):
-        tokens, segment_ids = pack(first, document[start : start + length], cls, sep)
+        tokens, segment_ids = pack_tokens(first, document[start : start + length])
         max_context = [check_is_max_context(doc_spans, index, start + i) for i in range(length)]
         windows.append(DocWindow(start, length, tokens, segment_ids, len(first) + 2, max_context))
     return windows
