@@ -63,7 +63,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
+from keras_bert_impl.data.dataset_files import field, header_records, read_records, require_examples, text_field
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
@@ -152,26 +152,19 @@ class _Layout:
     min_columns: int = 0
 
 
-# (task, labelled?) -> layout.
+# The layouts of each task's (labelled, test) files.
+_INDEX_SENTENCE_PAIR = (_Layout(True, 4, text_a=1, text_b=2, label=3), _Layout(True, 3, text_a=1, text_b=2, label=None))
 _LAYOUTS = {
-    ("cola", True): _Layout(header=False, num_columns=4, text_a=3, text_b=None, label=1),
-    ("cola", False): _Layout(header=True, num_columns=2, text_a=1, text_b=None, label=None),
-    ("sst2", True): _Layout(header=True, num_columns=2, text_a=0, text_b=None, label=1),
-    ("sst2", False): _Layout(header=True, num_columns=2, text_a=1, text_b=None, label=None),
-    ("mrpc", True): _Layout(header=True, num_columns=5, text_a=3, text_b=4, label=0),
-    ("mrpc", False): _Layout(header=True, num_columns=5, text_a=3, text_b=4, label=None),
-    ("qqp", True): _Layout(header=True, num_columns=6, text_a=3, text_b=4, label=5),
-    ("qqp", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
-    ("stsb", True): _Layout(header=True, num_columns=10, text_a=7, text_b=8, label=9),
-    ("stsb", False): _Layout(header=True, num_columns=9, text_a=7, text_b=8, label=None),
-    ("mnli", True): _Layout(header=True, num_columns=None, min_columns=11, text_a=8, text_b=9, label=-1),
-    ("mnli", False): _Layout(header=True, num_columns=None, min_columns=10, text_a=8, text_b=9, label=None),
-    ("qnli", True): _Layout(header=True, num_columns=4, text_a=1, text_b=2, label=3),
-    ("qnli", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
-    ("rte", True): _Layout(header=True, num_columns=4, text_a=1, text_b=2, label=3),
-    ("rte", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
-    ("wnli", True): _Layout(header=True, num_columns=4, text_a=1, text_b=2, label=3),
-    ("wnli", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
+    "cola": (_Layout(False, 4, text_a=3, text_b=None, label=1), _Layout(True, 2, text_a=1, text_b=None, label=None)),
+    "sst2": (_Layout(True, 2, text_a=0, text_b=None, label=1), _Layout(True, 2, text_a=1, text_b=None, label=None)),
+    "mrpc": (_Layout(True, 5, text_a=3, text_b=4, label=0), _Layout(True, 5, text_a=3, text_b=4, label=None)),
+    "qqp": (_Layout(True, 6, text_a=3, text_b=4, label=5), _Layout(True, 3, text_a=1, text_b=2, label=None)),
+    "stsb": (_Layout(True, 10, text_a=7, text_b=8, label=9), _Layout(True, 9, text_a=7, text_b=8, label=None)),
+    "mnli": (_Layout(True, None, min_columns=11, text_a=8, text_b=9, label=-1),
+             _Layout(True, None, min_columns=10, text_a=8, text_b=9, label=None)),
+    "qnli": _INDEX_SENTENCE_PAIR,  # index, question, sentence, label
+    "rte": _INDEX_SENTENCE_PAIR,  # index, sentence1, sentence2, label
+    "wnli": _INDEX_SENTENCE_PAIR,
 }
 
 
@@ -252,7 +245,7 @@ def read_glue_file(task_name, path, split):
     """
     task = canonical_task(task_name)
     labelled = not split.startswith("test")
-    layout = _LAYOUTS[(task, labelled)]
+    layout = _LAYOUTS[task][0 if labelled else 1]
     allowed = GLUE_LABELS[task]
     examples = []
     for line_number, row in _read_tsv(path):
@@ -365,15 +358,7 @@ def _tsv_records(path, columns):
     header = next(rows, (1, []))[1]
     if not all(c in header for c in columns if c):
         return None
-    records = []
-    for line_number, row in rows:
-        if not row:
-            continue
-        if len(row) != len(header):
-            raise GlueDataError(f"{path}:{line_number}: expected {len(header)} tab-separated columns (as the "
-                                f"header), found {len(row)}.")
-        records.append((f"{path}:{line_number}", dict(zip(header, row))))
-    return records
+    return header_records(path, header, rows, error=GlueDataError)
 
 
 def _text(record, column, where):

@@ -23,10 +23,9 @@ def load_vocab(vocab_file):
 
     Examples:
 
-    >>> import tempfile
-    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> with open(vocab_file, "w") as f:
-    ...     _ = f.write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nrun\\n##ning\\nrun\\n")
+    >>> import pathlib, tempfile
+    >>> vocab_file = pathlib.Path(tempfile.mkdtemp()) / "vocab.txt"
+    >>> _ = vocab_file.write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nrun\\n##ning\\nrun\\n")
     >>> load_vocab(vocab_file)
     Traceback (most recent call last):
     ...
