@@ -122,9 +122,8 @@ def pack_batch(segments, max_length, cls_id, sep_id, pad_id, padding="longest", 
         keep_a, keep_b = truncated_lengths(len_a, len_b, max_length) if truncation else (len_a, len_b)
         ids, segment_ids = pack(a[0][:keep_a], b[0][:keep_b] if keep_b else None, cls_id, sep_id)
         offsets = None
-        if return_offsets:
-            b_offsets = list(zip(b[1], b[2]))[:keep_b] if keep_b else None
-            offsets, _ = pack(list(zip(a[1], a[2]))[:keep_a], b_offsets, (0, 0), (0, 0))
+        if return_offsets:  # (starts, ends), 0 at the special tokens
+            offsets = [pack(a[k][:keep_a], b[k][:keep_b] if keep_b else None, 0, 0)[0] for k in (1, 2)]
         rows.append((ids, segment_ids, offsets))
     lengths = [len(ids) for ids, _, _ in rows]
     if padding == "max_length":
@@ -146,7 +145,7 @@ def pack_batch(segments, max_length, cls_id, sep_id, pad_id, padding="longest", 
         segment_ids[i, : len(row_ids)] = row_segment_ids
         padding_mask[i, : len(row_ids)] = 1
         if return_offsets:
-            offsets[i, : len(row_ids)] = row_offsets
+            offsets[i, : len(row_ids), 0], offsets[i, : len(row_ids), 1] = row_offsets
     out = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
     if return_offsets:
         out["offsets"] = offsets
