@@ -7,7 +7,10 @@ its own subclass, which defines what `x` and `y` are (texts, text pairs, words a
 and answer spans, contexts and endings, sentence pairs to mask).
 
 The preprocessors compute in numpy with the Python `BertTokenizer` (the original's rules), so they run
-under every backend. They pad to a fixed `sequence_length`: one compiled step shape for every batch.
+under every backend. They make the features of the task's recipe, through the same code
+(`tokenizers.packing`, the `data` featurizers), and pad them to a fixed `sequence_length`: one compiled
+step shape for every batch. The span QA and token classification preprocessors split a long example into
+the recipe's windows, one row each, and repeat its `sample_weight` for each (`per_window`).
 """
 
 import json
