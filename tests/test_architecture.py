@@ -228,3 +228,48 @@ def test_the_namespace_rule_catches_every_kind_of_read_and_passes_a_typed_config
         "        self.fields = dataclasses.asdict(config)",
     ])
     assert namespace_reads(typed) == []
+
+
+# --- One packer: `[CLS] A [SEP] (B [SEP])` is laid out only in tokenizers/packing.py ---------------------------
+# The other modules that name [CLS] / [SEP] in code: the tokenizer that defines their ids, the in-graph twin of
+# the tokenizer and packer, the vocabulary learner's reserved tokens, and the pretraining data generator (whose
+# random front/back truncation is the original's create_pretraining_data.py).
+SPECIAL_TOKEN_MODULES = {"tokenizers/packing.py", "tokenizers/bert_tokenizer.py", "tokenizers/tf_bert_tokenizer.py",
+                         "tokenizers/tf_vocab_learning.py", "data/pretraining_data.py", "data/tf_pretraining_data.py"}
+
+
+def _special_token_uses(path):
+    """`line: what` of each use of "[CLS]" / "[SEP]" or of `cls_token_id` / `sep_token_id` in code (not in
+    docstrings, where the examples show packed sequences)."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in ("[CLS]", "[SEP]") and id(node) not in docstrings:
+            uses.append(f"{node.lineno}: {node.value}")
+        elif isinstance(node, ast.Attribute) and node.attr in ("cls_token_id", "sep_token_id"):
+            uses.append(f"{node.lineno}: .{node.attr}")
+    return uses
+
+
+def test_only_the_packer_lays_out_cls_and_sep():
+    offenders = []
+    for module, path in _modules().items():
+        relative = os.path.relpath(path, ROOT).replace(os.sep, "/")
+        if relative not in SPECIAL_TOKEN_MODULES:
+            offenders += [f"{relative}:{use}" for use in _special_token_uses(path)]
+    assert not offenders, "lay out [CLS] A [SEP] (B [SEP]) with keras_bert_impl/tokenizers/packing.py: " + str(offenders)
+
+
+def test_the_special_token_check_sees_a_packer_written_again(tmp_path):
+    path = tmp_path / "copy.py"
+    path.write_text('"""Packs [CLS] A [SEP]."""\n\n\ndef pack(t, a):\n    """[CLS] a [SEP]"""\n'
+                    '    return [t.cls_token_id, *a, t.sep_token_id], ["[CLS]", *a, "[SEP]"]\n')
+    assert _special_token_uses(str(path)) == ["6: .cls_token_id", "6: .sep_token_id", "6: [CLS]", "6: [SEP]"]
+
+
+@pytest.mark.parametrize("module", ["tokenizers/packing.py", "tokenizers/basic_tokenizer.py", "tokenizers/vocabulary.py"])
+def test_the_python_tokenizer_modules_import_no_backend_library_at_module_level(module):
+    test_backend_neutral_code_imports_no_backend_library_at_module_level(module)

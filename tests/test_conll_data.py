@@ -13,15 +13,17 @@ from keras_bert_impl.data.conll_data import (
     bio_to_iob1,
     build_label_list,
     check_labels,
-    convert_sentences_to_features,
     detect_tagging_scheme,
-    features_to_arrays,
-    features_to_lists,
     iob1_to_bio,
-    predictions_to_word_tags,
     read_conll_file,
     resolve_tagging_scheme,
     write_predictions,
+)
+from keras_bert_impl.data.conll_features import (
+    convert_sentences_to_features,
+    features_to_arrays,
+    features_to_lists,
+    predictions_to_word_tags,
 )
 from keras_bert_impl.metrics.ner_metrics import get_entities
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer

@@ -11,10 +11,11 @@ import types
 import numpy as np
 import pytest
 
-from keras_bert_impl.data import conll_data, glue_data, squad_data, swag_data
+from keras_bert_impl.data import conll_data, glue_data, squad_data, squad_features, swag_data
 from keras_bert_impl.tasks import squad_postprocessing
 from keras_bert_impl.tasks.base import FinetuningConfig, check_tokenizer_fits_model
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, load_vocab
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.vocabulary import load_vocab
 from keras_bert_impl.utils.errors import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -92,7 +93,7 @@ def test_squad_empty_context_gets_the_null_answer(tmp_path, version_2):
         {"context": "", "qas": [{"id": "q1", "question": "Who sang?", "answers": []}]},
         {"context": "Ann sang.", "qas": [{"id": "q2", "question": "Who sang?", "answers": []}]}]}]}
     examples, _ = squad_data.squad_examples_from_json(data, False, version_2)
-    features = squad_data.convert_examples_to_features(examples, tokenizer, max_seq_length=32, doc_stride=16,
+    features = squad_features.convert_examples_to_features(examples, tokenizer, max_seq_length=32, doc_stride=16,
                                                        max_query_length=8, is_training=False)
     logits = np.zeros((len(features), 32), np.float32)
     results = squad_postprocessing.raw_results(features, logits, logits)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.data import conll_data, squad_data
+from keras_bert_impl.data import conll_data, conll_features, squad_data, squad_features
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.runners.finetuning_flags import config_from_flags
 from keras_bert_impl.tasks.ner import NerConfig, NerTask
@@ -96,7 +96,7 @@ def _tiny_config(tmp_path):
 
 
 def _features(sentences, tokenizer, use_document_context=False):
-    features = conll_data.convert_sentences_to_features(sentences, tokenizer, conll_data.build_label_list(sentences),
+    features = conll_features.convert_sentences_to_features(sentences, tokenizer, conll_data.build_label_list(sentences),
                                                         16, use_document_context=use_document_context)
     return [(f.token_ids.tolist(), f.label_ids.tolist(), f.label_mask.tolist()) for f in features]
 
@@ -276,7 +276,7 @@ def _squad_files(tmp_path):
 
 def _squad_features(path, tokenizer, is_training):
     examples, stats = squad_data.read_squad_examples(path, is_training, version_2_with_negative=True)
-    features = squad_data.convert_examples_to_features(examples, tokenizer, max_seq_length=24, doc_stride=8,
+    features = squad_features.convert_examples_to_features(examples, tokenizer, max_seq_length=24, doc_stride=8,
                                                        max_query_length=12, is_training=is_training)
     return stats, [(f.input_ids, f.segment_ids, f.start_position, f.end_position, f.is_impossible) for f in features]
 

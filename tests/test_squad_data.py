@@ -9,15 +9,9 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.data import squad_data
-from keras_bert_impl.data.squad_data import (
-    SquadFormatError,
-    _check_is_max_context,
-    convert_examples_to_features,
-    doc_spans_for,
-    features_to_arrays,
-    features_to_lists,
-    squad_examples_from_json,
-)
+from keras_bert_impl.data.squad_data import SquadFormatError, squad_examples_from_json
+from keras_bert_impl.data.squad_features import convert_examples_to_features, features_to_arrays, features_to_lists
+from keras_bert_impl.tokenizers.packing import check_is_max_context, doc_spans_for
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,14 +89,14 @@ def test_doc_spans_with_stride_max_context_and_positions(tokenizer):
 
     spans = doc_spans_for(20, 9, 4)
     # Token 5: window 0 scores min(5, 3) + 0.09, window 1 min(1, 7) + 0.09 -> window 0.
-    assert _check_is_max_context(spans, 0, 5) and not _check_is_max_context(spans, 1, 5)
+    assert check_is_max_context(spans, 0, 5) and not check_is_max_context(spans, 1, 5)
     # Token 6: a tie (2.09 both) goes to the first window. Token 7: window 1 (min(3, 5)) beats window 0 (min(7, 1)).
-    assert _check_is_max_context(spans, 0, 6) and not _check_is_max_context(spans, 1, 6)
-    assert _check_is_max_context(spans, 1, 7) and not _check_is_max_context(spans, 0, 7)
+    assert check_is_max_context(spans, 0, 6) and not check_is_max_context(spans, 1, 6)
+    assert check_is_max_context(spans, 1, 7) and not check_is_max_context(spans, 0, 7)
     # Token 19 is only in the last window; the last window (length 8) vs window 2 for token 14:
     # window 2 [8, 16]: min(6, 2) + 0.09 = 2.09; window 3 [12, 19]: min(2, 5) + 0.08 = 2.08 -> window 2.
-    assert _check_is_max_context(spans, 3, 19)
-    assert _check_is_max_context(spans, 2, 14) and not _check_is_max_context(spans, 3, 14)
+    assert check_is_max_context(spans, 3, 19)
+    assert check_is_max_context(spans, 2, 14) and not check_is_max_context(spans, 3, 14)
     # Each document token is the max context of exactly one feature.
     owners = {}
     for f in features:

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.data import squad_data
+from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
@@ -132,7 +132,7 @@ def _squad_dataset():
 def _null_odds(model, tokenizer, predict_file):
     """{qas_id: null odds} of the Keras model by the recipe's rule, and whether every context fits one window."""
     examples, _ = squad_data.read_squad_examples(predict_file, is_training=False, version_2_with_negative=True)
-    features = squad_data.convert_examples_to_features(
+    features = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=SQUAD_FLAGS["max_seq_length"], doc_stride=SQUAD_FLAGS["doc_stride"],
         max_query_length=SQUAD_FLAGS["max_query_length"], is_training=False)
     predictions = compute_predictions(
@@ -511,7 +511,7 @@ def test_serve_qa_candidate_rule_equals_compute_predictions_on_random_logits(min
     context, questions = SQUAD_PARAGRAPHS[0]
     examples = [squad_data.SquadExample(qas_id=str(i), question_text=questions[i % len(questions)][0],
                                         doc_tokens=context.split(" ")) for i in range(40)]
-    features = squad_data.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=32,
+    features = squad_features.convert_examples_to_features(examples, tokenizer, max_seq_length=64, doc_stride=32,
                                                        max_query_length=16, is_training=False)
     assert len(features) == len(examples)
     rng = np.random.default_rng(3)

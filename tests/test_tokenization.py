@@ -9,8 +9,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py
 
-from keras_bert_impl.tokenizers import bert_tokenizer as tokenization
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, basic_tokenize, truncated_pair_lengths
+from keras_bert_impl.tokenizers import basic_tokenizer as tokenization
+from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.packing import truncated_pair_lengths
 from tokenization_reference import (  # noqa: E402
     OriginalBasicTokenizer,
     OriginalFullTokenizer,

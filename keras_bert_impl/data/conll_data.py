@@ -1,4 +1,4 @@
-"""CoNLL-2003 named-entity data: reading the files, tagging schemes, BERT features and back to words.
+"""CoNLL-2003 named-entity data: reading the files, label lists, tagging schemes, scoring and writing.
 
 File formats (`read_ner_file`):
 
@@ -25,29 +25,18 @@ separates two adjacent entities of the same type), most later copies BIO (every 
 is safe either way. Predictions are converted back to the file's scheme (`bio_to_iob1`) before they
 are scored (with `keras_bert_impl.metrics.ner_metrics`) and written.
 
-Features (`convert_sentences_to_features`): every word is WordPiece-tokenized on its own; its label
-id sits on its first sub-token, every other position gets -100 (see `keras_bert_impl.models.token_classifier`).
-A window is `[CLS] tokens [SEP]` of at most `max_seq_length` positions. It predicts one "centre
-span": a sentence, or -- when a sentence has more than `max_seq_length - 2` sub-tokens -- a piece of
-consecutive whole words of it (so long sentences are split, never cut: EVERY word gets a prediction).
-A single word longer than the budget keeps its first `max_seq_length - 2` sub-tokens (its label is on
-the first). With `use_document_context=True` the rest of the window is filled with the sub-tokens
-that surround the centre span in its document ("we include the maximal document context"): as many
-on the left as on the right, the unused share of one side going to the other; context tokens carry
-label -100 and are never predicted.
+The sentences become the model's windows in `conll_features` (`convert_sentences_to_features`), whose
+predictions come back as word tags that `evaluate_word_tags` scores and `write_predictions` writes.
 """
 
 import dataclasses
 import os
-
-import numpy as np
 
 from keras_bert_impl.data import dataset_files
 from keras_bert_impl.metrics.ner_metrics import ner_scores
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, open_text
 
-IGNORE_LABEL_ID = -100
 DOCSTART = "-DOCSTART-"
 TAGGING_SCHEMES = ("auto", "iob1", "bio")
 
@@ -443,237 +432,7 @@ def unknown_labels(sentences, label_list):
     return sorted({tag for s in sentences for tag in iob1_to_bio(s.labels) if tag not in allowed})
 
 
-# ------------------------------------------------------------------------------------------ features
-@dataclasses.dataclass
-class NerFeature:
-    """One model window.
-
-    Attributes:
-        sentence_index: index of the sentence whose words it predicts.
-        word_indices: indices (in that sentence) of the words it predicts.
-        token_positions: position in the window of each such word's first sub-token.
-        token_ids, segment_ids, padding_mask: int32 [max_seq_length] model inputs.
-        label_ids: int32 [max_seq_length]: the BIO label id at `token_positions` (-100 for a label outside the
-            label list, see `convert_sentences_to_features`), -100 elsewhere.
-        label_mask: int32 [max_seq_length]: 1 at `token_positions`, 0 elsewhere.
-        tokens: the window's WordPiece tokens (without padding), for inspection.
-    """
-
-    sentence_index: int
-    word_indices: list
-    token_positions: list
-    token_ids: np.ndarray
-    segment_ids: np.ndarray
-    padding_mask: np.ndarray
-    label_ids: np.ndarray
-    label_mask: np.ndarray
-    tokens: list
-
-
-def word_pieces(tokenizer, word):
-    """The WordPiece tokens of one word; `["[UNK]"]` for a word that normalizes to nothing."""
-    pieces = tokenizer.tokenize(word)
-    # A word that normalizes to nothing (e.g. only control characters) still needs a position.
-    return pieces if pieces else ["[UNK]"]
-
-
-def _split_into_spans(word_lengths, budget):
-    """Greedy pieces [(first_word, end_word)) of whole words with at most `budget` sub-tokens each."""
-    spans = []
-    start, used = 0, 0
-    for i, length in enumerate(word_lengths):
-        length = min(length, budget)
-        if i > start and used + length > budget:
-            spans.append((start, i))
-            start, used = i, 0
-        used += length
-    if word_lengths:
-        spans.append((start, len(word_lengths)))
-    return spans
-
-
-def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_length, use_document_context=False,
-                                  strict=True):
-    """WordPiece-tokenizes the sentences and builds the model windows (see the module docstring).
-
-    Args:
-        sentences: list of `ConllSentence` (labels in any scheme; they are converted to BIO).
-        tokenizer: a `BertTokenizer`.
-        label_list: the BIO label list (e.g. from `build_label_list`).
-        max_seq_length: window length, [CLS] and [SEP] included (>= 3).
-        use_document_context: fill each window with the surrounding sub-tokens of the document.
-        strict: a label not in `label_list` is a `UserInputError`; when False its word gets label id -100
-            (nothing to train on) and is still predicted and scored (a fine-tuned model's fixed label list
-            evaluated on data with other labels).
-
-    Returns:
-        list of `NerFeature`, in sentence order (one or more per sentence).
-
-    Examples:
-
-    >>> import tempfile
-    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> with open(vocab_file, "w") as f:
-    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "peter", "black", "##burn"]))
-    >>> sentences = [ConllSentence(["Peter", "Blackburn"], ["I-PER", "I-PER"], 0, [1, 2])]
-    >>> labels = build_label_list(sentences)
-    >>> features = convert_sentences_to_features(sentences, BertTokenizer(vocab_file), labels, 64)
-    >>> features[0].tokens
-    ['[CLS]', 'peter', 'black', '##burn', '[SEP]']
-    """
-    if max_seq_length < 3:
-        raise UserInputError(f"max_seq_length must be >= 3 (room for [CLS], a token and [SEP]); got {max_seq_length}.")
-    label_to_id = {label: i for i, label in enumerate(label_list)}
-    budget = max_seq_length - 2
-
-    # Every sentence's pieces and labels, grouped into the document's flat sub-token stream.
-    sentence_pieces = []  # [sentence][word] -> list of pieces (each word cut to `budget` pieces)
-    for sentence in sentences:
-        sentence_pieces.append([word_pieces(tokenizer, w)[:budget] for w in sentence.words])
-    documents = {}  # document id -> list of sentence indices
-    for index, sentence in enumerate(sentences):
-        documents.setdefault((sentence.path, sentence.document), []).append(index)
-    stream_of = {}  # sentence index -> (document stream, offset of the sentence in it)
-    for indices in documents.values():
-        stream = []
-        for index in indices:
-            stream_of[index] = (stream, len(stream))
-            stream.extend(p for pieces in sentence_pieces[index] for p in pieces)
-
-    features = []
-    for index, sentence in enumerate(sentences):
-        bio_labels = iob1_to_bio(sentence.labels)
-        pieces = sentence_pieces[index]
-        word_starts = np.cumsum([0] + [len(p) for p in pieces]).tolist()  # offset of each word in the sentence
-        stream, sentence_offset = stream_of[index]
-        for first_word, end_word in _split_into_spans([len(p) for p in pieces], budget):
-            span_start = sentence_offset + word_starts[first_word]  # [span_start, span_end) in the stream
-            span_end = sentence_offset + word_starts[end_word]
-            left = right = 0
-            if use_document_context:
-                room = budget - (span_end - span_start)
-                left = min(span_start, room // 2)
-                right = min(len(stream) - span_end, room - left)
-                left = min(span_start, room - right)  # give the right side's unused share to the left
-            window = stream[span_start - left : span_end + right]
-            tokens = ["[CLS]"] + window + ["[SEP]"]
-            token_ids = np.full(max_seq_length, tokenizer.pad_token_id, "int32")
-            token_ids[: len(tokens)] = tokenizer.convert_tokens_to_ids(tokens)
-            padding_mask = np.zeros(max_seq_length, "int32")
-            padding_mask[: len(tokens)] = 1
-            label_ids = np.full(max_seq_length, IGNORE_LABEL_ID, "int32")
-            word_indices, positions = [], []
-            for w in range(first_word, end_word):
-                position = 1 + left + word_starts[w] - word_starts[first_word]  # 1: after [CLS]
-                word_indices.append(w)
-                positions.append(position)
-                label = bio_labels[w]
-                if label not in label_to_id and strict:
-                    raise UserInputError(
-                        f"{sentence.where(w)}: unknown label {sentence.labels[w]!r}; the labels are "
-                        f"{', '.join(label_list)}."
-                    )
-                label_ids[position] = label_to_id.get(label, IGNORE_LABEL_ID)
-            features.append(
-                NerFeature(
-                    sentence_index=index,
-                    word_indices=word_indices,
-                    token_positions=positions,
-                    token_ids=token_ids,
-                    segment_ids=np.zeros(max_seq_length, "int32"),
-                    padding_mask=padding_mask,
-                    label_ids=label_ids,
-                    label_mask=_mask(positions, max_seq_length),
-                    tokens=tokens,
-                )
-            )
-    return features
-
-
-def _mask(positions, length):
-    mask = np.zeros(length, "int32")
-    mask[positions] = 1
-    return mask
-
-
-def features_to_arrays(features, pad_to_multiple_of=16):
-    """Stacks features into `(x, labels, label_mask)` numpy arrays.
-
-    The sequence axis is cut to the longest window of the set, rounded up to `pad_to_multiple_of`
-    (never beyond the features' length): short sentences without document context then cost a
-    fraction of `max_seq_length`, while the whole set keeps ONE shape (one compilation on JAX/TF).
-
-    Args:
-        features: list of `NerFeature`.
-        pad_to_multiple_of: rounding of the sequence length (None: keep `max_seq_length`).
-
-    Returns:
-        `(x, labels, label_mask)`: x the dict {token_ids, segment_ids, padding_mask} of int32 [N, T],
-        labels int32 [N, T] (-100 = ignored), label_mask int32 [N, T].
-    """
-    padding_mask = np.stack([f.padding_mask for f in features])
-    length = padding_mask.shape[1]
-    if pad_to_multiple_of:
-        longest = int(padding_mask.sum(1).max()) if len(features) else 1
-        length = min(length, -(-longest // pad_to_multiple_of) * pad_to_multiple_of)
-    x = {
-        "token_ids": np.stack([f.token_ids for f in features])[:, :length],
-        "segment_ids": np.stack([f.segment_ids for f in features])[:, :length],
-        "padding_mask": padding_mask[:, :length],
-    }
-    labels = np.stack([f.label_ids for f in features])[:, :length]
-    label_mask = np.stack([f.label_mask for f in features])[:, :length]
-    return x, labels, label_mask
-
-
-def features_to_lists(features):
-    """Unpadded per-example lists, the input of `keras_bert_impl.data.batching` (dynamic padding, bucketing).
-
-    Returns:
-        `(x, labels, label_mask)`: x the dict {token_ids, segment_ids, padding_mask} of N int lists (each
-        as long as its window's real tokens), labels and label_mask lists of N int lists.
-    """
-    x = {"token_ids": [], "segment_ids": [], "padding_mask": []}
-    labels, label_mask = [], []
-    for f in features:
-        n = int(f.padding_mask.sum())
-        x["token_ids"].append(f.token_ids[:n].tolist())
-        x["segment_ids"].append(f.segment_ids[:n].tolist())
-        x["padding_mask"].append(f.padding_mask[:n].tolist())
-        labels.append(f.label_ids[:n].tolist())
-        label_mask.append(f.label_mask[:n].tolist())
-    return x, labels, label_mask
-
-
-# --------------------------------------------------------------------------------- back to the words
-def predictions_to_word_tags(features, predicted_ids, sentences, label_list, scheme="bio"):
-    """Maps token-level predictions back to one tag per word, in the file's tagging scheme.
-
-    Each word takes the prediction at its first sub-token, in the window that predicts it. Every
-    word is predicted by exactly one window (long sentences are split, not cut); a word that
-    nevertheless received no prediction would be tagged "O".
-
-    Args:
-        features: the `NerFeature`s the predictions are for.
-        predicted_ids: per feature, the predicted label id of every position (an int array [N, T'] or a
-            list of N rows of any length covering the feature's real tokens).
-        sentences: the `ConllSentence`s the features were built from.
-        label_list: the BIO label list.
-        scheme: "bio" or "iob1": the scheme of the returned tags.
-
-    Returns:
-        list (one per sentence) of lists of tag strings (one per word).
-    """
-    tags = [["O"] * len(s.words) for s in sentences]
-    for feature, row in zip(features, predicted_ids):
-        for word, position in zip(feature.word_indices, feature.token_positions):
-            tags[feature.sentence_index][word] = label_list[int(row[position])]
-    if scheme == "iob1":
-        tags = [bio_to_iob1(t) for t in tags]
-    return tags
-
-
+# ------------------------------------------------------------------------------- scoring and writing
 def evaluate_word_tags(sentences, predicted_tags):
     """Entity-level scores (conlleval rules) of predicted word tags against the sentences' gold tags."""
     return ner_scores([s.labels for s in sentences], predicted_tags)

@@ -102,14 +102,26 @@ def _read_csv(path, delimiter):
         header = next(reader, None)
         if not header:
             raise UserInputError(f"{path}: empty file; expected a header line naming the columns.")
-        records = []
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise UserInputError(f"{path}:{reader.line_num}: expected {len(header)} fields (as the header), "
-                                     f"found {len(row)}.")
-            records.append((f"{path}:{reader.line_num}", dict(zip(header, row))))
+        return header_records(path, header, ((reader.line_num, row) for row in reader))
+
+
+def header_records(path, header, numbered_rows, error=UserInputError):
+    """`(where, record)` of each non-empty row of a CSV/TSV file: `record` maps the `header`'s names to the
+    row's fields; a row with another number of fields raises `error` naming its line.
+
+    Args:
+        path: the file, for `where` ("path:line") and the messages.
+        header: the column names.
+        numbered_rows: `(line number, list of fields)` of the rows after the header.
+        error: the exception class of a malformed row.
+    """
+    records = []
+    for line_number, row in numbered_rows:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise error(f"{path}:{line_number}: expected {len(header)} fields (as the header), found {len(row)}.")
+        records.append((f"{path}:{line_number}", dict(zip(header, row))))
     return records
 
 

@@ -63,8 +63,8 @@ from typing import Optional, Union
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
-from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
+from keras_bert_impl.data.dataset_files import field, header_records, read_records, require_examples, text_field
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -152,26 +152,19 @@ class _Layout:
     min_columns: int = 0
 
 
-# (task, labelled?) -> layout.
+# The layouts of each task's (labelled, test) files.
+_INDEX_SENTENCE_PAIR = (_Layout(True, 4, text_a=1, text_b=2, label=3), _Layout(True, 3, text_a=1, text_b=2, label=None))
 _LAYOUTS = {
-    ("cola", True): _Layout(header=False, num_columns=4, text_a=3, text_b=None, label=1),
-    ("cola", False): _Layout(header=True, num_columns=2, text_a=1, text_b=None, label=None),
-    ("sst2", True): _Layout(header=True, num_columns=2, text_a=0, text_b=None, label=1),
-    ("sst2", False): _Layout(header=True, num_columns=2, text_a=1, text_b=None, label=None),
-    ("mrpc", True): _Layout(header=True, num_columns=5, text_a=3, text_b=4, label=0),
-    ("mrpc", False): _Layout(header=True, num_columns=5, text_a=3, text_b=4, label=None),
-    ("qqp", True): _Layout(header=True, num_columns=6, text_a=3, text_b=4, label=5),
-    ("qqp", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
-    ("stsb", True): _Layout(header=True, num_columns=10, text_a=7, text_b=8, label=9),
-    ("stsb", False): _Layout(header=True, num_columns=9, text_a=7, text_b=8, label=None),
-    ("mnli", True): _Layout(header=True, num_columns=None, min_columns=11, text_a=8, text_b=9, label=-1),
-    ("mnli", False): _Layout(header=True, num_columns=None, min_columns=10, text_a=8, text_b=9, label=None),
-    ("qnli", True): _Layout(header=True, num_columns=4, text_a=1, text_b=2, label=3),
-    ("qnli", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
-    ("rte", True): _Layout(header=True, num_columns=4, text_a=1, text_b=2, label=3),
-    ("rte", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
-    ("wnli", True): _Layout(header=True, num_columns=4, text_a=1, text_b=2, label=3),
-    ("wnli", False): _Layout(header=True, num_columns=3, text_a=1, text_b=2, label=None),
+    "cola": (_Layout(False, 4, text_a=3, text_b=None, label=1), _Layout(True, 2, text_a=1, text_b=None, label=None)),
+    "sst2": (_Layout(True, 2, text_a=0, text_b=None, label=1), _Layout(True, 2, text_a=1, text_b=None, label=None)),
+    "mrpc": (_Layout(True, 5, text_a=3, text_b=4, label=0), _Layout(True, 5, text_a=3, text_b=4, label=None)),
+    "qqp": (_Layout(True, 6, text_a=3, text_b=4, label=5), _Layout(True, 3, text_a=1, text_b=2, label=None)),
+    "stsb": (_Layout(True, 10, text_a=7, text_b=8, label=9), _Layout(True, 9, text_a=7, text_b=8, label=None)),
+    "mnli": (_Layout(True, None, min_columns=11, text_a=8, text_b=9, label=-1),
+             _Layout(True, None, min_columns=10, text_a=8, text_b=9, label=None)),
+    "qnli": _INDEX_SENTENCE_PAIR,  # index, question, sentence, label
+    "rte": _INDEX_SENTENCE_PAIR,  # index, sentence1, sentence2, label
+    "wnli": _INDEX_SENTENCE_PAIR,
 }
 
 
@@ -252,7 +245,7 @@ def read_glue_file(task_name, path, split):
     """
     task = canonical_task(task_name)
     labelled = not split.startswith("test")
-    layout = _LAYOUTS[(task, labelled)]
+    layout = _LAYOUTS[task][0 if labelled else 1]
     allowed = GLUE_LABELS[task]
     examples = []
     for line_number, row in _read_tsv(path):
@@ -365,15 +358,7 @@ def _tsv_records(path, columns):
     header = next(rows, (1, []))[1]
     if not all(c in header for c in columns if c):
         return None
-    records = []
-    for line_number, row in rows:
-        if not row:
-            continue
-        if len(row) != len(header):
-            raise GlueDataError(f"{path}:{line_number}: expected {len(header)} tab-separated columns (as the "
-                                f"header), found {len(row)}.")
-        records.append((f"{path}:{line_number}", dict(zip(header, row))))
-    return records
+    return header_records(path, header, rows, error=GlueDataError)
 
 
 def _text(record, column, where):
@@ -433,11 +418,12 @@ def label_ids(task_name, examples):
 
 
 def pack_example(tokenizer, text_a, text_b, max_seq_length):
-    """Token ids and segment ids of one example, as the original `convert_single_example` packs it.
+    """Token ids and segment ids of one example, as the original `convert_single_example` packs it
+    (`encode_examples` of the one example).
 
-    The second text is tokenized only when non-empty (`if example.text_b`); when it gives tokens the pair is
-    truncated to `max_seq_length - 3` by `_truncate_seq_pair` (popping from the longer, from B on a tie),
-    else A alone to `max_seq_length - 2`; B and its `[SEP]` are packed only when tokens of B are left.
+    A second text that gives tokens is truncated with the first to `max_seq_length - 3` by
+    `_truncate_seq_pair` (popping from the longer, from B on a tie), else A alone to `max_seq_length - 2`;
+    B and its `[SEP]` are packed only when tokens of B are left.
 
     Args:
         tokenizer: a `BertTokenizer`.
@@ -450,53 +436,35 @@ def pack_example(tokenizer, text_a, text_b, max_seq_length):
 
     Examples:
 
-    >>> import os, tempfile
     >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> with open(vocab_file, "w") as f:
-    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi", "there"]))
-    >>> tokenizer = BertTokenizer(vocab_file)
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "hi", "there"])
     >>> pack_example(tokenizer, "hi there", "there", 8)
     ([2, 4, 5, 3, 5, 3], [0, 0, 0, 0, 1, 1])
     >>> pack_example(tokenizer, "hi there", "  ", 8)  # B without tokens: one segment
     ([2, 4, 5, 3], [0, 0, 0, 0])
     """
-    if max_seq_length < 3:
-        raise UserInputError(f"max_seq_length must be at least 3 ([CLS], [SEP] and a token), got {max_seq_length}.")
-    ids_a = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text_a))
-    ids_b = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text_b)) if text_b else []
-    if ids_b:
-        keep_a, keep_b = truncated_pair_lengths(len(ids_a), len(ids_b), max_seq_length - 3)
-    else:
-        keep_a, keep_b = min(len(ids_a), max_seq_length - 2), 0
-    token_ids = [tokenizer.cls_token_id, *ids_a[:keep_a], tokenizer.sep_token_id]
-    segment_ids = [0] * len(token_ids)
-    if keep_b:
-        token_ids += [*ids_b[:keep_b], tokenizer.sep_token_id]
-        segment_ids += [1] * (keep_b + 1)
-    return token_ids, segment_ids
+    features = encode_examples(tokenizer, [InputExample("", text_a, text_b, None)], max_seq_length)
+    return features["token_ids"][0].tolist(), features["segment_ids"][0].tolist()
 
 
 def encode_examples(tokenizer, examples, max_seq_length):
-    """Tokenizes and packs examples as `[CLS] A [SEP] (B [SEP])` (`pack_example`, the original's packing),
-    unpadded.
+    """Tokenizes and packs examples as `[CLS] A [SEP] (B [SEP])`, truncated as the original
+    `convert_single_example` (`tokenizers.packing`, through `BertTokenizer.__call__`), unpadded.
 
     Args:
         tokenizer: a `BertTokenizer`.
         examples: `InputExample`s.
-        max_seq_length: length of the longest packed sequence.
+        max_seq_length: length of the longest packed sequence (at least 3).
 
     Returns:
         dict {"token_ids", "segment_ids", "padding_mask"} -> list of N int32 arrays of each example's own
         length (the input of `keras_bert_impl.data.batching`).
     """
-    features = {"token_ids": [], "segment_ids": [], "padding_mask": []}
-    for example in examples:
-        token_ids, segment_ids = pack_example(tokenizer, example.text_a, example.text_b, max_seq_length)
-        features["token_ids"].append(np.asarray(token_ids, dtype=np.int32))
-        features["segment_ids"].append(np.asarray(segment_ids, dtype=np.int32))
-        features["padding_mask"].append(np.ones(len(token_ids), dtype=np.int32))
-    return features
+    if max_seq_length < 3:
+        raise UserInputError(f"max_seq_length must be at least 3 ([CLS], [SEP] and a token), got {max_seq_length}.")
+    texts_b = [e.text_b or "" for e in examples]  # "" packs as no B, as the original's `if example.text_b`
+    return packing.pack_unpadded(tokenizer, [e.text_a for e in examples], texts_b if any(texts_b) else None,
+                                 max_seq_length)
 
 
 def write_submission(path, task_name, predictions):

@@ -1,43 +1,28 @@
-"""SQuAD v1.1 / v2.0 examples and features, built exactly as google-research/bert's run_squad.py builds them.
+"""SQuAD v1.1 / v2.0 files and examples, read exactly as google-research/bert's run_squad.py reads them.
 
 0. `load_squad_dataset`: the original SQuAD JSON, or the datasets ecosystem's flattened records (JSON
    lines, JSON, CSV, parquet: id, title, context, question, answers {"text", "answer_start"}) turned into
    the original's nested layout, which the reading below and the official evaluation take.
-1. `read_squad_examples`: the context is split on whitespace into "doc tokens", with `char_to_word_offset`
-   mapping every character to its doc token; a training answer's character span becomes a doc-token span.
-   An answer whose text is not found at its `answer_start` (the original's "Could not find answer" check)
-   is warned about with its question id, counted in the returned stats, and its example skipped for
-   training (never mislabeled).
-2. `convert_examples_to_features`: WordPiece per doc token (`tok_to_orig_index`, `orig_to_tok_index`),
-   the answer narrowed to the tightest sub-token span matching the tokenized answer
-   (`_improve_answer_span`), the question truncated to `max_query_length`, the document cut into
-   overlapping spans of at most `max_seq_length - len(query) - 3` tokens every `doc_stride` tokens, each
-   token flagged with whether this span gives it the most context (`_check_is_max_context`), and the
-   feature laid out `[CLS] query [SEP] doc span [SEP]` with segment ids 0 / 1. Training targets are the
-   answer's token positions in the feature, or 0 ([CLS]) when the answer is not inside the span or the
-   question is impossible.
-3. `features_to_arrays`: the model inputs (and targets) as numpy arrays for `model.fit` / `predict`.
+1. `read_squad_examples`: each question becomes a `SquadExample` (`squad_example`): the context is split on
+   whitespace into "doc tokens", with `char_to_word_offset` mapping every character to its doc token; a
+   training answer's character span becomes a doc-token span. An answer whose text is not found at its
+   `answer_start` (the original's "Could not find answer" check) is warned about with its question id,
+   counted in the returned stats, and its example skipped for training (never mislabeled).
+
+The examples become the model's windows in `squad_features` (`convert_examples_to_features`).
 
 Examples:
 
 >>> import tempfile
->>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 >>> d = tempfile.mkdtemp()
->>> with open(os.path.join(d, "vocab.txt"), "w") as f:
-...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "who", "sang", "?", "ann", "did", "."]))
 >>> squad = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "Ann sang.",
 ...     "qas": [{"id": "q1", "question": "Who sang?", "answers": [], "is_impossible": False}]}]}]}
 >>> with open(os.path.join(d, "dev.json"), "w") as f:
 ...     json.dump(squad, f)
 >>> examples, stats = read_squad_examples(os.path.join(d, "dev.json"), is_training=False,
 ...                                       version_2_with_negative=True)
->>> features = convert_examples_to_features(examples, BertTokenizer(os.path.join(d, "vocab.txt")),
-...                                         max_seq_length=16, doc_stride=8, max_query_length=8, is_training=False)
->>> features[0].tokens
-['[CLS]', 'who', 'sang', '?', '[SEP]', 'ann', 'sang', '.', '[SEP]']
->>> x, _ = features_to_arrays(features)
->>> x["token_ids"].shape
-(1, 16)
+>>> examples[0].doc_tokens, examples[0].doc_token_char_starts, stats["num_examples"]
+(['Ann', 'sang.'], [0, 4], 1)
 """
 
 import dataclasses
@@ -45,15 +30,10 @@ import json
 import os
 import warnings
 
-import numpy as np
-
 from keras_bert_impl.data import dataset_files
 from keras_bert_impl.data.dataset_files import cell_value
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import open_text
-
-# The first unique_id of the original (features are numbered from here, in order).
-FIRST_UNIQUE_ID = 1000000000
 
 
 @dataclasses.dataclass
@@ -83,35 +63,6 @@ class SquadExample:
     end_position: int = None
     is_impossible: bool = False
 
-
-@dataclasses.dataclass
-class InputFeature:
-    """One `[CLS] query [SEP] doc span [SEP]` window of one example (the original's InputFeatures).
-
-    Attributes:
-        unique_id: a number unique over all features (from 1000000000, as in the original).
-        example_index: the index of the example in the list of examples.
-        doc_span_index: which window of the example's document this is.
-        tokens: the WordPiece tokens of the window (no padding).
-        token_to_orig_map: {position in `tokens`: doc token index} for the document positions.
-        token_is_max_context: {position in `tokens`: whether this window gives that token the most context}.
-        input_ids, input_mask, segment_ids: int lists of length max_seq_length (padded with 0).
-        start_position, end_position: training targets (0 = [CLS] = no answer in this window), else None.
-        is_impossible: the example is impossible (v2.0).
-    """
-
-    unique_id: int
-    example_index: int
-    doc_span_index: int
-    tokens: list
-    token_to_orig_map: dict
-    token_is_max_context: dict
-    input_ids: list
-    input_mask: list
-    segment_ids: list
-    start_position: int = None
-    end_position: int = None
-    is_impossible: bool = False
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -341,7 +292,7 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
         for p, paragraph in enumerate(paragraphs):
             where_p = f"data[{a}].paragraphs[{p}]"
             paragraph_text = _get(paragraph, "context", source, where_p, str)
-            doc_tokens, char_to_word_offset, char_starts = split_context(paragraph_text)
+            split = split_context(paragraph_text)
             for q, qa in enumerate(_get(paragraph, "qas", source, where_p, list)):
                 where_q = f"{where_p}.qas[{q}]"
                 qas_id = _get(qa, "id", source, where_q)
@@ -354,8 +305,7 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
                 question_text = _get(qa, "question", source, where_q, str)
                 num_questions += 1
                 is_impossible = _is_impossible(qa, source, where_q) if version_2_with_negative else False
-                start_position = end_position = None
-                orig_answer_text = ""
+                answer_text, answer_start = "", None
                 if is_training:
                     answers = _get(qa, "answers", source, where_q, list)
                     if not answers and not is_impossible:
@@ -365,47 +315,16 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
                         )
                     if not is_impossible:
                         where_a = f"{where_q}.answers[0]"
-                        orig_answer_text = _get(answers[0], "text", source, where_a, str)
-                        answer_offset = _get(answers[0], "answer_start", source, where_a, int)
-                        answer_end = answer_offset + len(orig_answer_text) - 1
-                        reason = None
-                        if not orig_answer_text.strip():
-                            reason = "the answer text is empty"
-                        elif answer_offset < 0 or answer_end >= len(paragraph_text):
-                            reason = (
-                                f"answer_start {answer_offset} + length {len(orig_answer_text)} is outside the "
-                                f"context of {len(paragraph_text)} characters"
-                            )
-                        else:
-                            start_position = char_to_word_offset[answer_offset]
-                            end_position = char_to_word_offset[answer_end]
-                            actual_text = " ".join(doc_tokens[max(start_position, 0) : end_position + 1])
-                            cleaned_answer_text = " ".join(orig_answer_text.split())
-                            if actual_text.find(cleaned_answer_text) == -1:
-                                reason = f"could not find answer: {actual_text!r} vs. {cleaned_answer_text!r}"
-                        if reason is not None:
-                            warnings.warn(
-                                f"{source}: question id {qas_id!r}: the answer is not at its answer_start "
-                                f"({reason}); skipping the example.",
-                                stacklevel=2,
-                            )
-                            misaligned.append(qas_id)
-                            continue
-                    else:
-                        start_position = end_position = -1
-                examples.append(
-                    SquadExample(
-                        qas_id=qas_id,
-                        question_text=question_text,
-                        doc_tokens=doc_tokens,
-                        context_text=paragraph_text,
-                        doc_token_char_starts=char_starts,
-                        orig_answer_text=orig_answer_text,
-                        start_position=start_position,
-                        end_position=end_position,
-                        is_impossible=is_impossible,
-                    )
-                )
+                        answer_text = _get(answers[0], "text", source, where_a, str)
+                        answer_start = _get(answers[0], "answer_start", source, where_a, int)
+                example, reason = squad_example(qas_id, question_text, paragraph_text, answer_text, answer_start,
+                                                is_impossible, is_training, split)
+                if reason is not None:
+                    warnings.warn(f"{source}: question id {qas_id!r}: the answer is not at its answer_start "
+                                  f"({reason}); skipping the example.", stacklevel=2)
+                    misaligned.append(qas_id)
+                    continue
+                examples.append(example)
     stats = {
         "num_questions": num_questions,
         "num_examples": len(examples),
@@ -416,6 +335,57 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
     return examples, stats
 
 
+def squad_example(qas_id, question_text, context, answer_text="", answer_start=None, is_impossible=False,
+                  is_training=False, split=None):
+    """One question about a context as the original `read_squad_examples` makes it a `SquadExample`.
+
+    For training, an answerable question's answer (its text and the character offset `answer_start` in
+    `context`) becomes the doc tokens it spans, checked as the original checks it: the doc tokens covering
+    the answer's characters, joined by spaces, must contain the whitespace-normalized answer text.
+
+    Args:
+        qas_id, question_text, context: the question's id, its text and its context.
+        answer_text, answer_start: the training answer (unused when not training or impossible).
+        is_impossible: the question has no answer in the context (SQuAD v2.0).
+        is_training: read the answer as the training target.
+        split: `split_context(context)`, when the caller has it (the questions of a paragraph share it).
+
+    Returns:
+        (example, reason): the `SquadExample` and None, or None and why the answer is not at its
+        `answer_start` (the original's "Could not find answer").
+
+    Examples:
+
+    >>> example, _ = squad_example("q1", "Who sang?", "Ann sang.", "Ann", 0, is_training=True)
+    >>> example.doc_tokens, example.start_position, example.end_position
+    (['Ann', 'sang.'], 0, 0)
+    >>> squad_example("q1", "Who sang?", "Ann sang.", "Bob", 0, is_training=True)[1]
+    "could not find answer: 'Ann' vs. 'Bob'"
+    """
+    doc_tokens, char_to_word_offset, char_starts = split or split_context(context)
+    start_position = end_position = None
+    if is_training and is_impossible:
+        start_position = end_position = -1
+    if not is_training or is_impossible:
+        answer_text = ""
+    elif not answer_text.strip():
+        return None, "the answer text is empty"
+    elif answer_start < 0 or answer_start + len(answer_text) > len(context):
+        return None, (f"answer_start {answer_start} + length {len(answer_text)} is outside the context of "
+                      f"{len(context)} characters")
+    else:
+        start_position = char_to_word_offset[answer_start]
+        end_position = char_to_word_offset[answer_start + len(answer_text) - 1]
+        actual_text = " ".join(doc_tokens[max(start_position, 0) : end_position + 1])
+        cleaned_answer_text = " ".join(answer_text.split())
+        if actual_text.find(cleaned_answer_text) == -1:
+            return None, f"could not find answer: {actual_text!r} vs. {cleaned_answer_text!r}"
+    example = SquadExample(qas_id=qas_id, question_text=question_text, doc_tokens=doc_tokens, context_text=context,
+                           doc_token_char_starts=char_starts, orig_answer_text=answer_text,
+                           start_position=start_position, end_position=end_position, is_impossible=is_impossible)
+    return example, None
+
+
 def _is_impossible(qa, source, where):
     """A question's `is_impossible`: a JSON boolean (False when absent); a SquadFormatError for anything
     else, such as the string "false" (which `bool` would read as True)."""
@@ -424,204 +394,3 @@ def _is_impossible(qa, source, where):
         raise SquadFormatError(f"{source}: {where}.is_impossible is {value!r}; expected a JSON boolean, "
                                "true or false.")
     return value
-
-
-# ----------------------------------------------------------------------------------------- features
-def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_answer_text):
-    """The tightest sub-token span [new_start, new_end] inside [input_start, input_end] whose tokens,
-    joined by spaces, equal the tokenized answer; the input span when there is none.
-
-    E.g. context "(1895-1943)." with answer "1895": the doc token "(1895-1943)." is the WordPiece tokens
-    "( 1895 - 1943 ) ." and the answer is narrowed from all six to "1895".
-    """
-    tok_answer_text = " ".join(tokenizer.tokenize(orig_answer_text))
-    for new_start in range(input_start, input_end + 1):
-        for new_end in range(input_end, new_start - 1, -1):
-            text_span = " ".join(doc_tokens[new_start : new_end + 1])
-            if text_span == tok_answer_text:
-                return new_start, new_end
-    return input_start, input_end
-
-
-def _check_is_max_context(doc_spans, cur_span_index, position):
-    """Whether the span `cur_span_index` is the one giving the token at `position` the most context.
-
-    A token's score in a span is min(left context, right context) + 0.01 * span length; the first span
-    with the highest score wins (the original's rule).
-    """
-    best_score = None
-    best_span_index = None
-    for span_index, (start, length) in enumerate(doc_spans):
-        end = start + length - 1
-        if position < start or position > end:
-            continue
-        num_left_context = position - start
-        num_right_context = end - position
-        score = min(num_left_context, num_right_context) + 0.01 * length
-        if best_score is None or score > best_score:
-            best_score = score
-            best_span_index = span_index
-    return cur_span_index == best_span_index
-
-
-def doc_spans_for(num_doc_tokens, max_tokens_for_doc, doc_stride):
-    """The original's sliding windows: list of (start, length), a new window every `doc_stride` tokens
-    (or sooner when a window is shorter), the last one ending at the end of the document."""
-    doc_spans = []
-    start_offset = 0
-    while start_offset < num_doc_tokens:
-        length = min(num_doc_tokens - start_offset, max_tokens_for_doc)
-        doc_spans.append((start_offset, length))
-        if start_offset + length == num_doc_tokens:
-            break
-        start_offset += min(length, doc_stride)
-    return doc_spans
-
-
-def convert_examples_to_features(
-    examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, is_training=False
-):
-    """Turns examples into fixed-length features (the original `convert_examples_to_features`).
-
-    Args:
-        examples: `SquadExample`s (from `read_squad_examples`).
-        tokenizer: a `BertTokenizer` (its `do_lower_case` must match the checkpoint).
-        max_seq_length: length of every feature, special tokens included.
-        doc_stride: tokens between the starts of consecutive document windows.
-        max_query_length: the question is cut to this many WordPiece tokens.
-        is_training: compute `start_position` / `end_position`.
-
-    Returns:
-        list of `InputFeature`, in example order, `unique_id` from 1000000000.
-    """
-    cls_token, sep_token, pad_id = "[CLS]", "[SEP]", tokenizer.pad_token_id
-    features = []
-    unique_id = FIRST_UNIQUE_ID
-    for example_index, example in enumerate(examples):
-        query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
-
-        tok_to_orig_index = []  # WordPiece index -> doc token index
-        orig_to_tok_index = []  # doc token index -> its first WordPiece index
-        all_doc_tokens = []
-        for i, token in enumerate(example.doc_tokens):
-            orig_to_tok_index.append(len(all_doc_tokens))
-            for sub_token in tokenizer.tokenize(token):
-                tok_to_orig_index.append(i)
-                all_doc_tokens.append(sub_token)
-
-        tok_start_position = tok_end_position = None
-        if is_training and example.is_impossible:
-            tok_start_position = tok_end_position = -1
-        if is_training and not example.is_impossible:
-            tok_start_position = orig_to_tok_index[example.start_position]
-            if example.end_position < len(example.doc_tokens) - 1:
-                tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
-            else:
-                tok_end_position = len(all_doc_tokens) - 1
-            tok_start_position, tok_end_position = _improve_answer_span(
-                all_doc_tokens, tok_start_position, tok_end_position, tokenizer, example.orig_answer_text
-            )
-
-        # The -3 accounts for [CLS], [SEP] and [SEP].
-        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
-        if max_tokens_for_doc < 1:
-            raise ValueError(
-                f"question {example.qas_id!r}: max_seq_length={max_seq_length} leaves no room for the document "
-                f"after its {len(query_tokens)} query tokens and the 3 special tokens; lower max_query_length."
-            )
-        doc_spans = doc_spans_for(len(all_doc_tokens), max_tokens_for_doc, doc_stride)
-
-        for doc_span_index, (span_start, span_length) in enumerate(doc_spans):
-            tokens = [cls_token] + query_tokens + [sep_token]
-            segment_ids = [0] * len(tokens)
-            token_to_orig_map = {}
-            token_is_max_context = {}
-            for i in range(span_length):
-                split_token_index = span_start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
-                token_is_max_context[len(tokens)] = _check_is_max_context(doc_spans, doc_span_index, split_token_index)
-                tokens.append(all_doc_tokens[split_token_index])
-                segment_ids.append(1)
-            tokens.append(sep_token)
-            segment_ids.append(1)
-
-            input_ids = tokenizer.convert_tokens_to_ids(tokens)
-            input_mask = [1] * len(input_ids)
-            padding = max_seq_length - len(input_ids)
-            input_ids = input_ids + [pad_id] * padding
-            input_mask = input_mask + [0] * padding
-            segment_ids = segment_ids + [0] * padding
-
-            start_position = end_position = None
-            if is_training and not example.is_impossible:
-                # The answer must lie entirely inside this window; otherwise the target is [CLS].
-                doc_start = span_start
-                doc_end = span_start + span_length - 1
-                if tok_start_position >= doc_start and tok_end_position <= doc_end:
-                    doc_offset = len(query_tokens) + 2
-                    start_position = tok_start_position - doc_start + doc_offset
-                    end_position = tok_end_position - doc_start + doc_offset
-                else:
-                    start_position = end_position = 0
-            if is_training and example.is_impossible:
-                start_position = end_position = 0
-
-            features.append(
-                InputFeature(
-                    unique_id=unique_id,
-                    example_index=example_index,
-                    doc_span_index=doc_span_index,
-                    tokens=tokens,
-                    token_to_orig_map=token_to_orig_map,
-                    token_is_max_context=token_is_max_context,
-                    input_ids=input_ids,
-                    input_mask=input_mask,
-                    segment_ids=segment_ids,
-                    start_position=start_position,
-                    end_position=end_position,
-                    is_impossible=example.is_impossible,
-                )
-            )
-            unique_id += 1
-    return features
-
-
-def features_to_arrays(features):
-    """The model inputs, and the training targets when the features have them, as numpy arrays.
-
-    Returns:
-        (x, y): x = {"token_ids", "segment_ids", "padding_mask"} int32 [N, max_seq_length];
-        y = {"start_positions", "end_positions"} int32 [N], or None for features without targets.
-    """
-    x = {
-        "token_ids": np.asarray([f.input_ids for f in features], "int32"),  # [N, T]
-        "segment_ids": np.asarray([f.segment_ids for f in features], "int32"),  # [N, T]
-        "padding_mask": np.asarray([f.input_mask for f in features], "int32"),  # [N, T]
-    }
-    return x, _span_targets(features)
-
-
-def _span_targets(features):
-    """{"start_positions", "end_positions"} int32 [N], or None when a feature has no target."""
-    if not features or any(f.start_position is None for f in features):
-        return None
-    return {
-        "start_positions": np.asarray([f.start_position for f in features], "int32"),  # [N]
-        "end_positions": np.asarray([f.end_position for f in features], "int32"),  # [N]
-    }
-
-
-def features_to_lists(features):
-    """The model inputs of every feature without its padding (variable-length int lists), for the
-    length-bucketing batches of `keras_bert_impl.data.batching` (dynamic padding).
-
-    Returns:
-        (x, y): x = {"token_ids", "segment_ids", "padding_mask"}: lists of N int lists; y as in
-        `features_to_arrays` (int32 [N] arrays, or None).
-    """
-    x = {
-        "token_ids": [f.input_ids[: len(f.tokens)] for f in features],
-        "segment_ids": [f.segment_ids[: len(f.tokens)] for f in features],
-        "padding_mask": [f.input_mask[: len(f.tokens)] for f in features],
-    }
-    return x, _span_targets(features)

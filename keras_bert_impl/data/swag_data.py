@@ -23,6 +23,7 @@ from typing import List, Optional
 import numpy as np
 
 from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 
 NUM_CHOICES = 4
@@ -132,7 +133,8 @@ def _label(value, where):
 
 
 def encode_swag_examples(tokenizer, examples, max_seq_length):
-    """Packs every choice as `[CLS] context [SEP] start_ending ending_i [SEP]`, unpadded.
+    """Packs every choice as `[CLS] context [SEP] start_ending ending_i [SEP]` (`tokenizers.packing`,
+    through `BertTokenizer.__call__`), unpadded.
 
     Returns:
         dict {"token_ids", "segment_ids", "padding_mask"} -> list of N lists of 4 int32 arrays (one per
@@ -140,17 +142,8 @@ def encode_swag_examples(tokenizer, examples, max_seq_length):
     """
     contexts = [e.context for e in examples for _ in range(NUM_CHOICES)]
     endings = [f"{e.start_ending} {ending}" for e in examples for ending in e.endings]
-    features = {"token_ids": [], "segment_ids": [], "padding_mask": []}
-    chunk = 1024 * NUM_CHOICES
-    flat = {key: [] for key in features}
-    for start in range(0, len(contexts), chunk):
-        batch = tokenizer(contexts[start : start + chunk], endings[start : start + chunk], max_length=max_seq_length)
-        lengths = batch["padding_mask"].sum(axis=1)
-        for key in flat:
-            flat[key].extend(row[:n].copy() for row, n in zip(batch[key], lengths))
-    for key in features:
-        features[key] = [flat[key][i : i + NUM_CHOICES] for i in range(0, len(flat[key]), NUM_CHOICES)]
-    return features
+    flat = packing.pack_unpadded(tokenizer, contexts, endings, max_seq_length)
+    return {key: [rows[i : i + NUM_CHOICES] for i in range(0, len(rows), NUM_CHOICES)] for key, rows in flat.items()}
 
 
 def swag_labels(examples):

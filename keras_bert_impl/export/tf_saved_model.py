@@ -179,7 +179,7 @@ class _Exporter:
             self.is_continuation = tf.constant([token.startswith("##") for token in vocab])
 
     def tokenizer_vocabulary(self):
-        from keras_bert_impl.tokenizers.bert_tokenizer import load_vocab
+        from keras_bert_impl.tokenizers.vocabulary import load_vocab
 
         return load_vocab(self.tokenizer.vocab_file)
 

@@ -7,7 +7,10 @@ its own subclass, which defines what `x` and `y` are (texts, text pairs, words a
 and answer spans, contexts and endings, sentence pairs to mask).
 
 The preprocessors compute in numpy with the Python `BertTokenizer` (the original's rules), so they run
-under every backend. They pad to a fixed `sequence_length`: one compiled step shape for every batch.
+under every backend. They make the features of the task's recipe, through the same code
+(`tokenizers.packing`, the `data` featurizers), and pad them to a fixed `sequence_length`: one compiled
+step shape for every batch. The span QA and token classification preprocessors split a long example into
+the recipe's windows, one row each, and repeat its `sample_weight` for each (`per_window`).
 """
 
 import json
@@ -16,7 +19,8 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list, check_vocab_size
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list
+from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
 from keras_bert_impl.utils.file_io import atomic_open
 
 # The key of tokenizer_config.json under which `save_pretrained` records the packed length.
@@ -61,10 +65,10 @@ class BertPreprocessor:
     def call(self, x, y):
         raise NotImplementedError
 
-    def pack(self, texts, pair_texts=None, return_offsets=False):
-        """`[CLS] A [SEP] (B [SEP])` of each text (pair), truncated as the original, padded to `sequence_length`."""
-        return self.tokenizer(texts, pair_texts, max_length=self.sequence_length, padding="max_length",
-                              return_offsets=return_offsets)
+    def pack(self, texts, pair_texts=None):
+        """`[CLS] A [SEP] (B [SEP])` of each text (pair), truncated as the original, padded to `sequence_length`
+        (`tokenizers.packing`, through `BertTokenizer.__call__`, as the GLUE and SWAG featurizers pack)."""
+        return self.tokenizer(texts, pair_texts, max_length=self.sequence_length, padding="max_length")
 
     def check_vocabulary(self, vocab_size, where):
         """Refuses a vocabulary with ids beyond the model's `vocab_size` (see `check_vocab_size`)."""
@@ -147,6 +151,19 @@ def split_pair(x, what):
             raise ValueError(f"{what}: {len(first)} first texts but {len(second)} second texts; they must pair up.")
         return first, second
     return as_text_list(x, what), None
+
+
+def per_window(sample_weight, example_index, num_examples):
+    """A per-example `sample_weight` (first axis: the examples) repeated for each window (row) of its example,
+    `example_index` giving each row's example; None stays None."""
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight if isinstance(sample_weight, (list, tuple))
+                         else keras.ops.convert_to_numpy(sample_weight))
+    if weights.ndim == 0 or len(weights) != num_examples:
+        raise ValueError(f"sample_weight has shape {weights.shape}; expected one weight per example "
+                         f"({num_examples}), which every window of the example takes.")
+    return weights[np.asarray(example_index, "int64")]
 
 
 def as_int_array(values, name):

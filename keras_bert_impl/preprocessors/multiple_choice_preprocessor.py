@@ -13,8 +13,8 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
 
     `x` is a tuple `(contexts, endings)`: `contexts` a list of str, `endings` a list of as many lists of
     `num_choices` str (SWAG: the start of the ending and each candidate, joined by a space). Each choice is
-    packed as a text pair, truncated as the original `_truncate_seq_pair`. Labels (the right choice's index)
-    pass through unchanged.
+    packed as a text pair, truncated as the original `_truncate_seq_pair` (`tokenizers.packing`, as the SWAG
+    recipe's `data.swag_data.encode_swag_examples`). Labels (the right choice's index) pass through unchanged.
 
     Args:
         tokenizer: a `BertTokenizer`, or a directory holding its vocabulary.

@@ -11,7 +11,8 @@ class BertTextClassifierPreprocessor(BertPreprocessor):
 
     `x` is a list of str (one text per example) or a tuple of two lists of str (sentence pairs, e.g. MNLI's
     premise and hypothesis). A pair is truncated by popping from the longer text, as the original's
-    `_truncate_seq_pair`. Labels pass through unchanged.
+    `_truncate_seq_pair`. The packing is the GLUE recipe's (`tokenizers.packing`, as
+    `data.glue_data.encode_examples`). Labels pass through unchanged.
 
     Args:
         tokenizer: a `BertTokenizer`, or a directory holding its vocabulary.

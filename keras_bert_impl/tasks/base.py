@@ -17,7 +17,8 @@ from typing import Optional
 from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY, ModelDirectory
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, check_vocab_size
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
 from keras_bert_impl.training.distribute import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils import model_files
 from keras_bert_impl.utils.errors import CheckpointNotFoundError, UserInputError

@@ -29,7 +29,6 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.models.feature_modes import feature_mode_layers
-from keras_bert_impl.tokenizers.bert_tokenizer import truncated_pair_lengths
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.file_io import atomic_open
@@ -86,30 +85,16 @@ def read_examples(lines):
 
 
 def convert_example(tokenizer, text_a, text_b, max_seq_length):
-    """The original's `convert_examples_to_features` for one example.
+    """The original's `convert_examples_to_features` for one example: `[CLS] a [SEP] (b [SEP])`, truncated
+    and padded by `tokenizers.packing` (through `BertTokenizer.__call__`).
 
     Returns:
         `(tokens, token_ids, segment_ids, padding_mask)`: the tokens `[CLS] a [SEP] (b [SEP])` and the
         int32 [max_seq_length] model inputs.
     """
-    tokens_a = tokenizer.tokenize(text_a)
-    tokens_b = tokenizer.tokenize(text_b) if text_b else []
-    if tokens_b:
-        len_a, len_b = truncated_pair_lengths(len(tokens_a), len(tokens_b), max_seq_length - 3)
-        tokens_a, tokens_b = tokens_a[:len_a], tokens_b[:len_b]
-    else:
-        tokens_a = tokens_a[: max_seq_length - 2]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segments = [0] * len(tokens)
-    if tokens_b:
-        tokens += tokens_b + ["[SEP]"]
-        segments += [1] * (len(tokens_b) + 1)
-    token_ids = np.full(max_seq_length, tokenizer.pad_token_id, "int32")
-    token_ids[: len(tokens)] = tokenizer.convert_tokens_to_ids(tokens)
-    segment_ids = np.zeros(max_seq_length, "int32")
-    segment_ids[: len(segments)] = segments
-    padding_mask = np.zeros(max_seq_length, "int32")
-    padding_mask[: len(tokens)] = 1
+    packed = tokenizer(text_a, text_b or None, max_length=max_seq_length, padding="max_length")
+    token_ids, segment_ids, padding_mask = (packed[key][0] for key in ("token_ids", "segment_ids", "padding_mask"))
+    tokens = tokenizer.convert_ids_to_tokens(token_ids[: int(padding_mask.sum())])
     return tokens, token_ids, segment_ids, padding_mask
 
 

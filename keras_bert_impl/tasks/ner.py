@@ -16,7 +16,7 @@ from typing import Optional
 import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
-from keras_bert_impl.data import batching, conll_data
+from keras_bert_impl.data import batching, conll_data, conll_features
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
@@ -118,17 +118,17 @@ class NerSplit:
     """The sentences of one file and their model windows (`config`: the run's `NerConfig`).
 
     `sentences` (already read) or the file at `path`; with `strict=False` labels outside `label_list`
-    are scored but not trained on (`conll_data.convert_sentences_to_features`)."""
+    are scored but not trained on (`conll_features.convert_sentences_to_features`)."""
 
     def __init__(self, path, tokenizer, label_list, config, sentences=None, strict=True):
         self.path = path
         self.sentences = read_split(config, path) if sentences is None else sentences
         if strict:
             conll_data.check_labels(self.sentences, label_list, "the labels are")
-        self.features = conll_data.convert_sentences_to_features(
+        self.features = conll_features.convert_sentences_to_features(
             self.sentences, tokenizer, label_list, config.max_seq_length, config.use_document_context, strict=strict
         )
-        self.x, self.labels, self.label_mask = conll_data.features_to_lists(self.features)
+        self.x, self.labels, self.label_mask = conll_features.features_to_lists(self.features)
 
 
 class _WordDecoder:
@@ -257,7 +257,7 @@ class NerTask(FinetuningTask):
     def word_tags(self, model, split):
         """One tag per word of every sentence of `split`, in the task's tagging scheme."""
         predicted = predict_label_ids(model, split, self.config)
-        return conll_data.predictions_to_word_tags(split.features, predicted, split.sentences, self.label_list,
+        return conll_features.predictions_to_word_tags(split.features, predicted, split.sentences, self.label_list,
                                                    self.scheme)
 
     def evaluate(self, model):

@@ -12,7 +12,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from keras_bert_impl.data import squad_data
+from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
@@ -86,7 +86,7 @@ class SquadTask(FinetuningTask):
         if not examples:
             raise UserInputError(f"{path}: no usable questions ({stats['num_questions']} read, "
                                  f"{stats['num_misaligned_answers']} skipped as misaligned).")
-        features = squad_data.convert_examples_to_features(
+        features = squad_features.convert_examples_to_features(
             examples, self.tokenizer, max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
             max_query_length=config.max_query_length, is_training=is_training,
         )
@@ -127,9 +127,9 @@ class SquadTask(FinetuningTask):
         description = f"{len(examples)} training examples, {len(features)} features"
         # A multi-process JAX job feeds shares of the bucketed batches (`BucketedBatches`), also at fixed length.
         if config.dynamic_padding or distribution.whole_batches_only:
-            x, y = squad_data.features_to_lists(features)
+            x, y = squad_features.features_to_lists(features)
             return TrainingSet(x, y, len(features), description, fit_kwargs={"shuffle": True})
-        x, y = squad_data.features_to_arrays(features)
+        x, y = squad_features.features_to_arrays(features)
         return TrainingSet(x, y, len(features), description, bucketed=False)
 
     def predictions(self, model):

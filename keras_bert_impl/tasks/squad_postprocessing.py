@@ -31,7 +31,7 @@ import keras
 import numpy as np
 
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.tokenizers.bert_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
 _PrelimPrediction = collections.namedtuple(
@@ -80,7 +80,7 @@ def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pa
     the `n_best_size` best start/end indexes (so, rarely, one more valid candidate is considered).
     """
     from keras_bert_impl.data import batching
-    from keras_bert_impl.data.squad_data import features_to_arrays, features_to_lists
+    from keras_bert_impl.data.squad_features import features_to_arrays, features_to_lists
 
     if not features:
         return []

@@ -1,341 +1,41 @@
-"""BertTokenizer: WordPiece tokenization with the exact rules of google-research/bert tokenization.py.
+"""BertTokenizer: the original BERT's WordPiece tokenizer (google-research/bert tokenization.py), with
+character offsets, batch encoding and saving.
 
-The text is processed as the original does it:
-
-1. Clean: drop U+0000, U+FFFD and control characters (categories Cc and Cf, except tab, newline and
-   carriage return); tab, newline, carriage return and category Zs are whitespace.
-2. Put every CJK ideograph (the original's code-point ranges) in its own word.
-3. Split on whitespace (Python's `str.split`, so U+2028 and U+2029 also separate words).
-4. Per word, when `do_lower_case`: `str.lower()`, then NFD and drop the nonspacing marks (Mn).
-5. Split off every punctuation character (ASCII 33-47, 58-64, 91-96, 123-126 and categories P*).
-6. WordPiece: greedy longest-match-first with `##` continuations; a word becomes a single `[UNK]` when
-   some part of it has no match or when it is longer than 200 characters.
+It tokenizes as the original `FullTokenizer`: the basic rules of `basic_tokenizer` (cleaning, CJK,
+whitespace, lower-casing and accents, punctuation), then WordPiece: greedy longest-match-first with `##`
+continuations; a word becomes a single `[UNK]` when some part of it has no match or when it is longer
+than 200 characters. Its vocabulary comes from `vocabulary` (vocab.txt, tokenizer.json); `__call__`
+packs batches through `packing`.
 
 Batch encoding is fast because the text is cut into raw words by one compiled regex and every distinct
 raw word is tokenized once and cached (word -> pieces and their offsets); a per-character Python loop
 runs only the first time a word is seen.
 """
 
-import functools
 import itertools
 import json
 import operator
 import os
 import re
-import unicodedata
-import warnings
 
 import numpy as np
 
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.tokenizers import packing
+from keras_bert_impl.tokenizers.basic_tokenizer import (
+    ASCII_CONTROL_RE,
+    MAX_INPUT_CHARS_PER_WORD,
+    _is_removed,
+    check_text,
+    normalize_char,
+    normalize_word,
+    split_on_punctuation,
+    word_regex,
+)
+from keras_bert_impl.tokenizers.vocabulary import _checked_token_list, load_vocab, read_tokenizer_json
 from keras_bert_impl.utils.file_io import atomic_open
 
-MAX_INPUT_CHARS_PER_WORD = 200
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
-_PADDING_MODES = ("longest", "max_length")
-
-# The CJK Unified Ideographs blocks, as listed by the original `_is_chinese_char`.
-CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-
-# --- The normalization rules, one predicate each (as in the original) --------------------------------
-
-
-def _is_whitespace(char):
-    """Whether `char` is whitespace for the cleaning step: tab, newline, carriage return or Zs."""
-    if char in (" ", "\t", "\n", "\r"):
-        return True
-    return unicodedata.category(char) == "Zs"
-
-
-def _is_control(char):
-    """Whether `char` is a control character (Cc or Cf), tab, newline and carriage return excepted."""
-    if char in ("\t", "\n", "\r"):
-        return False
-    return unicodedata.category(char) in ("Cc", "Cf")
-
-
-def _is_punctuation(char):
-    """Whether `char` is punctuation: every non-alphanumeric ASCII symbol, and Unicode categories P*."""
-    cp = ord(char)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def _is_chinese_char(cp):
-    """Whether the code point `cp` is a CJK ideograph (one of `CJK_RANGES`)."""
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
-
-
-def _is_removed(char):
-    """Whether cleaning deletes `char`: U+0000, U+FFFD and control characters."""
-    return char in ("\x00", "\ufffd") or _is_control(char)
-
-
-def _is_separator(char):
-    """Whether `char` separates words: cleaning whitespace, or what `str.split` splits on (U+2028...)."""
-    return not _is_removed(char) and (_is_whitespace(char) or char.isspace())
-
-
-def _strip_accents(text):
-    """NFD, then drop the nonspacing marks (category Mn)."""
-    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
-
-
-def normalize_word(word, do_lower_case):
-    """Normalizes one cleaned word as the original does: lower-case and strip accents, or nothing."""
-    return _strip_accents(word.lower()) if do_lower_case else word
-
-
-@functools.lru_cache(maxsize=65536)
-def normalize_char(char, do_lower_case):
-    """Normalizes one character alone (`normalize_word` of it); used to map offsets back to the text.
-
-    Lower-casing alone differs from lower-casing in context only for a final capital sigma ("Σ" at the
-    end of a word lowers to "ς", alone to "σ"); callers handle that case.
-    """
-    return normalize_word(char, do_lower_case)
-
-
-def _char_class(chars):
-    """A regex character class (without brackets) of the given characters."""
-    return "".join(re.escape(c) for c in chars)
-
-
-def _cjk_class():
-    return "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES)
-
-
-@functools.lru_cache(maxsize=None)
-def _word_regex():
-    """Compiled regex whose matches are the raw words of a text: runs of non-separator, non-CJK
-    characters, and single CJK ideographs. Removed (control) characters stay inside the raw words."""
-    # Every separator is in the Basic Multilingual Plane (Zs, tab/newline/CR, U+2028, U+2029).
-    separators = [chr(cp) for cp in range(0x10000) if _is_separator(chr(cp))]
-    sep, cjk = _char_class(separators), _cjk_class()
-    return re.compile(f"[^{sep}{cjk}]+|[{cjk}]")
-
-
-# ASCII punctuation split for the fast path: a run of non-punctuation, or one punctuation character.
-_ASCII_PUNCT = "".join(chr(cp) for cp in range(128) if _is_punctuation(chr(cp)))
-_ASCII_SPLIT_RE = re.compile(f"[^{re.escape(_ASCII_PUNCT)}]+|[{re.escape(_ASCII_PUNCT)}]")
-_ASCII_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _split_on_punctuation(text):
-    """Splits a normalized word: every punctuation character alone; whitespace separates."""
-    if text.isascii():
-        return _ASCII_SPLIT_RE.findall(text)
-    out, begin = [], None
-    for i, c in enumerate(text):
-        if c.isspace() or _is_punctuation(c):
-            if begin is not None:
-                out.append(text[begin:i])
-                begin = None
-            if not c.isspace():
-                out.append(c)
-        elif begin is None:
-            begin = i
-    if begin is not None:
-        out.append(text[begin:])
-    return out
-
-
-@functools.lru_cache(maxsize=262144)
-def _basic_tokenize_raw_word(raw, do_lower_case):
-    cleaned = "".join(c for c in raw if not _is_removed(c)) if not raw.isascii() or _ASCII_CONTROL_RE.search(raw) else raw
-    return tuple(_split_on_punctuation(normalize_word(cleaned, do_lower_case)))
-
-
-def basic_tokenize(text, do_lower_case=True):
-    """The original `BasicTokenizer.tokenize`: clean, split CJK, whitespace and punctuation, and
-    lower-case + strip accents when `do_lower_case`. Returns the list of words (before WordPiece)."""
-    _check_text(text, "text")
-    return list(itertools.chain.from_iterable(_basic_tokenize_raw_word(w, do_lower_case) for w in _word_regex().findall(text)))
-
-
-def load_vocab(vocab_file):
-    """Reads a vocab.txt (one token a line, ids by line number) into an ordered list of tokens.
-
-    Like the original, each line is stripped of surrounding whitespace, and a blank line is the token ""
-    at its id (kept with a warning naming the file and line: it shifts no id, but no text maps to it).
-    Raises `ValueError` for a missing or empty file, and `UserInputError` (a ValueError) naming the file
-    and line for bytes that are not UTF-8 and for a token that repeats an earlier line (the original
-    would silently map it to its last id, leaving the earlier id unused).
-
-    Examples:
-
-    >>> import tempfile
-    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> with open(vocab_file, "w") as f:
-    ...     _ = f.write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\nrun\\n##ning\\nrun\\n")
-    >>> try:
-    ...     load_vocab(vocab_file)
-    ... except ValueError as error:
-    ...     print(os.path.basename(str(error)))
-    vocab.txt:7: the token 'run' repeats line 5; expected each token once (its line number is its id).
-    """
-    if not isinstance(vocab_file, (str, os.PathLike)):
-        raise TypeError(f"vocab_file must be a path (str or os.PathLike), got {type(vocab_file).__name__}.")
-    vocab_file = os.fspath(vocab_file)
-    if not os.path.isfile(vocab_file):
-        raise ValueError(f"Vocabulary file not found: {vocab_file!r}.")
-    with open(vocab_file, "rb") as f:
-        data = f.read()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines or not any(line.strip() for line in lines):
-        raise ValueError(f"Vocabulary file {vocab_file!r} is empty.")
-    tokens, first_line, blank_lines = [], {}, []
-    for number, line in enumerate(lines, start=1):
-        try:
-            token = line.decode("utf-8").strip()
-        except UnicodeDecodeError as e:
-            raise UserInputError(
-                f"{vocab_file}:{number}: the bytes {line[e.start:e.end]!r} of line {number} are not valid UTF-8 "
-                f"({e.reason})."
-            ) from None
-        if not token:
-            blank_lines.append(number)
-        elif token in first_line:
-            raise UserInputError(f"{vocab_file}:{number}: the token {token!r} repeats line {first_line[token]}; "
-                                 "expected each token once (its line number is its id).")
-        first_line.setdefault(token, number)
-        tokens.append(token)
-    if blank_lines:
-        warnings.warn(f"{vocab_file}:{blank_lines[0]}: blank line ({len(blank_lines)} in all); kept as the token "
-                      "'' so that the ids of the lines below stay their line numbers, as the original "
-                      "load_vocab does, but no text maps to it.", stacklevel=2)
-    return tokens
-
-
-def _checked_token_list(tokens):
-    """A vocabulary given as a list of tokens (id = index), checked as `load_vocab` checks a file."""
-    first = {}
-    for index, token in enumerate(tokens):
-        if not isinstance(token, str):
-            raise TypeError(f"vocabulary[{index}] must be a str, got {type(token).__name__}.")
-        if token and token in first:
-            raise ValueError(f"vocabulary[{index}]: the token {token!r} repeats vocabulary[{first[token]}]; "
-                             "expected each token once (its index is its id).")
-        first.setdefault(token, index)
-    if not tokens:
-        raise ValueError("The vocabulary list is empty.")
-    return list(tokens)
-
-
-def _bert_normalizer(normalizer):
-    """The BertNormalizer entry of a tokenizer.json normalizer (possibly inside a Sequence), or None."""
-    if not isinstance(normalizer, dict):
-        return None
-    if normalizer.get("type") == "BertNormalizer":
-        return normalizer
-    if normalizer.get("type") == "Sequence":
-        for entry in normalizer.get("normalizers") or []:
-            found = _bert_normalizer(entry)
-            if found is not None:
-                return found
-    return None
-
-
-def _warn_accents(path, lowercase, strip_accents):
-    if strip_accents is not None and bool(strip_accents) != bool(lowercase):
-        warnings.warn(
-            f"{path}: lowercase={bool(lowercase)} with strip_accents={bool(strip_accents)}; this tokenizer's "
-            f"do_lower_case={bool(lowercase)} {'strips' if lowercase else 'keeps'} accents, so accented text may "
-            "tokenize differently.",
-            stacklevel=4,
-        )
-
-
-def _read_keras_hub_tokenizer(path, values):
-    """(tokens, do_lower_case) of a keras-hub preset's tokenizer.json and assets/tokenizer/vocabulary.txt."""
-    if values["class_name"] != "BertTokenizer":
-        raise UserInputError(
-            f"{path}: a keras-hub {values['class_name']}, not BertTokenizer; expected a WordPiece BERT tokenizer."
-        )
-    config = values["config"]
-    vocabulary = config.get("vocabulary")
-    if not isinstance(vocabulary, list):
-        vocabulary = os.path.join(os.path.dirname(path), "assets", "tokenizer", "vocabulary.txt")
-        if not os.path.isfile(vocabulary):
-            raise UserInputError(f"{path}: a keras-hub BertTokenizer whose vocabulary file {vocabulary} is missing.")
-        vocabulary = load_vocab(vocabulary)
-    lowercase = bool(config.get("lowercase", False))
-    _warn_accents(path, lowercase, config.get("strip_accents", False))
-    return vocabulary, lowercase
-
-
-def read_tokenizer_json(path):
-    """(tokens in id order, do_lower_case) of a tokenizer.json.
-
-    Reads a Hugging Face tokenizers file whose `model` is WordPiece (`model.vocab`: token -> id;
-    lower-casing from its `BertNormalizer`, possibly inside a `Sequence`; no BertNormalizer: no
-    lower-casing), or a keras-hub preset's serialized BertTokenizer (`config.lowercase`, with the
-    vocabulary in the preset's assets/tokenizer/vocabulary.txt). A normalizer whose `strip_accents`
-    differs from `lowercase` gives a warning: `do_lower_case` lower-cases and strips accents together.
-
-    Raises:
-        UserInputError: the file is not JSON, its model is not WordPiece (the message names the type),
-            its ids are not 0..n-1, or its continuation prefix is not `##`.
-
-    Examples:
-
-    >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
-    >>> vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "##ning": 4, "run": 3}
-    >>> with open(path, "w") as f:
-    ...     json.dump({"normalizer": {"type": "BertNormalizer", "lowercase": True},
-    ...                "model": {"type": "WordPiece", "vocab": vocab}}, f)
-    >>> read_tokenizer_json(path)
-    (['[UNK]', '[CLS]', '[SEP]', 'run', '##ning'], True)
-    >>> BertTokenizer.from_pretrained(os.path.dirname(path)).tokenize("Running")
-    ['run', '##ning']
-    """
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise UserInputError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(values, dict):
-        raise UserInputError(f"{path}: expected a JSON object (a tokenizers file with a WordPiece model).")
-    if "class_name" in values and isinstance(values.get("config"), dict):
-        return _read_keras_hub_tokenizer(path, values)
-    model = values.get("model")
-    model_type = model.get("type") if isinstance(model, dict) else None
-    if model_type != "WordPiece":
-        raise UserInputError(f"{path}: the tokenizer model is {model_type}, not WordPiece; expected a BERT WordPiece tokenizer.")
-    prefix = model.get("continuing_subword_prefix", "##")
-    if prefix != "##":
-        raise UserInputError(f"{path}: continuing_subword_prefix is {prefix!r}; expected '##'.")
-    vocab = model.get("vocab")
-    if not isinstance(vocab, dict) or not vocab:
-        raise UserInputError(f"{path}: model.vocab must be a non-empty object of token -> id.")
-    tokens = [None] * len(vocab)
-    for token, index in vocab.items():
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(vocab) or tokens[index] is not None:
-            raise UserInputError(
-                f"{path}: model.vocab gives {token!r} the id {index!r}; expected each id of 0..{len(vocab) - 1} once."
-            )
-        tokens[index] = token
-    normalizer = _bert_normalizer(values.get("normalizer"))
-    if normalizer is None:
-        return tokens, False
-    lowercase = bool(normalizer.get("lowercase", True))
-    _warn_accents(path, lowercase, normalizer.get("strip_accents"))
-    return tokens, lowercase
 
 
 class _WordCache(dict):
@@ -415,7 +115,7 @@ class BertTokenizer:
         self.special_token_ids = sorted({vocab[t] for t in self.special_tokens})
         self._max_token_chars = max(len(t) for t in vocab)
         self._cache = _WordCache(self._tokenize_raw_word, cache_size)
-        self._word_re = _word_regex()
+        self._word_re = word_regex()
         self._special_re = re.compile("|".join(re.escape(t) for t in self.special_tokens))
 
     @classmethod
@@ -491,7 +191,7 @@ class BertTokenizer:
         """Tokenizes one raw word (a run of non-separator characters of the original text, or one CJK
         ideograph). Returns (tokens, ids, starts, ends) with character offsets relative to `raw`."""
         lower = self.do_lower_case
-        if raw.isascii() and not _ASCII_CONTROL_RE.search(raw):
+        if raw.isascii() and not ASCII_CONTROL_RE.search(raw):
             norm = raw.lower() if lower else raw
             starts_map = ends_map = None  # Identity: normalized position i is original character i.
         else:
@@ -511,22 +211,7 @@ class BertTokenizer:
                 starts_map = [kept[0][0]] * len(norm)
                 ends_map = [kept[-1][0] + 1] * len(norm)
 
-        # Split off punctuation (and, defensively, whitespace the normalization could produce).
-        if norm.isascii():
-            words = [(m.group(), m.start()) for m in _ASCII_SPLIT_RE.finditer(norm)]
-        else:
-            words, begin = [], None
-            for i, c in enumerate(norm):
-                if c.isspace() or _is_punctuation(c):
-                    if begin is not None:
-                        words.append((norm[begin:i], begin))
-                        begin = None
-                    if not c.isspace():
-                        words.append((c, i))
-                elif begin is None:
-                    begin = i
-            if begin is not None:
-                words.append((norm[begin:], begin))
+        words = split_on_punctuation(norm)  # (word, its start in `norm`)
 
         tokens, starts, ends = [], [], []
         for word, base in words:
@@ -588,7 +273,7 @@ class BertTokenizer:
         Returns:
             A list of tokens, e.g. `["un", "##want", "##ed", ",", "runn", "##ing"]`.
         """
-        _check_text(text, "text")
+        check_text(text, "text")
         if self.split_special_tokens:
             return list(itertools.chain.from_iterable(map(operator.itemgetter(0), map(self._cache.__getitem__, self._word_re.findall(text)))))
         return self.convert_ids_to_tokens(self._encode_text(text, False)[0])
@@ -596,7 +281,7 @@ class BertTokenizer:
     def tokenize_with_offsets(self, text):
         """Tokenizes one text; returns (tokens, offsets) with offsets a list of (start, end) character
         (code point) offsets into `text`. An `[UNK]` spans its whole word."""
-        _check_text(text, "text")
+        check_text(text, "text")
         ids, starts, ends = self._encode_text(text, True)
         return self.convert_ids_to_tokens(ids), list(zip(starts, ends))
 
@@ -650,117 +335,11 @@ class BertTokenizer:
         pairs = None if pair_texts is None else as_text_list(pair_texts, "pair_texts")
         if pairs is not None and len(pairs) != len(texts):
             raise ValueError(f"pair_texts has {len(pairs)} texts but texts has {len(texts)}; they must match.")
-        if padding not in _PADDING_MODES:
-            raise ValueError(f"padding must be one of {_PADDING_MODES}, got {padding!r}.")
-        if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)):
-            raise TypeError(f"max_length must be an int, got {type(max_length).__name__}.")
-        if max_length < 3:
-            raise ValueError(f"max_length must be at least 3 ([CLS], [SEP] and one token), got {max_length}.")
-
-        rows = []  # (a_ids, a_starts, a_ends, b_ids, b_starts, b_ends)
-        for i, text in enumerate(texts):
-            a = self._encode_text(text, return_offsets)
-            b = self._encode_text(pairs[i], return_offsets) if pairs is not None else None
-            if b is not None and not b[0]:  # the original packs a B without tokens as no B at all
-                b = None
-            if truncation:
-                if b is None:
-                    keep_a, keep_b = min(len(a[0]), max_length - 2), 0
-                else:
-                    keep_a, keep_b = truncated_pair_lengths(len(a[0]), len(b[0]), max_length - 3)
-                a = tuple(x[:keep_a] for x in a)
-                b = None if b is None or keep_b == 0 else tuple(x[:keep_b] for x in b)
-            rows.append((a, b))
-
-        lengths = [len(a[0]) + 2 + (0 if b is None else len(b[0]) + 1) for a, b in rows]
-        if padding == "max_length":
-            seq_len = max_length
-            too_long = [i for i, n in enumerate(lengths) if n > max_length]
-            if too_long:
-                raise ValueError(
-                    f"texts[{too_long[0]}] packs to {lengths[too_long[0]]} tokens, more than max_length="
-                    f"{max_length}, and truncation=False; truncate or use padding='longest'."
-                )
-        else:
-            seq_len = max(lengths, default=2)
-        batch = len(rows)
-        token_ids = np.full((batch, seq_len), self.pad_token_id, dtype=np.int32)
-        segment_ids = np.zeros((batch, seq_len), dtype=np.int32)
-        padding_mask = np.zeros((batch, seq_len), dtype=np.int32)
-        offsets = np.zeros((batch, seq_len, 2), dtype=np.int32) if return_offsets else None
-        cls, sep = self.cls_token_id, self.sep_token_id
-        for i, (a, b) in enumerate(rows):
-            ids = [cls, *a[0], sep]
-            if b is not None:
-                ids += [*b[0], sep]
-                segment_ids[i, len(a[0]) + 2 : len(ids)] = 1
-            token_ids[i, : len(ids)] = ids
-            padding_mask[i, : len(ids)] = 1
-            if return_offsets:
-                na = len(a[0])
-                offsets[i, 1 : 1 + na, 0] = a[1]
-                offsets[i, 1 : 1 + na, 1] = a[2]
-                if b is not None:
-                    nb = len(b[0])
-                    offsets[i, na + 2 : na + 2 + nb, 0] = b[1]
-                    offsets[i, na + 2 : na + 2 + nb, 1] = b[2]
-        out = {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        if return_offsets:
-            out["offsets"] = offsets
-        return out
-
-
-def check_vocab_size(tokenizer, vocab_size, where):
-    """Refuses a tokenizer whose ids do not all fit the model's embedding table of `vocab_size` rows.
-
-    An id >= `vocab_size` is out of the table: TensorFlow fails in the gather, JAX silently reads
-    garbage (NaN losses). A vocabulary smaller than the table is accepted (the original's checkpoints pad
-    their tables, e.g. multilingual models).
-
-    Args:
-        tokenizer: a `BertTokenizer` (or anything with `vocab_size` and `vocab_file`).
-        vocab_size: the model's `vocab_size` (rows of its token embedding table).
-        where: what holds the model's `vocab_size`, for the message (a config file or a flag).
-
-    Raises:
-        UserInputError: naming the vocabulary file, its size, `where` and its `vocab_size`.
-
-    Examples:
-
-    >>> import tempfile
-    >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> with open(vocab_file, "w") as f:
-    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"]))
-    >>> check_vocab_size(BertTokenizer(vocab_file), 6, "config.json")
-    >>> try:
-    ...     check_vocab_size(BertTokenizer(vocab_file), 5, "config.json")
-    ... except ValueError as error:
-    ...     print(os.path.basename(str(error)))
-    vocab.txt: 6 tokens (ids 0..5), but config.json has vocab_size 5; the vocabulary must be the model's (at most vocab_size tokens).
-    """
-    size = int(tokenizer.vocab_size)
-    if size > int(vocab_size):
-        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', 'the vocabulary')}: {size} tokens (ids 0..{size - 1}), "
-                             f"but {where} has vocab_size {int(vocab_size)}; the vocabulary must be the model's "
-                             "(at most vocab_size tokens).")
-
-
-def truncated_pair_lengths(len_a, len_b, budget):
-    """Lengths the original `_truncate_seq_pair` leaves: it pops one token at a time from the end of
-    the longer segment (from B on a tie) until `len_a + len_b <= budget`. Closed form of that loop."""
-    if len_a + len_b <= budget:
-        return len_a, len_b
-    short = min(len_a, len_b)
-    if 2 * short <= budget:  # Only the longer one is cut.
-        return (budget - short, short) if len_a > len_b else (short, budget - short)
-    return (budget + 1) // 2, budget // 2
-
-
-def _check_text(text, name):
-    if text is None:
-        raise ValueError(f"{name} is None; expected a str.")
-    if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str, got {type(text).__name__}.")
+        packing.check_max_length(max_length)
+        segments = [(self._encode_text(text, return_offsets),
+                     None if pairs is None else self._encode_text(pairs[i], return_offsets)) for i, text in enumerate(texts)]
+        return packing.pack_batch(segments, max_length, self.cls_token_id, self.sep_token_id, self.pad_token_id,
+                                  padding=padding, truncation=truncation, return_offsets=return_offsets)
 
 
 def as_text_list(texts, name):
@@ -780,6 +359,6 @@ def as_text_list(texts, name):
     for i, text in enumerate(texts):
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        _check_text(text, f"{name}[{i}]")
+        check_text(text, f"{name}[{i}]")
         out.append(text)
     return out

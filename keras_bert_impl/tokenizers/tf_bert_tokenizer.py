@@ -38,7 +38,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert_impl.tokenizers import bert_tokenizer as tokenization
+from keras_bert_impl.tokenizers import basic_tokenizer as tokenization
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 _MISSING = "\x00"  # Lookup default: a piece no character maps to (U+0000 maps to "").
@@ -285,7 +285,7 @@ def _as_batch(texts, name):
 
 
 def truncated_pair_lengths(len_a, len_b, budget):
-    """In-graph `tokenization.truncated_pair_lengths` (the original `_truncate_seq_pair`)."""
+    """In-graph `packing.truncated_pair_lengths` (the original `_truncate_seq_pair`)."""
     short = tf.minimum(len_a, len_b)
     fits = len_a + len_b <= budget
     only_longer = 2 * short <= budget

@@ -16,7 +16,7 @@ import os
 
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from keras_bert_impl.tokenizers.bert_tokenizer import basic_tokenize
+from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open
 
