@@ -163,10 +163,15 @@ def test_every_registered_class_has_a_round_trip_case():
 
 
 @pytest.mark.parametrize("name", sorted(PREPROCESSORS))
-def test_preprocessor_revived_from_its_json_config_makes_the_same_ids_and_labels(name):
+def test_preprocessor_revived_from_its_json_config_and_vocabulary_makes_the_same_ids_and_labels(name, tmp_path):
+    """The config holds the settings; the vocabulary travels as a file (a `.keras` file's assets/vocab.txt)."""
     preprocessor, x, y = PREPROCESSORS[name]()
     config = json.loads(json.dumps(keras.saving.serialize_keras_object(preprocessor)))
+    assert "vocabulary" not in config["config"]
     revived = keras.saving.deserialize_keras_object(config)
+    assert revived.tokenizer.vocab is None
+    preprocessor.save_vocabulary(str(tmp_path))
+    revived.load_vocabulary(str(tmp_path))
     assert type(revived) is type(preprocessor) and revived.get_config() == preprocessor.get_config()
     expected, got = preprocessor(x, y), revived(x, y)  # the masked-LM one: the same seed, the same masks
     for want, have in zip(keras.tree.flatten(expected), keras.tree.flatten(got), strict=True):
@@ -265,3 +270,53 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
     assert result.returncode == 0, result.stderr[-3000:]
     assert [line.split()[1] for line in result.stdout.splitlines() if line.startswith("reloaded")] == TASK_MODELS
     assert "compile()` was not called" not in result.stderr, result.stderr[-3000:]
+
+
+def test_minilm_classifier_keras_file_keeps_the_vocabulary_in_its_assets_and_reloads_in_a_fresh_process(
+        minilm_path, tmp_path):
+    """The `.keras` file of a classifier on the real MiniLM: its config.json stays small (the 30,522-token
+    vocabulary is assets/vocab.txt, not config), and a fresh interpreter reloads it with equal outputs on raw
+    text."""
+    import zipfile
+
+    model = keras_bert_impl.BertClassifier.from_pretrained(minilm_path, num_classes=2)
+    texts = ["a gripping, beautifully shot film", "dull and far too long"]
+    expected = model.predict(texts, verbose=0)
+    path = str(tmp_path / "minilm.keras")
+    model.save(path)
+    with zipfile.ZipFile(path) as archive:
+        config_size = len(archive.read("config.json"))
+        vocabulary = archive.read("assets/vocab.txt").decode("utf-8").splitlines()
+    assert config_size < 100_000 and len(vocabulary) == 30522
+    np.save(tmp_path / "expected.npy", expected)
+    script = textwrap.dedent(f"""
+        import json, keras, numpy as np
+        import keras_bert_impl
+        model = keras.saving.load_model({path!r})
+        got = model.predict({texts!r}, verbose=0)
+        np.testing.assert_allclose(got, np.load({str(tmp_path / "expected.npy")!r}), atol=1e-5)
+        print("equal", model.preprocessor.tokenizer.vocab_size)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split()[-2:] == ["equal", "30522"]
+
+
+def test_keras_file_with_the_vocabulary_in_its_config_still_loads(tmp_path):
+    """`.keras` files written while the preprocessor's config held its vocabulary (no assets) load as before."""
+    import zipfile
+
+    model, (x,) = CASES["BertClassifier"]()
+    model.preprocessor, texts, _ = PREPROCESSORS[PREPROCESSOR_OF["BertClassifier"]]()
+    expected = model.predict(texts, verbose=0)
+    new, old = str(tmp_path / "new.keras"), str(tmp_path / "old.keras")
+    model.save(new)
+    with zipfile.ZipFile(new) as source, zipfile.ZipFile(old, "w") as target:
+        config = json.loads(source.read("config.json"))
+        config["config"]["preprocessor"]["config"]["vocabulary"] = model.preprocessor.tokenizer.vocabulary
+        for name in source.namelist():
+            if not name.startswith("assets/"):
+                target.writestr(name, json.dumps(config) if name == "config.json" else source.read(name))
+    reloaded = keras.saving.load_model(old)
+    np.testing.assert_allclose(reloaded.predict(texts, verbose=0), expected, atol=1e-6)

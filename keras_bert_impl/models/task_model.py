@@ -49,7 +49,8 @@ class BertTaskModel(keras.Model):
             if not isinstance(preprocessor, self.preprocessor_class or ()):
                 raise TypeError(f"{type(self).__name__} takes a {self.preprocessor_class.__name__} as preprocessor, "
                                 f"got {type(preprocessor).__name__}.")
-            preprocessor.check_vocabulary(self._vocab_size(), "the backbone's config")
+            if preprocessor.tokenizer.vocab is not None:  # else it comes from a .keras file's assets
+                preprocessor.check_vocabulary(self._vocab_size(), "the backbone's config")
         self._preprocessor = preprocessor
 
     def _vocab_size(self):
@@ -59,6 +60,19 @@ class BertTaskModel(keras.Model):
     def task_config(self):
         """The subclass's constructor arguments other than the backbone and the preprocessor."""
         return {}
+
+    # ------------------------------------------------------------------------------ .keras assets
+    def save_assets(self, dir_path):
+        """Keras' saving hook: the preprocessor's vocabulary goes to the `.keras` file's assets (vocab.txt),
+        not into its config."""
+        if self.preprocessor is not None:
+            self.preprocessor.save_vocabulary(dir_path)
+
+    def load_assets(self, dir_path):
+        """Keras' loading hook: the preprocessor rebuilt from the config reads its vocabulary from the assets."""
+        if self.preprocessor is not None:
+            self.preprocessor.load_vocabulary(dir_path)
+            self.preprocessor.check_vocabulary(self._vocab_size(), "the backbone's config")
 
     # ------------------------------------------------------------------------------ raw text
     def _preprocess(self, x, y=None, sample_weight=None, needs_labels=False):

@@ -13,18 +13,16 @@ step shape for every batch. The span QA and token classification preprocessors s
 the recipe's windows, one row each, and repeat its `sample_weight` for each (`per_window`).
 """
 
-import json
 import os
 
 import keras
 import numpy as np
 
+from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list
 from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
 from keras_bert_impl.utils.file_io import atomic_open
-
-# The key of tokenizer_config.json under which `save_pretrained` records the packed length.
-SEQUENCE_LENGTH_KEY = "sequence_length"
+from keras_bert_impl.utils.model_files import VOCAB_FILE
 
 
 class BertPreprocessor:
@@ -55,6 +53,11 @@ class BertPreprocessor:
                              f"got {sequence_length!r}.")
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
+        if self.tokenizer.vocab is not None:  # else it is read later (`load_vocabulary`)
+            self.check_tokenizer()
+
+    def check_tokenizer(self):
+        """Raises `ValueError` when the vocabulary lacks a token the task needs (a subclass's rule)."""
 
     # ------------------------------------------------------------------------------ preprocessing
     def __call__(self, x, y=None, sample_weight=None):
@@ -77,40 +80,41 @@ class BertPreprocessor:
     # ------------------------------------------------------------------------------ saving
     @classmethod
     def from_pretrained(cls, path, sequence_length=None, **kwargs):
-        """The preprocessor of a checkpoint directory: its vocabulary and casing (`BertTokenizer.from_pretrained`)
-        and, unless given, the `sequence_length` its tokenizer_config.json records (else the task's default)."""
+        """The preprocessor of a checkpoint directory (or model name): its vocabulary and casing
+        (`BertTokenizer.from_pretrained`) and, unless given, the sequence length the model was fine-tuned at
+        (`ModelDirectory.max_seq_length`: config.json's `max_seq_length`, else tokenizer_config.json's
+        `sequence_length`), else the task's default."""
+        checkpoint = ModelDirectory(path)
         if sequence_length is None:
-            config_file = os.path.join(os.fspath(path), "tokenizer_config.json")
-            if os.path.isfile(config_file):
-                with open(config_file, encoding="utf-8") as f:
-                    sequence_length = json.load(f).get(SEQUENCE_LENGTH_KEY)
-        return cls(BertTokenizer.from_pretrained(path), sequence_length=sequence_length, **kwargs)
-
-    @staticmethod
-    def has_vocabulary(path):
-        """Whether `path` is a directory `from_pretrained` can read a vocabulary from."""
-        path = os.fspath(path)
-        return os.path.isdir(path) and any(
-            os.path.isfile(os.path.join(path, name)) for name in ("vocab.txt", "tokenizer.json"))
+            sequence_length = checkpoint.max_seq_length
+        return cls(BertTokenizer.from_pretrained(checkpoint.directory), sequence_length=sequence_length, **kwargs)
 
     def save_pretrained(self, directory):
         """Writes vocab.txt and tokenizer_config.json (casing and `sequence_length`) for `from_pretrained`
         here and transformers' `BertTokenizer` (which ignores `sequence_length`)."""
-        self.tokenizer.save_pretrained(directory)
-        config_file = os.path.join(directory, "tokenizer_config.json")
-        with open(config_file, encoding="utf-8") as f:
-            config = json.load(f)
-        config[SEQUENCE_LENGTH_KEY] = self.sequence_length
-        with atomic_open(config_file) as f:
-            json.dump(config, f, indent=2)
+        self.tokenizer.save_pretrained(directory, sequence_length=self.sequence_length)
+
+    # ------------------------------------------------------------------------------ .keras files
+    def save_vocabulary(self, directory):
+        """Writes the vocabulary as `directory`/vocab.txt (the assets of a `.keras` file)."""
+        with atomic_open(os.path.join(directory, VOCAB_FILE)) as f:
+            f.write("".join(token + "\n" for token in self.tokenizer.vocabulary))
+
+    def load_vocabulary(self, directory):
+        """Reads the vocabulary `save_vocabulary` wrote, when the tokenizer has none (a preprocessor rebuilt
+        from its config); a preprocessor with a vocabulary keeps it."""
+        if self.tokenizer.vocab is None:
+            self.tokenizer.set_vocabulary(os.path.join(directory, VOCAB_FILE))
+            self.check_tokenizer()
 
     def task_config(self):
         """The subclass's constructor arguments other than the tokenizer and `sequence_length`."""
         return {}
 
     def get_config(self):
+        """The settings; the vocabulary is not among them: a `.keras` file holds it in its assets
+        (`save_vocabulary`, called by the task model's `save_assets`)."""
         return {
-            "vocabulary": self.tokenizer.vocabulary,
             "do_lower_case": self.tokenizer.do_lower_case,
             "split_special_tokens": self.tokenizer.split_special_tokens,
             "sequence_length": self.sequence_length,
@@ -119,16 +123,19 @@ class BertPreprocessor:
 
     @classmethod
     def from_config(cls, config):
+        """The preprocessor of `get_config`, its tokenizer without a vocabulary until `load_vocabulary`; a config
+        that holds the vocabulary itself (`.keras` files written before it moved to the assets) has one."""
         config = dict(config)
         tokenizer = BertTokenizer(
-            config.pop("vocabulary"),
+            config.pop("vocabulary", None),
             do_lower_case=config.pop("do_lower_case"),
             split_special_tokens=config.pop("split_special_tokens", True),
         )
         return cls(tokenizer, **config)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(vocab_size={self.tokenizer.vocab_size}, "
+        vocab_size = None if self.tokenizer.vocab is None else self.tokenizer.vocab_size
+        return (f"{type(self).__name__}(vocab_size={vocab_size}, "
                 f"do_lower_case={self.tokenizer.do_lower_case}, sequence_length={self.sequence_length})")
 
 

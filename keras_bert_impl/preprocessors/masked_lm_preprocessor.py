@@ -54,8 +54,6 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
                  do_whole_word_mask=False, seed=0, mask_token_prob=0.8, keep_token_prob=0.1,
                  random_token_prob=0.1, **kwargs):
         super().__init__(tokenizer, sequence_length, **kwargs)
-        if self.tokenizer.mask_token_id is None:
-            raise ValueError("BertMaskedLMPreprocessor: the vocabulary has no [MASK] token.")
         if not 0.0 < masked_lm_prob <= 1.0:
             raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
         if int(max_predictions_per_seq) < 1:
@@ -69,6 +67,10 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         self.do_whole_word_mask = bool(do_whole_word_mask)
         self.seed = int(seed)
         self._rng = random.Random(self.seed)
+
+    def check_tokenizer(self):
+        if self.tokenizer.mask_token_id is None:
+            raise ValueError("BertMaskedLMPreprocessor: the vocabulary has no [MASK] token.")
 
     def task_config(self):
         return {"masked_lm_prob": self.masked_lm_prob, "max_predictions_per_seq": self.max_predictions_per_seq,

@@ -32,7 +32,10 @@ from keras_bert_impl.tokenizers.basic_tokenizer import (
     word_regex,
 )
 from keras_bert_impl.tokenizers.vocabulary import _checked_token_list, load_vocab, read_tokenizer_json
+from keras_bert_impl.utils import model_files
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open
+from keras_bert_impl.utils.model_names import resolve_model_path
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
@@ -90,6 +93,19 @@ class BertTokenizer:
     """
 
     def __init__(self, vocab_file, do_lower_case=True, split_special_tokens=True, cache_size=1_000_000):
+        self.do_lower_case = bool(do_lower_case)
+        self.split_special_tokens = bool(split_special_tokens)
+        self._cache_size = cache_size
+        self._word_re = word_regex()
+        self.vocab = None
+        if vocab_file is not None:
+            self.set_vocabulary(vocab_file)
+
+    def set_vocabulary(self, vocab_file):
+        """Sets the vocabulary: a vocab.txt path, or the list of tokens in id order.
+
+        A tokenizer made with `vocab_file=None` has none until this is called (a `.keras` file's task model
+        reads its preprocessor's vocabulary from the file's assets this way)."""
         if isinstance(vocab_file, (list, tuple)):
             tokens = _checked_token_list(vocab_file)
             vocab_file = "<vocabulary list>"
@@ -102,8 +118,6 @@ class BertTokenizer:
         if missing:
             raise ValueError(f"Vocabulary file {os.fspath(vocab_file)!r} lacks the required token(s) {missing}.")
         self.vocab_file = os.fspath(vocab_file)
-        self.do_lower_case = bool(do_lower_case)
-        self.split_special_tokens = bool(split_special_tokens)
         self.vocab = vocab
         self._id_to_token = tokens
         self.unk_token_id = vocab["[UNK]"]
@@ -114,13 +128,19 @@ class BertTokenizer:
         self.special_tokens = [t for t in SPECIAL_TOKENS if t in vocab]
         self.special_token_ids = sorted({vocab[t] for t in self.special_tokens})
         self._max_token_chars = max(len(t) for t in vocab)
-        self._cache = _WordCache(self._tokenize_raw_word, cache_size)
-        self._word_re = word_regex()
+        self._cache = _WordCache(self._tokenize_raw_word, self._cache_size)
         self._special_re = re.compile("|".join(re.escape(t) for t in self.special_tokens))
+
+    def __getattr__(self, name):
+        # Only reached for attributes `set_vocabulary` sets, before it has run.
+        if name.startswith("__") or self.__dict__.get("vocab", ...) is not None:
+            raise AttributeError(name)
+        raise ValueError("This BertTokenizer has no vocabulary yet: call set_vocabulary(vocab_file).")
 
     @classmethod
     def from_pretrained(cls, path, **kwargs):
-        """Loads a tokenizer from a checkpoint directory holding vocab.txt, or tokenizer.json only.
+        """Loads a tokenizer from a checkpoint directory holding vocab.txt, or tokenizer.json only, or from a
+        model name (a Hugging Face hub name or keras-hub preset, `utils.model_names.resolve_model_path`).
 
         With vocab.txt, `do_lower_case` comes from the directory's tokenizer_config.json where present
         (default True). Without vocab.txt, the directory's tokenizer.json is read
@@ -130,32 +150,42 @@ class BertTokenizer:
         constructor.
 
         Args:
-            path: A directory with vocab.txt (and optionally tokenizer_config.json), or with tokenizer.json.
+            path: A directory with vocab.txt (and optionally tokenizer_config.json), or with tokenizer.json;
+                or a model name.
             **kwargs: Constructor arguments (`do_lower_case`, `split_special_tokens`, ...).
+
+        Raises:
+            UserInputError: a tokenizer_config.json that is not a JSON object (naming the file); a directory
+                with neither vocab.txt nor tokenizer.json.
         """
-        path = os.fspath(path)
+        path = resolve_model_path(path)
         if not os.path.isdir(path):
             raise ValueError(f"from_pretrained expects a directory holding vocab.txt; {path!r} is not a directory.")
-        tokenizer_json = os.path.join(path, "tokenizer.json")
-        if not os.path.isfile(os.path.join(path, "vocab.txt")) and os.path.isfile(tokenizer_json):
+        tokenizer_json = os.path.join(path, model_files.TOKENIZER_JSON_FILE)
+        vocab_file = os.path.join(path, model_files.VOCAB_FILE)
+        if not os.path.isfile(vocab_file) and os.path.isfile(tokenizer_json):
             tokens, do_lower_case = read_tokenizer_json(tokenizer_json)
             kwargs.setdefault("do_lower_case", do_lower_case)
             return cls(tokens, **kwargs)
-        config_file = os.path.join(path, "tokenizer_config.json")
-        if "do_lower_case" not in kwargs and os.path.isfile(config_file):
-            with open(config_file, encoding="utf-8") as f:
-                config = json.load(f)
-            if "do_lower_case" in config:
-                kwargs["do_lower_case"] = bool(config["do_lower_case"])
-        return cls(os.path.join(path, "vocab.txt"), **kwargs)
+        if not os.path.isfile(vocab_file):
+            raise UserInputError(f"{path}: no {model_files.VOCAB_FILE} or {model_files.TOKENIZER_JSON_FILE} in this "
+                                 "directory; pass the vocabulary file.")
+        config = model_files.read_tokenizer_config(path)
+        if "do_lower_case" not in kwargs and "do_lower_case" in config:
+            kwargs["do_lower_case"] = bool(config["do_lower_case"])
+        return cls(vocab_file, **kwargs)
 
-    def save_pretrained(self, directory):
-        """Writes vocab.txt and tokenizer_config.json (do_lower_case), each atomically, for `from_pretrained`."""
+    def save_pretrained(self, directory, sequence_length=None):
+        """Writes vocab.txt and tokenizer_config.json (do_lower_case and, when given, the packed
+        `sequence_length` a fine-tuned model uses), each atomically, for `from_pretrained`."""
         os.makedirs(directory, exist_ok=True)
-        with atomic_open(os.path.join(directory, "vocab.txt")) as f:
+        with atomic_open(os.path.join(directory, model_files.VOCAB_FILE)) as f:
             f.write("".join(token + "\n" for token in self._id_to_token))
-        with atomic_open(os.path.join(directory, "tokenizer_config.json")) as f:
-            json.dump({"do_lower_case": self.do_lower_case, "tokenizer_class": "BertTokenizer"}, f, indent=2)
+        config = {"do_lower_case": self.do_lower_case, "tokenizer_class": "BertTokenizer"}
+        if sequence_length is not None:
+            config[model_files.SEQUENCE_LENGTH_KEY] = int(sequence_length)
+        with atomic_open(os.path.join(directory, model_files.TOKENIZER_CONFIG_FILE)) as f:
+            json.dump(config, f, indent=2)
 
     @property
     def vocabulary(self):
