@@ -262,8 +262,19 @@ def test_bad_vocab_files(tmp_path):
     (tmp_path / "latin1.txt").write_bytes(b"[UNK]\n[CLS]\ncaf\xe9\n[SEP]\n")
     with pytest.raises(ValueError, match="latin1.txt.*line 3.*UTF-8"):
         BertTokenizer(str(tmp_path / "latin1.txt"))
-    with pytest.raises(ValueError, match="not a directory"):
+    with pytest.raises(ValueError, match="^No checkpoint at .*missing_dir$"):
         BertTokenizer.from_pretrained(str(tmp_path / "missing_dir"))
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(ValueError, match="a_file' is not a directory"):
+        BertTokenizer.from_pretrained(str(tmp_path / "a_file"))
+    (tmp_path / "no_vocab").mkdir()
+    with pytest.raises(ValueError, match="no_vocab: no vocab.txt or tokenizer.json in this directory"):
+        BertTokenizer.from_pretrained(str(tmp_path / "no_vocab"))
+    (tmp_path / "bad_config").mkdir()
+    _write_vocab(tmp_path / "bad_config" / "vocab.txt", ["[UNK]", "[CLS]", "[SEP]"])
+    (tmp_path / "bad_config" / "tokenizer_config.json").write_text("[1]")
+    with pytest.raises(ValueError, match="tokenizer_config.json: expected a JSON object"):
+        BertTokenizer.from_pretrained(str(tmp_path / "bad_config"))
 
 
 def test_bad_call_arguments(small_tokenizer):
