@@ -25,7 +25,7 @@ import numpy as np
 from keras_bert_impl.checkpoints import checkpoint_files
 from keras_bert_impl.checkpoints.checkpoint_files import CheckpointNotFoundError, CorruptCheckpointError
 from keras_bert_impl.config import BertConfig, find_config_file
-from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils import file_io, keras_compat
 from keras_bert_impl.utils.errors import UserInputError
 
 # Names of head weights a checkpoint may carry, in Hugging Face's naming. They are not part of the
@@ -341,7 +341,7 @@ def hf_label_config(num_labels, label_names=None):
 
 def check_not_quantized(model, directory):
     """Refuses to write a Hugging Face directory (float weights) of a model with quantized layers."""
-    quantized = [layer.path for layer in model._flatten_layers(include_self=False) if layer.quantization_mode]
+    quantized = [layer.path for layer in keras_compat.flatten_layers(model, include_self=False) if layer.quantization_mode]
     if quantized:
         raise ValueError(
             f"{directory}: a Hugging Face directory holds float weights, and {len(quantized)} layers of this model are "

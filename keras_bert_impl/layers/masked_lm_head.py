@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.dense import BertDense, dense_product
+from keras_bert_impl import backends
+from keras_bert_impl.layers.dense import BertDense
 
 
 def _embedding_matrix(embedding, dtype):
@@ -119,10 +120,7 @@ class MaskedLMHead(keras.layers.Layer):
             x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.transform_layer_norm(self.transform_dense(x))
         embeddings = _embedding_matrix(self.token_embedding, x.dtype)  # [vocab, H]
-        if keras.backend.backend() == "torch":  # oneDNN's float32 product on the CPU (`dense_product`)
-            logits = dense_product(x, ops.transpose(embeddings))  # [batch, P, vocab]
-        else:
-            logits = ops.einsum("bph,vh->bpv", x, embeddings)
+        logits = backends.dense_transposed(x, embeddings)  # [batch, P, vocab]
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):

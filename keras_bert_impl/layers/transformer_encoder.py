@@ -3,18 +3,10 @@
 import keras
 
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.attention import BertSelfAttention, split_rows
+from keras_bert_impl import backends
+from keras_bert_impl.layers.attention import BertSelfAttention
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
-
-
-def _computes_whole_then_splits(training):
-    """Whether a block asked for two parts of its rows (`split_at`) computes all rows as one and slices them.
-
-    Eager torch computes every part whether read or not; the parts pay off only in the backward pass, which
-    skips a part the loss does not read (a sentence head's other rows), so torch splits in training only.
-    """
-    return keras.backend.backend() == "torch" and not training
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -113,7 +105,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
-        if split_at is not None and _computes_whole_then_splits(training):
+        if split_at is not None and backends.computes_whole_then_splits(training):
             whole = self.call(hidden_states, attention_bias, training=training)  # [B, T, H]
             return [whole[:, :split_at], whole[:, split_at:]]
         if split_at is not None:
@@ -121,7 +113,7 @@ class BertEncoderBlock(keras.layers.Layer):
             # The residuals [B, n, H], [B, T - n, H]: the split the attention made of the same input, which
             # TensorFlow's graph optimizer and XLA compute once (one SplitV per step in tf.profiler), and
             # torch as views.
-            first_rows, other_rows = split_rows(hidden_states, split_at)
+            first_rows, other_rows = backends.split_rows(hidden_states, split_at)
             return [self._feed_forward(first_rows, first, training),
                     self._feed_forward(other_rows, rest, training)]
         attention_output = self.attention(hidden_states, attention_bias, training=training, output_range=output_range)

@@ -8,17 +8,17 @@ import warnings
 import keras
 import numpy as np
 
-from keras_bert_impl.backends import tf_replicas
 from keras_bert_impl.checkpoints.conversion import check_not_quantized
 from keras_bert_impl.checkpoints.head_weights import assign_head_weights, head_weights_dict
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.models.backbone import serialize_dtype_policy
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, is_raw_text
+from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.errors import UserInputError
 
 
-class BertTask(keras.Model):
+class BertTask(keras_compat.ElementSpecSymbolicBuild, keras.Model):
     """Base class of the task models (pretrainer, classifier, span QA, ...): a functional model built on a
     `BertBackbone`, whose config is the serialized backbone plus the task's own arguments.
 
@@ -108,15 +108,6 @@ class BertTask(keras.Model):
             x, y, weights = self._preprocess(x, y, weights, needs_labels=True)
             return (x, y) if weights is None else (x, y, weights)
         return self._preprocess(validation_data)[0]
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Called by the TensorFlow trainer only: under a tf.distribute strategy the shapes come from the
-        # dataset's element_spec, and no batch is taken off the iterator (`tf_replicas.input_spec_batch`).
-        if iterator is not None and data_batch is None:
-            spec = tf_replicas.input_spec_batch(getattr(self, "_distribute_strategy", None), iterator)
-            if spec is not None:
-                iterator, data_batch = None, spec
-        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def fit(self, x=None, y=None, *args, **kwargs):
         x, y, kwargs["sample_weight"] = self._preprocess(x, y, kwargs.get("sample_weight"), needs_labels=True)
