@@ -27,39 +27,7 @@ checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runne
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 """
 
-from keras_bert_impl.data import glue_data
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import (
-    add_data_file_flags,
-    add_task_flags,
-    finetuning_flag_parser,
-    run_finetuning,
-)
-from keras_bert_impl.tasks.glue import GlueTask
-
-
-def build_parser():
-    p = finetuning_flag_parser("Fine-tune BERT on a GLUE task.")
-    p.add_argument("--task_name", required=True, help=f"One of {', '.join(glue_data.GLUE_TASKS)}.")
-    p.add_argument("--classifier_dropout", type=float, default=0.1)
-    add_data_file_flags(p)
-    p.add_argument("--text_column", default=None, help="Column of the first text in --*_file records; default: the "
-                   "task's glue datasets column (sentence, sentence1, question1, premise or question).")
-    p.add_argument("--text_pair_column", default=None, help="Column of the second text ('' for none); default: "
-                   "the task's (sentence2, question2, hypothesis, sentence; none for cola and sst2).")
-    p.add_argument("--label_column", default="label", help="Column of the label in --*_file records.")
-    return add_task_flags(p, "example")
-
-
-def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(GlueTask(args), args)
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
-
+from keras_bert_impl.runners.run_glue import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -33,42 +33,7 @@ checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runne
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 """
 
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import (
-    add_bilstm_flag,
-    add_task_flags,
-    finetuning_flag_parser,
-    run_finetuning,
-)
-from keras_bert_impl.tasks.squad import SquadTask
-
-
-def build_parser():
-    p = finetuning_flag_parser("Fine-tune BERT on SQuAD v1.1 / v2.0.", max_seq_length=384)
-    formats = " (or datasets' flattened records: JSON lines, JSON, CSV, parquet)."
-    p.add_argument("--train_file", default=None, help="SQuAD JSON for training, e.g. train-v1.1.json" + formats)
-    p.add_argument("--predict_file", default=None, help="SQuAD JSON for predictions, e.g. dev-v1.1.json" + formats)
-    p.add_argument("--doc_stride", type=int, default=128, help="Tokens between the starts of document windows.")
-    p.add_argument("--max_query_length", type=int, default=64, help="Questions are cut to this many tokens.")
-    p.add_argument("--n_best_size", type=int, default=20, help="Size of the n-best lists.")
-    p.add_argument("--max_answer_length", type=int, default=30, help="Longest answer, in WordPiece tokens.")
-    p.add_bool_flag("version_2_with_negative", False, "SQuAD v2.0: some questions have no answer.")
-    p.add_argument("--null_score_diff_threshold", type=float, default=0.0,
-                   help="v2.0: predict no answer when score_null - best_non_null > this.")
-    p.add_bool_flag("verbose_logging", False, "Print the data statistics and the misaligned answers' ids.")
-    add_bilstm_flag(p)
-    return add_task_flags(p, "feature")
-
-
-def run(args):
-    """Trains / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(SquadTask(args), args)
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
-
+from keras_bert_impl.runners.run_squad import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -18,29 +18,7 @@ checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runne
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 """
 
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import (
-    add_data_file_flags,
-    add_task_flags,
-    finetuning_flag_parser,
-    run_finetuning,
-)
-from keras_bert_impl.tasks.swag import SwagTask
-
-
-def build_parser():
-    return add_task_flags(add_data_file_flags(finetuning_flag_parser("Fine-tune BERT on SWAG.")), "example")
-
-
-def run(args):
-    """Trains / evaluates / predicts as the flags say; returns the dev metrics (or {})."""
-    return run_finetuning(SwagTask(args), args)
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
-
+from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -19,6 +19,7 @@ path. Why each path is faster, with the measurements and their commands, is in d
 | an encoder block asked for two parts of its rows | `computes_whole_then_splits` | torch outside training: the block once, sliced |
 | global-norm gradient clipping | `clip_by_global_norm` | torch: `torch._foreach_norm` (`torch_adamw`) |
 | AdamW's update | `adam_weight_decay_update` | torch: the fused AdamW kernel (`torch_adamw`) |
+| the backend's own random generators | `random_generator_states`, `set_random_generator_states` | torch: its CPU and CUDA generators, which its dropout draws from |
 
 `tf_replicas` (sums over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
@@ -319,3 +320,22 @@ def adam_weight_decay_update(optimizer, grads, variables, learning_rate, keras_u
         if torch_adamw.supports_fused_update(grads, variables):
             return torch_adamw.adam_weight_decay_update(optimizer, grads, variables, learning_rate)
     return keras_update()
+
+
+# ------------------------------------------------------------------------------------------ random state
+def random_generator_states():
+    """The states of the backend's own random generators, which its dropout draws from besides Keras' seed
+    generators, as `{name: numpy array}`: on torch `torch_cpu` and `torch_cuda/<i>`; none elsewhere."""
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        return torch_ops.generator_states()
+    return {}
+
+
+def set_random_generator_states(states):
+    """Sets the states `random_generator_states()` returned (other names in `states` are left alone)."""
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        torch_ops.set_generator_states(states)

@@ -1,5 +1,5 @@
 """The PyTorch backend's fast paths for BERT's layers: the dense products, dropout, the two products of
-attention, and attention with its dropout in one kernel on a GPU.
+attention, and attention with its dropout in one kernel on a GPU; and the states of torch's generators.
 
 PyTorch by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is torch. Each
 function computes what its keras.ops counterpart computes; the tests check each against it.
@@ -112,3 +112,22 @@ def attention_with_dropout(q, k, v, bias, rate):
     context = torch.nn.functional.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias, dropout_p=rate)  # [B, A, R, d]
     return context.transpose(1, 2)
+
+
+def generator_states():
+    """torch's global generators, which `dropout` and SDPA's dropout draw from: `torch_cpu` and, with CUDA,
+    `torch_cuda/<i>` per device, as numpy arrays."""
+    states = {"torch_cpu": torch.get_rng_state().numpy()}
+    if torch.cuda.is_available():
+        for i, state in enumerate(torch.cuda.get_rng_state_all()):
+            states[f"torch_cuda/{i}"] = state.cpu().numpy()
+    return states
+
+
+def set_generator_states(states):
+    """Sets the generators `generator_states` read (the CUDA ones only on as many devices as were saved)."""
+    if "torch_cpu" in states:
+        torch.set_rng_state(torch.from_numpy(states["torch_cpu"].copy()))
+    cuda = sorted(name for name in states if name.startswith("torch_cuda/"))
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([torch.from_numpy(states[f"torch_cuda/{i}"].copy()) for i in range(len(cuda))])

@@ -67,7 +67,7 @@ class BertPretrainer(BertTask):
     Outputs, a dict: `masked_lm_logits` [batch, max_predictions_per_seq, vocab] (float32, computed only at
     the masked positions) and `next_sentence_logits` [batch, 2] (label 0 = B follows A, 1 = random B).
 
-    Trained with `model.fit` on the batches of `keras_bert_impl.data.tf_pretraining_data`, whose targets are
+    Trained with `model.fit` on the batches of `keras_bert_impl.data.tf_pretraining_datasets`, whose targets are
     the dict {`masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`}. The loss is the original's:
 
         masked_lm_loss = sum(w * nll) / (sum(w) + 1e-5)   over the masked positions
@@ -89,7 +89,7 @@ class BertPretrainer(BertTask):
       "causal"`, else `ValueError`). Inputs are the backbone's only; the output `lm_logits` [batch, seq,
       vocab] comes from the same `MaskedLMHead` (tied to the word embeddings) at every position, and
       position t predicts token t + 1. Targets {`next_token_ids`, `next_token_weights`} [batch, seq]
-      (`tf_pretraining_data.left_to_right_lm_batch` makes them from the masked TFRecords); the loss is
+      (`tf_pretraining_objectives.left_to_right_lm_batch` makes them from the masked TFRecords); the loss is
       the mean next-token cross-entropy over the positions of weight 1 (next token real):
 
           lm_loss = sum(w * nll) / sum(w)
@@ -147,7 +147,7 @@ class BertPretrainer(BertTask):
             if kwargs.get("preprocessor") is not None:
                 raise ValueError(
                     "BertPretrainer objective='ltr' takes no preprocessor (BertMaskedLMPreprocessor masks tokens); "
-                    "feed it tf_pretraining_data.left_to_right_lm_batch's (x, y)."
+                    "feed it tf_pretraining_objectives.left_to_right_lm_batch's (x, y)."
                 )
             self._build_left_to_right(backbone, objective, **kwargs)
             return

