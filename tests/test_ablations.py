@@ -272,7 +272,7 @@ def test_a_recipe_step_runs_its_module_with_python_m_and_in_process_calls_its_ma
     as a user types it (`python recipes/<name>.py <flags>`); `in_process`: the module's `main(flags)`."""
     calls = []
     monkeypatch.setattr(experiment_steps.subprocess, "run",
-                        lambda argv, cwd: calls.append((argv, cwd)) or subprocess.CompletedProcess(argv, 0))
+                        lambda argv, cwd, env: calls.append((argv, cwd)) or subprocess.CompletedProcess(argv, 0))
     step = Step("vocab", "recipes/learn_vocab.py", ["--input_files=a.txt", "--quiet"], str(tmp_path / "vocab"))
     record = experiment_steps.run_step(step, str(tmp_path / "work"), REPO)
     assert calls == [([sys.executable, "-m", "keras_bert_impl.runners.learn_vocab", "--input_files=a.txt", "--quiet"],

@@ -8,6 +8,7 @@ come from `data/tf_pretraining_datasets.py`; the result has the `(x, y)` structu
 (`data/tf_pretraining_records.py`).
 """
 
+import inspect
 from typing import Optional, Sequence
 
 import tensorflow as tf
@@ -202,22 +203,8 @@ def _sorted_predictions(token_ids, chosen, max_predictions_per_seq):
     return positions, labels, valid
 
 
-def apply_dynamic_masking(
-    dataset: tf.data.Dataset,
-    *,
-    vocab_size: int,
-    mask_token_id: int,
-    special_token_ids: Sequence[int],
-    masked_lm_prob: float = 0.15,
-    max_predictions_per_seq: int = 20,
-    whole_word_mask: bool = False,
-    random_token_range: Optional[Sequence[int]] = None,
-    seed: Optional[int] = None,
-    num_parallel_calls=tf.data.AUTOTUNE,
-    mask_token_prob: float = 0.8,
-    keep_token_prob: float = 0.1,
-    random_token_prob: float = 0.1,
-) -> tf.data.Dataset:
+def apply_dynamic_masking(dataset: tf.data.Dataset, *, seed: Optional[int] = None,
+                          num_parallel_calls=tf.data.AUTOTUNE, **masking) -> tf.data.Dataset:
     """Masks a dataset of unmasked packed examples on the fly, differently every epoch (RoBERTa).
 
     Each element (one example or a batch) gets a stateless seed from
@@ -228,18 +215,12 @@ def apply_dynamic_masking(
     Args:
         dataset: Elements are dicts with `token_ids`, `segment_ids`, `padding_mask`, `next_sentence_labels`
             (and `word_starts` for whole-word masking), unbatched or batched.
-        vocab_size: Vocabulary size.
-        mask_token_id: Id of "[MASK]".
-        special_token_ids: Ids never masked, e.g. `[cls_id, sep_id, pad_id]`.
-        masked_lm_prob: Fraction of tokens to predict.
-        max_predictions_per_seq: Upper bound on predictions per sequence.
-        whole_word_mask: Mask whole words.
-        random_token_range: `(low, high)` ids for random replacements; default the whole vocabulary.
         seed: Seed of the sequence of epochs; None for nondeterministic.
         num_parallel_calls: Parallelism of the map.
-        mask_token_prob: Probability that a chosen word becomes [MASK] (0.8).
-        keep_token_prob: Probability that it stays itself (0.1).
-        random_token_prob: Probability that it becomes random tokens (0.1); the three sum to 1.
+        **masking: The keyword arguments of `mask_features`: `vocab_size`, `mask_token_id` and
+            `special_token_ids` (required; `masking_token_ids(vocab)` gives them), `masked_lm_prob`,
+            `max_predictions_per_seq`, `whole_word_mask`, `random_token_range`, `mask_token_prob`,
+            `keep_token_prob`, `random_token_prob`. Checked here, at the call, not in the map.
 
     Returns:
         A dataset of `(x, y)` as `tf_pretraining_datasets.pretraining_dataset` gives.
@@ -254,22 +235,13 @@ def apply_dynamic_masking(
     >>> sorted(x), sorted(y)
     (['masked_lm_positions', 'padding_mask', 'segment_ids', 'token_ids'], ['masked_lm_ids', 'masked_lm_weights', 'next_sentence_labels'])
     """
-    check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)  # at the call, not in the map
+    rules = inspect.signature(mask_features).bind(None, None, **masking)  # a missing or unknown one: TypeError
+    rules.apply_defaults()
+    check_masking_split(rules.arguments["mask_token_prob"], rules.arguments["keep_token_prob"],
+                        rules.arguments["random_token_prob"])
     seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-    kwargs = dict(
-        mask_token_prob=mask_token_prob,
-        keep_token_prob=keep_token_prob,
-        random_token_prob=random_token_prob,
-        vocab_size=vocab_size,
-        mask_token_id=mask_token_id,
-        special_token_ids=special_token_ids,
-        masked_lm_prob=masked_lm_prob,
-        max_predictions_per_seq=max_predictions_per_seq,
-        whole_word_mask=whole_word_mask,
-        random_token_range=random_token_range,
-    )
     return tf.data.Dataset.zip((dataset, seeds)).map(
-        lambda features, s: mask_features(features, s, **kwargs), num_parallel_calls=num_parallel_calls
+        lambda features, s: mask_features(features, s, **masking), num_parallel_calls=num_parallel_calls
     )
 
 

@@ -76,9 +76,10 @@ def pretraining_dataset(
     Training mode follows `run_pretraining.py`: the file list is shuffled, repeated, read `cycle_length`
     files at a time (interleaved), and records are shuffled with a buffer of `shuffle_buffer_size`.
     Evaluation mode reads the files in order, once. Multi-worker sharding is by DATA (`shard_by_data`):
-    each worker keeps its replicas' slices of every global batch of `batch_size`. The structure is in the module docstring: `x` has
-    `token_ids`, `segment_ids`, `padding_mask`, `masked_lm_positions`; `y` has `masked_lm_ids`,
-    `masked_lm_weights`, `next_sentence_labels`; all int32 except the float32 weights.
+    each worker keeps its replicas' slices of every global batch of `batch_size`. The structure is that of
+    `tf_pretraining_records.parsed_to_inputs_and_labels`: `x` has `token_ids`, `segment_ids`, `padding_mask`,
+    `masked_lm_positions`; `y` has `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`; all int32
+    except the float32 weights.
 
     Args:
         file_patterns: Glob pattern(s): a string (comma-separated allowed) or a list.
@@ -111,22 +112,23 @@ def pretraining_dataset(
     >>> [tuple(x["token_ids"].shape) for x, y in ds]  # training mode repeats: model.fit(ds, steps_per_epoch=...)
     [(2, 8), (1, 8)]
     """
-    if drop_remainder is None:
-        drop_remainder = is_training
-    if repeat is None:
-        repeat = is_training
     files = _list_files(file_patterns)
     check_record_shapes(files, {"input_ids": ("--max_seq_length", max_seq_length),
                                 "masked_lm_positions": ("--max_predictions_per_seq", max_predictions_per_seq)})
     spec = original_feature_spec(max_seq_length, max_predictions_per_seq)
-    d = _records(files, is_training, shuffle_buffer_size, cycle_length, seed, repeat)
-    # Batch the serialized records first: one vectorized parse per batch.
-    d = d.batch(batch_size, drop_remainder=drop_remainder)
-    d = d.map(
-        lambda serialized: parsed_to_inputs_and_labels(tf.io.parse_example(serialized, spec)),
-        num_parallel_calls=tf.data.AUTOTUNE,
-    )
+    d = _parsed_batches(files, lambda serialized: parsed_to_inputs_and_labels(tf.io.parse_example(serialized, spec)),
+                        batch_size, is_training, drop_remainder, shuffle_buffer_size, cycle_length, seed, repeat)
     return shard_by_data(d.prefetch(tf.data.AUTOTUNE))
+
+
+def _parsed_batches(files, parse, batch_size, is_training, drop_remainder, shuffle_buffer_size, cycle_length, seed,
+                    repeat):
+    """The records of `files` (`_records`) in batches of `batch_size`, each parsed by `parse` (one vectorized
+    parse per batch); `drop_remainder` and `repeat` default to `is_training`."""
+    drop_remainder = is_training if drop_remainder is None else drop_remainder
+    repeat = is_training if repeat is None else repeat
+    d = _records(files, is_training, shuffle_buffer_size, cycle_length, seed, repeat)
+    return d.batch(batch_size, drop_remainder=drop_remainder).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def shard_by_data(dataset):
@@ -231,19 +233,10 @@ def unmasked_dataset_from_text(
     return tf.data.Dataset.from_generator(generator, output_signature=signature)
 
 
-def unmasked_pretraining_dataset(
-    file_patterns: Union[str, Sequence[str]],
-    max_seq_length: int,
-    batch_size: int,
-    *,
-    is_training: bool = True,
-    drop_remainder: Optional[bool] = None,
-    shuffle_buffer_size: int = 100,
-    cycle_length: Optional[int] = None,
-    seed: Optional[int] = None,
-    repeat: Optional[bool] = None,
-    **masking,
-) -> tf.data.Dataset:
+def unmasked_pretraining_dataset(file_patterns: Union[str, Sequence[str]], max_seq_length: int, batch_size: int, *,
+                                 is_training: bool = True, drop_remainder: Optional[bool] = None,
+                                 shuffle_buffer_size: int = 100, cycle_length: Optional[int] = None,
+                                 seed: Optional[int] = None, repeat: Optional[bool] = None, **masking) -> tf.data.Dataset:
     """`(x, y)` batches from unmasked TFRecords, masked on the fly (fresh masks every epoch).
 
     Reads files written with `tf_pretraining_records.write_instances_to_example_files(..., with_masks=False)`
@@ -286,14 +279,7 @@ def unmasked_pretraining_dataset(
     >>> tuple(x["masked_lm_positions"].shape), tuple(y["masked_lm_weights"].shape)
     ((2, 2), (2, 2))
     """
-    if drop_remainder is None:
-        drop_remainder = is_training
-    if repeat is None:
-        repeat = is_training
-    files = _list_files(file_patterns)
     spec = unmasked_feature_spec(max_seq_length)
-    d = _records(files, is_training, shuffle_buffer_size, cycle_length, seed, repeat)
-    d = d.batch(batch_size, drop_remainder=drop_remainder)
-    d = d.map(lambda s: unmasked_parsed_to_features(tf.io.parse_example(s, spec)), num_parallel_calls=tf.data.AUTOTUNE)
-    d = apply_dynamic_masking(d, seed=seed, **masking)
-    return d.prefetch(tf.data.AUTOTUNE)
+    d = _parsed_batches(_list_files(file_patterns), lambda s: unmasked_parsed_to_features(tf.io.parse_example(s, spec)),
+                        batch_size, is_training, drop_remainder, shuffle_buffer_size, cycle_length, seed, repeat)
+    return apply_dynamic_masking(d, seed=seed, **masking).prefetch(tf.data.AUTOTUNE)

@@ -11,6 +11,7 @@ from keras import ops
 from keras_bert_impl import backends
 from keras_bert_impl.layers.dense import BertEinsumDense
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 # The original modeling.py adds -10000.0 to the logits of padded keys: finite, so a row whose keys are all
 # padding gives a uniform distribution instead of NaN, and representable in float16.
@@ -105,11 +106,9 @@ class BertSelfAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         if hidden_size % num_heads != 0:
             raise ValueError(f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}.")
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
+        keep_arguments(self, hidden_size=hidden_size, num_heads=num_heads, dropout=dropout,
+                       initializer_range=initializer_range)
         self.head_size = hidden_size // num_heads
-        self.dropout = dropout
-        self.initializer_range = initializer_range
 
         def projection(name):
             # [batch, seq, H] x [H, heads, head_size] -> [batch, seq, heads, head_size]
@@ -171,11 +170,4 @@ class BertSelfAttention(keras.layers.Layer):
         return _rows_output_spec(hidden_states.shape, self.compute_dtype, output_range, split_at)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            dropout=self.dropout,
-            initializer_range=self.initializer_range,
-        )
-        return config
+        return arguments_config(self, super().get_config())

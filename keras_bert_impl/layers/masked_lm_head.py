@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
-from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl import backends
+from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.dense import BertDense
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
 def _embedding_matrix(embedding, dtype):
@@ -87,11 +88,8 @@ class MaskedLMHead(keras.layers.Layer):
             if given is not None and int(given) != found:
                 raise ValueError(f"MaskedLMHead: {name}={given} but the token embedding has {found}.")
         self.token_embedding = token_embedding
-        self.hidden_act = hidden_act
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
-        self.vocab_size = token_embedding.input_dim
-        self.hidden_size = token_embedding.output_dim
+        keep_arguments(self, hidden_act=hidden_act, layer_norm_eps=layer_norm_eps, initializer_range=initializer_range,
+                       vocab_size=token_embedding.input_dim, hidden_size=token_embedding.output_dim)
         self.transform_dense = BertDense(
             self.hidden_size,
             activation=get_activation(hidden_act),
@@ -133,12 +131,4 @@ class MaskedLMHead(keras.layers.Layer):
         return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, positions_shape), "float32")
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_act=self.hidden_act,
-            layer_norm_eps=self.layer_norm_eps,
-            initializer_range=self.initializer_range,
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-        )
-        return config
+        return arguments_config(self, super().get_config())

@@ -2,11 +2,12 @@
 
 import keras
 
-from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl import backends
+from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import BertSelfAttention
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -51,27 +52,12 @@ class BertEncoderBlock(keras.layers.Layer):
     (2, 5, 8)
     """
 
-    def __init__(
-        self,
-        hidden_size,
-        num_heads,
-        intermediate_size,
-        hidden_act="gelu",
-        dropout=0.0,
-        attention_dropout=0.0,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
-        **kwargs,
-    ):
+    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act="gelu", dropout=0.0, attention_dropout=0.0,
+                 layer_norm_eps=1e-12, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        keep_arguments(self, hidden_size=hidden_size, num_heads=num_heads, intermediate_size=intermediate_size,
+                       hidden_act=hidden_act, dropout=dropout, attention_dropout=attention_dropout,
+                       layer_norm_eps=layer_norm_eps, initializer_range=initializer_range)
 
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
@@ -135,15 +121,4 @@ class BertEncoderBlock(keras.layers.Layer):
                                                   split_at=split_at)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            layer_norm_eps=self.layer_norm_eps,
-            initializer_range=self.initializer_range,
-        )
-        return config
+        return arguments_config(self, super().get_config())

@@ -149,23 +149,9 @@ class BertPretrainer(BertTask):
                     "BertPretrainer objective='ltr' takes no preprocessor (BertMaskedLMPreprocessor masks tokens); "
                     "feed it tf_pretraining_objectives.left_to_right_lm_batch's (x, y)."
                 )
-            self._build_left_to_right(backbone, objective, **kwargs)
-            return
-        # === Layers ===
-        masked_lm_head = _masked_lm_head(backbone)
-        has_nsp = objective in ("mlm_nsp", "sop")
-        next_sentence_head = dense_head(2, backbone, name="next_sentence_head")[1] if has_nsp else None
-
-        # === Functional graph ===
-        inputs = dict(backbone.input)
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        backbone_outputs = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
-        masked_lm_logits = masked_lm_head(backbone_outputs["sequence_output"], inputs["masked_lm_positions"])
-        outputs = {"masked_lm_logits": masked_lm_logits}
-        if has_nsp:
-            outputs["next_sentence_logits"] = keras.layers.Activation(
-                "linear", dtype="float32", name="next_sentence_logits"
-            )(next_sentence_head(backbone_outputs["pooled_output"]))
+            inputs, outputs, masked_lm_head, next_sentence_head = _left_to_right_graph(backbone)
+        else:
+            inputs, outputs, masked_lm_head, next_sentence_head = _masked_lm_graph(backbone, objective)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
@@ -174,27 +160,14 @@ class BertPretrainer(BertTask):
         self.hf_architecture = _HF_ARCHITECTURES[objective]
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
-        self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss")
-        self.masked_lm_perplexity = _Perplexity(name="masked_lm_perplexity")
-        if has_nsp:
+        if objective == "ltr":
+            self.add_mean_metrics("lm_accuracy", "lm_loss")
+            self.lm_perplexity = _Perplexity(name="lm_perplexity")
+        else:
+            self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss")
+            self.masked_lm_perplexity = _Perplexity(name="masked_lm_perplexity")
+        if next_sentence_head is not None:
             self.add_mean_metrics("next_sentence_accuracy", "next_sentence_loss")
-
-    def _build_left_to_right(self, backbone, objective, **kwargs):
-        """The "ltr" model: `lm_logits` [batch, seq, vocab] from the masked-LM head at every position."""
-        # === Layers ===
-        lm_head = _masked_lm_head(backbone)
-        # === Functional graph ===
-        inputs = dict(backbone.input)
-        lm_logits = lm_head(backbone(inputs)["sequence_output"])  # [batch, seq, vocab]
-        super().__init__(inputs=inputs, outputs={"lm_logits": lm_logits}, **kwargs)
-        # === Config ===
-        self.backbone = backbone
-        self.objective = objective
-        self.hf_architecture = _HF_ARCHITECTURES[objective]
-        self.masked_lm_head = lm_head
-        self.next_sentence_head = None
-        self.add_mean_metrics("lm_accuracy", "lm_loss")
-        self.lm_perplexity = _Perplexity(name="lm_perplexity")
 
     # ------------------------------------------------------------------------------------- loss
     def pretraining_losses(self, y, y_pred, sample_weight=None):
@@ -352,6 +325,36 @@ def _masked_lm_head(backbone):
         dtype=backbone.dtype_policy,
         name="masked_lm_head",
     )
+
+
+def _masked_lm_graph(backbone, objective):
+    """(inputs, outputs, masked-LM head, next-sentence head or None) of the masked-LM model of `objective`:
+    `masked_lm_logits` at `masked_lm_positions`, and with "mlm_nsp" / "sop" `next_sentence_logits`."""
+    # === Layers ===
+    masked_lm_head = _masked_lm_head(backbone)
+    has_nsp = objective in ("mlm_nsp", "sop")
+    next_sentence_head = dense_head(2, backbone, name="next_sentence_head")[1] if has_nsp else None
+
+    # === Functional graph ===
+    inputs = dict(backbone.input)
+    inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+    backbone_outputs = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    masked_lm_logits = masked_lm_head(backbone_outputs["sequence_output"], inputs["masked_lm_positions"])
+    outputs = {"masked_lm_logits": masked_lm_logits}
+    if has_nsp:
+        outputs["next_sentence_logits"] = keras.layers.Activation(
+            "linear", dtype="float32", name="next_sentence_logits"
+        )(next_sentence_head(backbone_outputs["pooled_output"]))
+    return inputs, outputs, masked_lm_head, next_sentence_head
+
+
+def _left_to_right_graph(backbone):
+    """(inputs, outputs, LM head, None) of the "ltr" model: `lm_logits` [batch, seq, vocab] from the masked-LM
+    head at every position."""
+    lm_head = _masked_lm_head(backbone)
+    inputs = dict(backbone.input)
+    lm_logits = lm_head(backbone(inputs)["sequence_output"])  # [batch, seq, vocab]
+    return inputs, {"lm_logits": lm_logits}, lm_head, None
 
 
 def stored_objective(path):

@@ -127,23 +127,15 @@ def run(args, tokenizer=None):
             tf.io.gfile.makedirs(parent)
 
     stats = {}
+    documents = pretraining_documents.read_documents(
+        input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"), stats=stats)
     instances = pretraining_instances.create_training_instances(
-        pretraining_documents.read_documents(input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"),
-                                        stats=stats),
-        list(tokenizer.vocab.keys()),
-        random.Random(args.random_seed),
-        max_seq_length=args.max_seq_length,
-        dupe_factor=args.dupe_factor,
-        short_seq_prob=args.short_seq_prob,
-        masked_lm_prob=args.masked_lm_prob,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        do_whole_word_mask=args.do_whole_word_mask,
-        sentence_order=args.sentence_order,
-        shard_size_documents=args.shard_size_documents or None,
-        do_masking=not args.dynamic_masking,
-        stats=stats,
-        mask_token_prob=args.mask_token_prob,
-        keep_token_prob=args.keep_token_prob,
+        documents, list(tokenizer.vocab.keys()), random.Random(args.random_seed),
+        max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
+        masked_lm_prob=args.masked_lm_prob, max_predictions_per_seq=args.max_predictions_per_seq,
+        do_whole_word_mask=args.do_whole_word_mask, sentence_order=args.sentence_order,
+        shard_size_documents=args.shard_size_documents or None, do_masking=not args.dynamic_masking, stats=stats,
+        mask_token_prob=args.mask_token_prob, keep_token_prob=args.keep_token_prob,
         random_token_prob=args.random_token_prob,
     )
     start = time.time()

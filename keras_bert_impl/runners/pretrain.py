@@ -193,19 +193,13 @@ def train_and_evaluate(args, distribution, write_dir=None):
                 is_training=True, seed=args.seed,
             ), args.objective)
 
+        # A non-finite loss stops the run naming the step; the newest checkpoint stays a finite one.
+        guard = divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR))
         outcome = resumable.run_training(
-            model,
-            train_dataset,
-            num_train_steps=args.num_train_steps,
-            output_dir=args.output_dir,
-            save_checkpoints_steps=args.save_checkpoints_steps,
-            iterations_per_loop=args.iterations_per_loop,
-            keep_checkpoint_max=args.keep_checkpoint_max,
-            steps_per_execution=args.steps_per_execution,
-            verbose=verbose,
-            # A non-finite loss stops the run naming the step; the newest checkpoint stays a finite one.
-            callbacks=[divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR))],
-            write_dir=write_dir,
+            model, train_dataset, num_train_steps=args.num_train_steps, output_dir=args.output_dir,
+            save_checkpoints_steps=args.save_checkpoints_steps, iterations_per_loop=args.iterations_per_loop,
+            keep_checkpoint_max=args.keep_checkpoint_max, steps_per_execution=args.steps_per_execution,
+            verbose=verbose, callbacks=[guard], write_dir=write_dir,
         )
         # The last update can make the weights non-finite while every logged loss was finite.
         divergence.check_finite_weights(model, f"step {outcome['global_step']}")
