@@ -46,11 +46,11 @@ def build_parser():
 
 def run(args):
     """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
+    if not os.path.isdir(args.model_dir):
+        raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
     if keras.backend.backend() != "tensorflow":
         raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
                              f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
-    if not os.path.isdir(args.model_dir):
-        raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
     from keras_bert_impl.export.tf_saved_model import export_from_directory  # TensorFlow: imported once needed
 
     try:
