@@ -196,10 +196,10 @@ def gemm_gflops(warmup, repeats, m=1024, k=768, n=3072):
         else:
             import torch
 
-            from keras_bert_impl.backends import torch_ops  # float32: oneDNN, as BertDense; bfloat16: torch.matmul
+            from keras_bert_impl import backends  # float32: oneDNN, as BertDense; bfloat16: torch.matmul
 
             a, b = torch.from_numpy(a32).to(getattr(torch, dtype)), torch.from_numpy(b32).to(getattr(torch, dtype))
-            run = lambda: torch_ops.dense(a, b)  # noqa: E731
+            run = lambda: backends.dense(a, b)  # noqa: E731
         out[dtype] = 2 * m * k * n / 1e9 / statistics.median(timed(run, warmup + 2, repeats * 4))
     return out
 
@@ -288,10 +288,10 @@ OURS_VARIANTS = {
     # Keras' per-variable optimizer loop instead of torch's fused AdamW kernel (torch)
     "ours_keras_adamw": ("keras_bert_impl.backends.torch_adamw", "supports_fused_update", lambda grads, v: False),
     # the last encoder block computed whole and sliced into its [CLS] row and the rest, instead of as two parts
-    "ours_whole_last_block": ("keras_bert_impl.layers.transformer_encoder", "_computes_whole_then_splits",
+    "ours_whole_last_block": ("keras_bert_impl.backends", "computes_whole_then_splits",
                               lambda training: True),
     # matmuls with float32 results and float32 bias and activation under bfloat16, as on JAX's CPU (JAX)
-    "ours_float32_epilogue": ("keras_bert_impl.layers.dense", "_float32_epilogue",
+    "ours_float32_epilogue": ("keras_bert_impl.backends", "float32_epilogue",
                               lambda compute_dtype, training: compute_dtype == "bfloat16"),
 }
 

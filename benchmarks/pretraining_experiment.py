@@ -73,7 +73,7 @@ def run_pipeline(work_dir):
 
 def heldout_baselines(heldout_pattern):
     """(most-frequent-token accuracy, that token's id, majority NSP accuracy, #masked labels, #instances)."""
-    from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
 
     tokens, nsp = collections.Counter(), collections.Counter()
     for _, y in pretraining_dataset(heldout_pattern, 128, 20, 256, is_training=False).as_numpy_iterator():
@@ -86,7 +86,7 @@ def heldout_baselines(heldout_pattern):
 
 
 def summarize(work_dir, heldout_pattern, output):
-    from keras_bert_impl.training.resumable import read_metrics_log
+    from keras_bert_impl.training.metrics_log import read_metrics_log
 
     out = os.path.join(work_dir, "out")
     metrics_path = os.path.join(out, "metrics.json")

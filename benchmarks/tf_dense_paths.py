@@ -1,16 +1,16 @@
 """The input gradient of BERT's dense products on TensorFlow's CPU, dy @ kernel^T, two ways, and the whole
-forward and backward of `tf_ops.dense` against Keras' Dense product:
+forward and backward of `tf_ops.dense_with_transposed_gradient` against Keras' Dense product:
 
     python benchmarks/tf_dense_paths.py [--rounds 25]
 
 "transpose_b": `tf.matmul(dy, kernel, transpose_b=True)`, TensorFlow's MatMul gradient; "written out": the
-product with the kernel's transpose computed first (`backends/tf_ops._input_gradient_written_out`, a 3D transpose,
-which TensorFlow's graph optimizer leaves in place), what `tf_ops.dense` computes where in <= out. Then one
-forward and backward (output, input, kernel and bias gradients) of `tf.matmul` + bias as Keras' Dense
-computes it, and of `tf_ops.dense`. Shapes: bert_small's at 16 x 128 (2048 rows) and bert_base's at 8 x 128
-(1024 rows), as (rows, in, out). Each case is a tf.function; the cases run in turn, round by round. Prints
-the median milliseconds, the GFLOP/s and the largest difference between the two ways relative to the
-largest value. Not a test.
+product with the kernel's transpose computed first (`backends/tf_ops._input_gradient_written_out`, a 3D
+transpose, which TensorFlow's graph optimizer leaves in place), what `tf_ops.dense_with_transposed_gradient`
+computes where in <= out. Then one forward and backward (output, input, kernel and bias gradients) of
+`tf.matmul` + bias as Keras' Dense computes it, and of `tf_ops.dense_with_transposed_gradient`. Shapes:
+bert_small's at 16 x 128 (2048 rows) and bert_base's at 8 x 128 (1024 rows), as (rows, in, out). Each case
+is a tf.function; the cases run in turn, round by round. Prints the median milliseconds, the GFLOP/s and
+the largest difference between the two ways relative to the largest value. Not a test.
 """
 
 import argparse
@@ -60,11 +60,11 @@ def main():
             "transpose_b": (tf.function(lambda d, k: tf.matmul(d, k, transpose_b=True)), (dy, kernel)),
             "written out": (tf.function(tf_ops._input_gradient_written_out), (dy, kernel)),
             "keras dense": (forward_backward(keras_dense), (x, kernel, bias, dy)),
-            "tf_ops.dense": (forward_backward(tf_ops.dense), (x, kernel, bias, dy)),
+            "transposed gradient": (forward_backward(tf_ops.dense_with_transposed_gradient), (x, kernel, bias, dy)),
         }
         results = {name: fn(*inputs) for name, (fn, inputs) in cases.items()}
         error = max(float(tf.reduce_max(tf.abs(a - b)) / tf.reduce_max(tf.abs(a)))
-                    for a, b in zip(results["keras dense"], results["tf_ops.dense"]))
+                    for a, b in zip(results["keras dense"], results["transposed gradient"]))
         gradient_error = float(tf.reduce_max(tf.abs(results["transpose_b"] - results["written out"]))
                                / tf.reduce_max(tf.abs(results["transpose_b"])))
         times = {name: [] for name in cases}
@@ -78,8 +78,8 @@ def main():
         print(f"[{rows}, {fan_out}] x [{fan_in}, {fan_out}]^T: transpose_b {median['transpose_b'] * 1e3:.2f} ms "
               f"({flops / median['transpose_b'] / 1e9:.0f} GFLOP/s), written out {median['written out'] * 1e3:.2f} ms "
               f"({flops / median['written out'] / 1e9:.0f} GFLOP/s; max relative difference {gradient_error:.1e}); "
-              f"forward and backward: Keras' product {median['keras dense'] * 1e3:.2f} ms, tf_ops.dense "
-              f"{median['tf_ops.dense'] * 1e3:.2f} ms ({median['keras dense'] / median['tf_ops.dense']:.2f}x; "
+              f"forward and backward: Keras' product {median['keras dense'] * 1e3:.2f} ms, dense_with_transposed_gradient "
+              f"{median['transposed gradient'] * 1e3:.2f} ms ({median['keras dense'] / median['transposed gradient']:.2f}x; "
               f"max relative difference {error:.1e})")
 
 

@@ -3,7 +3,7 @@
     python benchmarks/torch_dense_paths.py [--rounds 20]
 
 "addmm": `torch.addmm(bias, x, kernel)`, what `torch.nn.functional.linear` and Keras' Dense compute on torch
-(MKL's sgemm); "onednn": `backends/torch_ops.dense` (oneDNN's products, what `BertDense` and
+(MKL's sgemm); "onednn": `backends/torch_ops.onednn_dense` (oneDNN's products, what `BertDense` and
 `BertEinsumDense` run in float32 on the CPU). Each shape is bert_small's at 16 x 128 (2048 rows) or
 bert_base's vocabulary product; the two paths run in turn, round by round. Prints, per shape, the median
 milliseconds of one forward and backward of each path, their ratio, the largest difference of the output
@@ -44,7 +44,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
-    paths = {"addmm": lambda x, k, b: torch.addmm(b, x, k), "onednn": torch_ops.dense}
+    paths = {"addmm": lambda x, k, b: torch.addmm(b, x, k), "onednn": torch_ops.onednn_dense}
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for rows, fan_in, fan_out in SHAPES:
         generator = torch.Generator().manual_seed(0)

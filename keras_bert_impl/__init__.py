@@ -6,8 +6,10 @@ folder), which `tests/test_architecture.py` checks:
     utils, backends < config, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
     < training < tasks < export < runners
 
-`backends/` holds the backend-specific fast paths, one module per backend, imported only under that
-backend; everything else is keras and keras.ops only. What is TensorFlow by nature (in-graph tokenization,
+`backends/` holds the backend-specific fast paths: one function per operation (`backends.dense`,
+`backends.attention`, ...) chooses the path, the fast paths are one module per backend, imported only under
+that backend; everything else is keras and keras.ops only. The private Keras APIs the package relies on are in
+`utils/keras_compat.py` only. What is TensorFlow by nature (in-graph tokenization,
 tf.data pipelines, TFRecords, TF1 checkpoints, tf.distribute, SavedModel export) is in the modules named
 `tf_*` and in `export/`, `training/distribute.py` and `checkpoints/tf1_checkpoint.py`, imported on demand.
 The public classes below are backend-neutral.

@@ -19,55 +19,7 @@ import os
 os.environ["KERAS_BACKEND"] = "tensorflow"  # the export is a TensorFlow graph, whatever trained the model
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from keras_bert_impl.runners.cli import run_main  # noqa: E402
-from keras_bert_impl.runners.flags import FlagParser  # noqa: E402
-from keras_bert_impl.utils.errors import UserInputError  # noqa: E402
-
-
-def build_parser():
-    parser = FlagParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model_dir", required=True, help="Directory written by save_pretrained.")
-    parser.add_argument("--export_dir", required=True, help="Where the SavedModel goes, e.g. saved_models/NAME.")
-    parser.add_argument("--vocab_file", default=None, help="Default: the model directory's vocab.txt.")
-    parser.add_bool_flag("do_lower_case", None, "Lower-case the input. Default: tokenizer_config.json's.")
-    parser.add_argument("--max_seq_length", type=int, default=None,
-                        help="Tokens per input. Default: config.json's max_seq_length, else 128.")
-    parser.add_bool_flag("text_pair", False, "The classifier takes a text pair (text, text_pair).")
-    parser.add_bool_flag("version_2_with_negative", None,
-                         "SQuAD v2.0 model (may answer ''). Default: config.json's squad entry, or a threshold given.")
-    parser.add_argument("--null_score_diff_threshold", type=float, default=None,
-                        help="SQuAD v2.0 models: answer '' when the null score wins by more than this.")
-    parser.add_argument("--max_answer_length", type=int, default=None, help="Longest answer in tokens (default 30).")
-    parser.add_argument("--n_best_size", type=int, default=None,
-                        help="Candidate starts and ends per question, as run_squad.py (default 20).")
-    return parser
-
-
-def run(args):
-    """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
-    if not os.path.isdir(args.model_dir):
-        raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
-    from keras_bert_impl.export.tf_saved_model import export_from_directory  # TensorFlow: imported once needed
-
-    try:
-        task, export_dir = export_from_directory(
-            args.model_dir, args.export_dir, vocab_file=args.vocab_file, max_seq_length=args.max_seq_length,
-            text_pair=args.text_pair, null_score_diff_threshold=args.null_score_diff_threshold,
-            do_lower_case=args.do_lower_case, max_answer_length=args.max_answer_length,
-            n_best_size=args.n_best_size, version_2_with_negative=args.version_2_with_negative,
-        )
-    except UserInputError:
-        raise
-    except ValueError as error:  # a directory lacking what the export needs: its message names the file
-        raise UserInputError(str(error)) from error
-    print(f"Exported the {task} of {args.model_dir} to {export_dir}")
-    return task, export_dir
-
-
-def main(argv=None):
-    """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
-
+from keras_bert_impl.runners.export_savedmodel import build_parser, main, run  # noqa: E402, F401
 
 if __name__ == "__main__":
     main()

@@ -1,4 +1,5 @@
-"""recipes/ablations.py: every step of Tables 5, 8 and 7 is a command its recipe accepts, with the same data,
+"""recipes/ablations.py (keras_bert_impl/runners/ablations.py, ablation_plan.py, experiment_steps.py): every step
+of Tables 5, 8 and 7 is a command its recipe accepts, runs the package module that recipe calls, with the same data,
 steps and seeds across a table's rows; and `--smoke` runs Tables 5 and 7 end to end at toy size (a corpus
 written here, a tiny model, 2 pretraining steps, one epoch on a few examples of each shipped set; Table 7 on
 a tiny random backbone standing in for MiniLM), writing every row and column of the paper's layout with
@@ -24,8 +25,8 @@ import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.runners import ablations
-from keras_bert_impl.runners.ablations import Step
+from keras_bert_impl.runners import ablation_plan, ablations, experiment_steps
+from keras_bert_impl.runners.experiment_steps import Step
 from tests.finetuning_files import REPO, load_recipe, subprocess_env
 
 TOPICS = [
@@ -99,7 +100,7 @@ def test_every_step_is_a_command_its_recipe_accepts_with_the_same_data_steps_and
         args = ablations.build_parser(REPO).parse_args([
             f"--table={number}", f"--work_dir={tmp_path / 'work'}", f"--corpus_dir={tmp_path / 'corpus'}",
             f"--init_checkpoint={stand_in}", "--sizes=examples_per_task=0"])
-        tables[number] = ablations.TABLES[number](ablations.Plan(args, REPO))
+        tables[number] = ablations.TABLES[number](ablation_plan.Plan(args, REPO))
         for step in tables[number].steps:
             name = os.path.basename(step.script)[: -len(".py")]
             parsers.setdefault(name, load_recipe(name).build_parser)
@@ -126,7 +127,7 @@ def test_every_step_is_a_command_its_recipe_accepts_with_the_same_data_steps_and
     data = [c.split() for c in commands[8] if "create_pretraining_data.py" in c and "/train.txt" in c]
     assert [[a for a in c if a.split("=")[0].endswith("_token_prob")] for c in data] == [
         [f"--mask_token_prob={m}", f"--keep_token_prob={k}", f"--random_token_prob={r}"]
-        for m, k, r in ablations.MASKING_SPLITS]
+        for m, k, r in ablation_plan.MASKING_SPLITS]
     assert len({next(a for a in c if a.startswith("--random_seed")) for c in data}) == 1
     assert set(commands[5]) & set(commands[8]) >= {s.command() for s in tables[5].steps if "mlm_nsp" in s.name and not s.name.startswith("qa")}
     # Table 7: the fine-tuning row, then one feature-based row per preset, in the paper's order.
@@ -199,7 +200,7 @@ def test_a_step_reruns_over_a_new_run_of_a_step_it_needs_and_is_skipped_over_the
                         str(work_dir / "finetune"), needs=("pretrain",))
         records = {}
         for step in (pretrain, finetune):
-            records[step.name] = ablations.run_step(step, str(work_dir), str(repo), records=records)
+            records[step.name] = experiment_steps.run_step(step, str(work_dir), str(repo), records=records)
         return {name: r["skipped"] for name, r in records.items()}
 
     assert run(1e-3) == {"pretrain": False, "finetune": False}
@@ -211,17 +212,17 @@ def test_a_step_reruns_over_a_new_run_of_a_step_it_needs_and_is_skipped_over_the
     assert run(1e-4) == {"pretrain": True, "finetune": True}
     assert open(log).read().split() == ["pretrain", "finetune", "pretrain", "finetune"]
     # A pretraining record lost: it runs again (same command, new run), and the fine-tuning with it.
-    os.remove(work_dir / ablations.STEPS_DIR / "pretrain.json")
+    os.remove(work_dir / experiment_steps.STEPS_DIR / "pretrain.json")
     assert run(1e-4) == {"pretrain": False, "finetune": False}
     with pytest.raises(ValueError, match=r"finetune needs \['pretrain'\]"):
-        ablations.run_step(Step("finetune", "step.py", [], needs=("pretrain",)), str(work_dir), str(repo))
+        experiment_steps.run_step(Step("finetune", "step.py", [], needs=("pretrain",)), str(work_dir), str(repo))
 
 
 def test_every_table_step_needs_the_steps_whose_output_its_flags_read(tmp_path):
     # Table 5 and 8: each pretraining needs its data steps; each fine-tuning of a pretrained model needs it.
     for number in (5, 8):
         args = ablations.build_parser(REPO).parse_args([f"--table={number}", f"--work_dir={tmp_path}"])
-        table = ablations.TABLES[number](ablations.Plan(args, REPO))
+        table = ablations.TABLES[number](ablation_plan.Plan(args, REPO))
         by_name = {s.name: s for s in table.steps}
         for step in table.steps:
             for need in step.needs:
@@ -238,3 +239,52 @@ def test_every_table_step_needs_the_steps_whose_output_its_flags_read(tmp_path):
             elif step.name.startswith("data_"):
                 assert step.needs == ("vocab",)
         assert by_name["vocab"].needs == ("corpus",)
+
+
+def test_every_recipe_step_runs_the_package_module_its_recipe_calls(tmp_path):
+    """The runner module of each recipe a table's steps name is keras_bert_impl.runners.<the recipe's name>,
+    and the recipe file is a thin call of that module's main (read with ast: it imports `main` from it)."""
+    import ast
+
+    scripts = set()
+    for number in (5, 8, 7):
+        args = ablations.build_parser(REPO).parse_args([f"--table={number}", f"--work_dir={tmp_path}",
+                                                        f"--init_checkpoint={tmp_path}"])
+        if number == 7:
+            BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
+                       intermediate_size=32).to_json_file(str(tmp_path / "config.json"))
+        scripts |= {s.script for s in ablations.TABLES[number](ablation_plan.Plan(args, REPO)).steps}
+    recipes = sorted(s for s in scripts if s.startswith("recipes/"))
+    assert recipes == ["recipes/create_pretraining_data.py", "recipes/learn_vocab.py", "recipes/pretrain.py",
+                       "recipes/run_glue.py", "recipes/run_ner.py", "recipes/run_squad.py"]
+    assert set(recipes) <= set(experiment_steps.RUNNERS)
+    for script, module in experiment_steps.RUNNERS.items():
+        name = os.path.basename(script)[: -len(".py")]
+        assert module == f"keras_bert_impl.runners.{name}"
+        tree = ast.parse(open(os.path.join(REPO, script), encoding="utf-8").read())
+        imported = {(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    for alias in node.names}
+        assert (module, "main") in imported, script
+
+
+def test_a_recipe_step_runs_its_module_with_python_m_and_in_process_calls_its_main(tmp_path, monkeypatch):
+    """Subprocess: `python -m keras_bert_impl.runners.<name> <flags>` from the repository root, its command
+    as a user types it (`python recipes/<name>.py <flags>`); `in_process`: the module's `main(flags)`."""
+    calls = []
+    monkeypatch.setattr(experiment_steps.subprocess, "run",
+                        lambda argv, cwd, env: calls.append((argv, cwd)) or subprocess.CompletedProcess(argv, 0))
+    step = Step("vocab", "recipes/learn_vocab.py", ["--input_files=a.txt", "--quiet"], str(tmp_path / "vocab"))
+    record = experiment_steps.run_step(step, str(tmp_path / "work"), REPO)
+    assert calls == [([sys.executable, "-m", "keras_bert_impl.runners.learn_vocab", "--input_files=a.txt", "--quiet"],
+                      REPO)]
+    assert record["command"] == "python recipes/learn_vocab.py --input_files=a.txt --quiet"
+
+    runner = tmp_path / "modules" / "fake_runner.py"
+    runner.parent.mkdir()
+    runner.write_text("def main(argv):\n    open(argv[0], 'w').write(' '.join(argv[1:]))\n")
+    monkeypatch.syspath_prepend(str(runner.parent))
+    monkeypatch.setitem(experiment_steps.RUNNERS, "recipes/fake.py", "fake_runner")
+    out = tmp_path / "out.txt"
+    step = Step("fake", "recipes/fake.py", [str(out), "--flag=1"])
+    assert not experiment_steps.run_step(step, str(tmp_path / "work"), REPO, in_process=True)["skipped"]
+    assert out.read_text() == "--flag=1" and len(calls) == 1

@@ -273,3 +273,96 @@ def test_the_special_token_check_sees_a_packer_written_again(tmp_path):
 @pytest.mark.parametrize("module", ["tokenizers/packing.py", "tokenizers/basic_tokenizer.py", "tokenizers/vocabulary.py"])
 def test_the_python_tokenizer_modules_import_no_backend_library_at_module_level(module):
     test_backend_neutral_code_imports_no_backend_library_at_module_level(module)
+
+
+# --- Modules by concept (none over 600 lines), no recipe loaded by path, private Keras APIs only in
+# --- utils/keras_compat.py (issue #41, items 4 and 6).
+
+MAX_MODULE_LINES = 600
+COMPAT_MODULE = f"{PACKAGE}.utils.keras_compat"
+# The `_`-prefixed (or keras.src-only) names of Keras objects the package relies on; only keras_compat may use
+# them (as attributes, method overrides, names or getattr strings). tests/test_keras_compat.py checks that
+# Keras still has each of them.
+PRIVATE_KERAS_NAMES = {
+    "_inbound_nodes", "_nodes_by_depth", "_flatten_layers", "_seed_generators", "_maybe_symbolic_build",
+    "_distribute_strategy", "_clip_gradients", "_backend_update_step", "_get_variable_index", "_save_state",
+    "H5IOStore", "_get_h5_file", "_collective_all_reduce_multi_worker", "get_global_attribute",
+    "global_seed_generator", "reduce_per_replica",
+}
+# Calls that load a Python file by its path.
+PATH_LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader", "SourcelessFileLoader"}
+
+
+def private_keras_uses(source, path="<source>"):
+    """The places of `source` that import `keras.src` or use a name of `PRIVATE_KERAS_NAMES`, as "line: what"."""
+    found = []
+    for node in ast.walk(ast.parse(source, path)):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.startswith("keras.src")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("keras.src"):
+            found.append(f"{node.lineno}: from {node.module}")
+        names = []
+        if isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.alias):
+            names = [node.name, node.asname or ""]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "getattr", "hasattr", "setattr") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+            names = [str(node.args[1].value)]
+        found += [f"{getattr(node, 'lineno', '?')}: {name}" for name in names if name in PRIVATE_KERAS_NAMES]
+    return found
+
+
+def recipe_loads_by_path(source, path="<source>"):
+    """The calls of `source` that load a file by its path (`PATH_LOADERS`), or `exec`/`open` a path that
+    names recipes, as "line: call"."""
+    found = []
+    for node in ast.walk(ast.parse(source, path)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+        strings = [n.value for arg in node.args for n in ast.walk(arg)
+                   if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        if name in PATH_LOADERS or (name in ("exec", "open", "compile") and any("recipes" in s for s in strings)):
+            found.append(f"{node.lineno}: {name}")
+    return found
+
+
+def test_no_module_of_the_package_is_longer_than_600_lines():
+    long = {name: n for name, path in sorted(_modules().items())
+            if (n := sum(1 for _ in open(path, encoding="utf-8"))) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concept): {long}"
+
+
+def test_the_package_loads_no_recipe_by_path():
+    found = {name: uses for name, path in sorted(_modules().items())
+             if (uses := recipe_loads_by_path(open(path, encoding="utf-8").read(), path))}
+    assert not found, f"the package loads files by path (import keras_bert_impl.runners.<name> instead): {found}"
+
+
+def test_only_keras_compat_uses_private_keras_apis():
+    found = {name: uses for name, path in sorted(_modules().items())
+             if name != COMPAT_MODULE and (uses := private_keras_uses(open(path, encoding="utf-8").read(), path))}
+    assert not found, f"private Keras APIs outside {COMPAT_MODULE}: {found}"
+    assert private_keras_uses(open(_modules()[COMPAT_MODULE], encoding="utf-8").read())  # the list is its names
+
+
+def test_the_checks_find_a_private_keras_use_and_a_recipe_loaded_by_path():
+    source = (
+        "from keras.src.saving import saving_lib\n"
+        "import importlib.util, runpy\n"
+        "class Task(keras.Model):\n"
+        "    def _maybe_symbolic_build(self, iterator=None, data_batch=None):\n"
+        "        return getattr(self, '_distribute_strategy', None), self.layer._inbound_nodes\n"
+        "spec = importlib.util.spec_from_file_location('r', 'recipes/pretrain.py')\n"
+        "runpy.run_path('x.py')\n"
+        "exec(open(os.path.join(REPO, 'recipes', 'pretrain.py')).read())\n"
+        "open('data/train.txt')\n"
+    )
+    assert sorted(private_keras_uses(source)) == ["1: from keras.src.saving", "4: _maybe_symbolic_build",
+                                                  "5: _distribute_strategy", "5: _inbound_nodes"]
+    assert recipe_loads_by_path(source) == ["6: spec_from_file_location", "7: run_path", "8: exec", "8: open"]

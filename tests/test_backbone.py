@@ -166,7 +166,7 @@ def test_a_user_head_reading_only_pooled_output_skips_the_last_blocks_other_rows
 
 def test_tensorflow_backward_of_the_last_blocks_parts_concatenates_and_pads_nothing():
     """On TensorFlow the last block's two parts are cut from its input with one split, for the queries and
-    for the residuals (`layers/attention.split_rows`): a token head's gradient concatenates the parts'
+    for the residuals (`backends.split_rows`): a token head's gradient concatenates the parts'
     gradients, with no `StridedSliceGrad` (a zero-padded [batch, seq, H] copy per slice)."""
     if keras.backend.backend() != "tensorflow":
         pytest.skip("TensorFlow's gradient graph")

@@ -133,11 +133,11 @@ def test_gpu_pretraining_smoke_times_every_library_and_writes_a_complete_table(t
 
 def test_a_variant_replaces_its_path_during_each_step_only():
     bench_case = _bench_case()
-    from keras_bert_impl.layers import dense
+    from keras_bert_impl import backends
 
-    original, seen = dense._float32_epilogue, []
+    original, seen = backends.float32_epilogue, []
     step = bench_case._with_path_replaced(bench_case.OURS_VARIANTS["ours_float32_epilogue"],
-                                          lambda: seen.append(dense._float32_epilogue("bfloat16", True)))
+                                          lambda: seen.append(backends.float32_epilogue("bfloat16", True)))
     step()
     step()
-    assert seen == [True, True] and dense._float32_epilogue is original
+    assert seen == [True, True] and backends.float32_epilogue is original

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.training import resumable as training
+from keras_bert_impl.training import checkpoint_store, metrics_log, random_state
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 
 
@@ -25,38 +25,38 @@ def train_steps(model, steps):
 def test_garbage_inside_newest_checkpoint_falls_back_to_previous_with_one_warning(tmp_path):
     model = small_model()
     train_steps(model, 2)
-    training.save_checkpoint(model, str(tmp_path))
+    checkpoint_store.save_checkpoint(model, str(tmp_path))
     train_steps(model, 2)
-    _, newest = training.save_checkpoint(model, str(tmp_path))
+    _, newest = checkpoint_store.save_checkpoint(model, str(tmp_path))
     size = os.path.getsize(newest)
     with open(newest, "r+b") as f:  # 4 KB of garbage in the middle
         f.seek(size // 2 - 2048)
         f.write(os.urandom(4096))
     restored = small_model()
     with pytest.warns(UserWarning, match="Skipping checkpoint .*ckpt-00000004.*sha256") as caught:
-        assert training.restore_latest_checkpoint(restored, str(tmp_path)) == 2
+        assert checkpoint_store.restore_latest_checkpoint(restored, str(tmp_path)) == 2
     assert len([w for w in caught if "Skipping checkpoint" in str(w.message)]) == 1
-    with open(training.checkpoint_path(str(tmp_path), 2), "r+b") as f:
+    with open(checkpoint_store.checkpoint_path(str(tmp_path), 2), "r+b") as f:
         f.seek(100)
         f.write(b"\0" * 64)
     with pytest.raises(UserInputError, match=str(tmp_path)):
-        training.restore_latest_checkpoint(small_model(), str(tmp_path))
+        checkpoint_store.restore_latest_checkpoint(small_model(), str(tmp_path))
 
 
 def test_full_disk_raises_oserror_naming_the_file_and_keeps_previous_checkpoint(tmp_path, monkeypatch):
     model = small_model()
     train_steps(model, 2)
-    training.save_checkpoint(model, str(tmp_path))
+    checkpoint_store.save_checkpoint(model, str(tmp_path))
     train_steps(model, 2)
 
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(training.os, "fsync", full_disk)
+    monkeypatch.setattr(checkpoint_store.os, "fsync", full_disk)
     with pytest.raises(OSError, match=r"no space left on device while writing .*ckpt-00000004"):
-        training.save_checkpoint(model, str(tmp_path))
+        checkpoint_store.save_checkpoint(model, str(tmp_path))
     with pytest.raises(OSError, match=r"no space left on device while writing .*best.weights.h5"):
-        training.save_model_weights(model, str(tmp_path / "best.weights.h5"))
+        checkpoint_store.save_model_weights(model, str(tmp_path / "best.weights.h5"))
     assert sorted(os.listdir(tmp_path)) == ["ckpt-00000002.weights.h5", "ckpt-00000002.weights.h5.sha256"]
 
 
@@ -66,18 +66,18 @@ def test_non_finite_weight_is_never_saved_as_a_checkpoint(tmp_path):
     kernel = model.layers[0].kernel
     kernel.assign(np.full(kernel.shape, np.nan, "float32"))
     with pytest.raises(TrainingDivergedError, match=r"step 2: variable .*kernel is not finite"):
-        training.save_checkpoint(model, str(tmp_path))
-    assert training.list_checkpoints(str(tmp_path)) == []
+        checkpoint_store.save_checkpoint(model, str(tmp_path))
+    assert checkpoint_store.list_checkpoints(str(tmp_path)) == []
 
 
 def test_dropout_seed_state_round_trips_through_a_checkpoint(tmp_path):
     model = small_model()
     train_steps(model, 3)
-    expected = training.random_states(model)
-    training.save_checkpoint(model, str(tmp_path))
+    expected = random_state.random_states(model)
+    checkpoint_store.save_checkpoint(model, str(tmp_path))
     restored = small_model()
-    training.restore_latest_checkpoint(restored, str(tmp_path))
-    actual = training.random_states(restored)
+    checkpoint_store.restore_latest_checkpoint(restored, str(tmp_path))
+    actual = random_state.random_states(restored)
     assert sorted(actual) == sorted(expected)
     for name in expected:
         np.testing.assert_array_equal(actual[name], expected[name])
@@ -87,6 +87,6 @@ def test_torn_last_line_of_metrics_log_is_dropped_on_resume(tmp_path):
     path = str(tmp_path / "train_log.jsonl")
     with open(path, "w") as f:
         f.write('{"step": 10}\n{"step": 20}\n{"st')
-    assert training.read_metrics_log(path) == [{"step": 10}, {"step": 20}]
-    training.truncate_metrics_log(path, 10)
+    assert metrics_log.read_metrics_log(path) == [{"step": 10}, {"step": 20}]
+    metrics_log.truncate_metrics_log(path, 10)
     assert open(path).read() == '{"step": 10}\n'

@@ -4,7 +4,7 @@ them reaches the pretraining text), each ends a document, and the recipe's summa
 import importlib.util
 import os
 
-from keras_bert_impl.data import pretraining_data
+from keras_bert_impl.data import pretraining_documents
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +38,7 @@ def test_wikiextractor_markup_lines_are_dropped_and_end_documents(tmp_path):
     corpus = tmp_path / "wiki_00"
     corpus.write_text(WIKI, encoding="utf-8")
     stats = {}
-    documents = list(pretraining_data.read_documents([str(corpus)], tokenizer, stats=stats))
+    documents = list(pretraining_documents.read_documents([str(corpus)], tokenizer, stats=stats))
     assert documents == [[["anarchism"]], [["anarchism", "is", "a", "political", "philosophy", "."]],
                          [["the", "history", "of", "anarchism", "stretches", "back", "."]], [["autism"]],
                          [["autism", "is", "a", "condition", "."], ["it", "starts", "early", "."]]]
@@ -46,7 +46,7 @@ def test_wikiextractor_markup_lines_are_dropped_and_end_documents(tmp_path):
     # The same text with a blank line for every markup line gives the same documents.
     plain = tmp_path / "plain.txt"
     plain.write_text("\n".join("" if line.startswith(("<doc", "</doc")) else line for line in WIKI.splitlines()))
-    assert list(pretraining_data.read_documents([str(plain)], tokenizer)) == documents
+    assert list(pretraining_documents.read_documents([str(plain)], tokenizer)) == documents
 
 
 def test_create_pretraining_data_summary_counts_the_dropped_lines(tmp_path, capsys):

@@ -113,7 +113,7 @@ def test_attention_projections_equal_keras_einsum_dense_in_values_and_gradients(
 
 @pytest.mark.parametrize("input_shape, use_bias", [((3, 5, 8), True), ((4, 8), True), ((3, 5, 8), False)])
 def test_dense_equals_keras_dense_in_values_and_gradients(input_shape, use_bias):
-    """BertDense in float32 (torch: through `torch_ops.dense`, oneDNN's products) gives Keras' Dense's output
+    """BertDense in float32 (torch: through `torch_ops.onednn_dense`, oneDNN's products) gives Keras' Dense's output
     and gradients: its kernel's and bias's, and its input's, which reach the Keras layer below it."""
     from tests.backend_utils import trainable_gradients
 
@@ -140,7 +140,7 @@ def test_dense_equals_keras_dense_in_values_and_gradients(input_shape, use_bias)
 
 
 def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
-    """`torch_ops.dense` in float32 on the CPU is the oneDNN autograd function; its output and the gradients
+    """`backends.dense` in float32 on torch's CPU is the oneDNN autograd function; its output and the gradients
     of its input, kernel (here a transposed view, as the masked-LM head passes the word embeddings) and
     bias equal a float64 matmul's to float32 rounding. A frozen kernel gets no gradient; bfloat16 takes
     torch.matmul."""
@@ -148,7 +148,7 @@ def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
         pytest.skip("backends/torch_ops: the torch backend's fast path")
     import torch
 
-    from keras_bert_impl.backends import torch_ops
+    from keras_bert_impl import backends
 
     rng = np.random.RandomState(3)
     x64 = torch.tensor(rng.normal(size=(3, 7, 16)), requires_grad=True)
@@ -157,7 +157,7 @@ def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
     upstream = torch.tensor(rng.normal(size=(3, 7, 10)))
     x, table, bias = (t.detach().float().requires_grad_() for t in (x64, table64, bias64))
 
-    y = torch_ops.dense(x, table.t(), bias)
+    y = backends.dense(x, table.t(), bias)
     assert any("OneDNN" in type(node).__name__ for node in _graph(y.grad_fn))
     (y * upstream.float()).sum().backward()
     y64 = torch.matmul(x64, table64.t()) + bias64
@@ -167,11 +167,11 @@ def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
 
     frozen = table.detach()
     x.grad = None
-    torch_ops.dense(x, frozen.t()).sum().backward()
+    backends.dense(x, frozen.t()).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(frozen.sum(0).numpy(), x.shape), rtol=1e-5)
 
     xb, kb = x.detach().bfloat16(), table.detach().t().bfloat16()
-    assert torch.equal(torch_ops.dense(xb, kb), torch.matmul(xb, kb))
+    assert torch.equal(backends.dense(xb, kb), torch.matmul(xb, kb))
 
 
 def _graph(grad_fn):
@@ -188,15 +188,16 @@ def _graph(grad_fn):
 
 @pytest.mark.parametrize("fan_in, fan_out", [(8, 16), (8, 8), (16, 8)])
 def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_in_at_most_out(fan_in, fan_out):
-    """`tf_ops.dense` in float32: its output and the gradients of its input, kernel and bias equal a float64
-    product's; where in <= out the input's gradient multiplies by a transpose of the kernel computed first
-    (a Transpose op in the gradient's graph, 3D so that TensorFlow's optimizer keeps it), elsewhere by the
-    kernel read transposed (`transpose_b`, TensorFlow's own MatMul gradient)."""
+    """`backends.dense` in float32 on TensorFlow's CPU (`tf_ops.dense_with_transposed_gradient`): its output
+    and the gradients of its input, kernel and bias equal a float64 product's; where in <= out the input's
+    gradient multiplies by a transpose of the kernel computed first (a Transpose op in the gradient's graph,
+    3D so that TensorFlow's optimizer keeps it), elsewhere by the kernel read transposed (`transpose_b`,
+    TensorFlow's own MatMul gradient)."""
     if keras.backend.backend() != "tensorflow":
         pytest.skip("backends/tf_ops: the TensorFlow backend's fast path")
     import tensorflow as tf
 
-    from keras_bert_impl.backends import tf_ops
+    from keras_bert_impl import backends
 
     rng = np.random.RandomState(4)
     x, kernel = rng.normal(size=(3, 5, fan_in)), rng.normal(size=(fan_in, fan_out))
@@ -206,7 +207,7 @@ def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_
     def forward_backward(x, kernel, bias, upstream):
         with tf.GradientTape() as tape:
             tape.watch([x, kernel, bias])
-            y = tf_ops.dense(x, kernel, bias)
+            y = backends.dense(x, kernel, bias)
         return [y] + tape.gradient(y, [x, kernel, bias], output_gradients=upstream)
 
     inputs = [tf.constant(a, tf.float32) for a in (x, kernel, bias, upstream)]

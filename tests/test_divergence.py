@@ -15,7 +15,7 @@ import pytest
 
 from keras_bert_impl.runners import cli
 from keras_bert_impl.runners.finetuning import BEST_WEIGHTS, BestCheckpoint
-from keras_bert_impl.training import divergence, resumable
+from keras_bert_impl.training import checkpoint_store, divergence
 from keras_bert_impl.training.divergence import DivergenceGuard
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
@@ -84,17 +84,17 @@ def test_newest_finite_checkpoint_sets_aside_checkpoints_holding_nan(tmp_path):
     model.compile(optimizer="sgd", loss="mse")
     model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=2, verbose=0)  # 2 steps
     directory = str(tmp_path / "checkpoints")
-    finite_step, finite_path = resumable.save_checkpoint(model, directory)
+    finite_step, finite_path = checkpoint_store.save_checkpoint(model, directory)
     model.layers[0].bias.assign([float("nan")])
     model.optimizer.iterations.assign(4)
     os.makedirs(directory, exist_ok=True)
-    model.save_weights(resumable.checkpoint_path(directory, 4))  # written as a diverged run did before the guard
+    model.save_weights(checkpoint_store.checkpoint_path(directory, 4))  # written as a diverged run did before the guard
     guard = DivergenceGuard(directory)
     guard.set_model(model)
     with pytest.raises(TrainingDivergedError) as caught:
         guard.on_train_batch_end(0, {"loss": float("nan")})
     assert str(caught.value) == f"step 4: loss is nan; the newest finite checkpoint is {finite_path} (step 2)."
-    assert resumable.list_checkpoints(directory) == [(finite_step, finite_path)]
+    assert checkpoint_store.list_checkpoints(directory) == [(finite_step, finite_path)]
     assert "diverged-ckpt-00000004.weights.h5" in os.listdir(directory)
 
 
@@ -125,7 +125,7 @@ def test_pretrain_at_learning_rate_1000_exits_1_naming_the_step_and_keeps_the_ne
     # when the update of a step with a finite loss made them non-finite.
     match = re.match(r"error: training diverged: step (\d+): .*(is nan|is inf|not finite)", line)
     assert match, line
-    checkpoints = resumable.list_checkpoints(os.path.join(out, resumable.CHECKPOINT_SUBDIR))
+    checkpoints = checkpoint_store.list_checkpoints(os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR))
     assert checkpoints, "the steps before the divergence were checkpointed"
     assert checkpoints[-1][0] < int(match.group(1))
     assert is_finite_h5(checkpoints[-1][1])
@@ -146,7 +146,7 @@ def test_run_glue_at_learning_rate_1000_exits_1_and_writes_no_model(tmp_path, ca
     assert not os.path.exists(os.path.join(out, "eval_results.json"))
     if os.path.exists(os.path.join(out, BEST_WEIGHTS)):
         assert is_finite_h5(os.path.join(out, BEST_WEIGHTS))
-    for _, path in resumable.list_checkpoints(os.path.join(out, resumable.CHECKPOINT_SUBDIR)):
+    for _, path in checkpoint_store.list_checkpoints(os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)):
         assert is_finite_h5(path)
     for name in ("train_log.jsonl", "train_steps_log.jsonl"):
         if os.path.exists(os.path.join(out, name)):

@@ -16,7 +16,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from keras_bert_impl.runners import finetuning
-from keras_bert_impl.training import resumable
+from keras_bert_impl.training import checkpoint_store, metrics_log
 from tests.finetuning_files import PYTHON, RUN_GLUE, load_run_glue, run_glue_flags, subprocess_env, write_sst2_task
 
 # Runs run_glue.py, stalling in the 3rd batch of the 2nd epoch (after the epoch-1 checkpoint) so that the
@@ -76,8 +76,8 @@ def _read(output_dir):
         results = json.load(f)
     with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
         history = json.load(f)
-    log = resumable.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
-    log += resumable.read_metrics_log(os.path.join(output_dir, finetuning.STEPS_LOG))
+    log = metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
+    log += metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.STEPS_LOG))
     weights = load_file(os.path.join(output_dir, "model", "model.safetensors"))
     return results, history, log, weights
 
@@ -101,8 +101,8 @@ def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(
             proc.kill()
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
-    checkpoint_dir = os.path.join(output_dir, resumable.CHECKPOINT_SUBDIR)
-    assert [step for step, _ in resumable.list_checkpoints(checkpoint_dir)] == [10]  # epoch 1 of 10 steps
+    checkpoint_dir = os.path.join(output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+    assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10]  # epoch 1 of 10 steps
     assert not os.path.exists(os.path.join(output_dir, "eval_results.json"))
 
     load_run_glue().main(argv)  # the same command again
@@ -122,7 +122,7 @@ def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(
     for name in weights:
         np.testing.assert_allclose(weights[name], reference_weights[name], atol=1e-6, err_msg=name)
     # The last epoch's model and optimizer state (the best epoch may be one the killed run finished).
-    last, reference_last = (_h5_arrays(resumable.list_checkpoints(os.path.join(d, "checkpoints"))[-1][1])
+    last, reference_last = (_h5_arrays(checkpoint_store.list_checkpoints(os.path.join(d, "checkpoints"))[-1][1])
                             for d in (output_dir, uninterrupted[0]))
     assert sorted(last) == sorted(reference_last) and any(name.startswith("optimizer") for name in last)
     for name in last:
@@ -131,7 +131,7 @@ def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(
 
 def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(uninterrupted):
     output_dir, stdout = uninterrupted
-    log = resumable.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
+    log = metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
     assert [(r["epoch"], r["step"]) for r in log] == [(1, 10), (2, 20), (3, 30)]
     assert all({"loss", "accuracy", "dev_accuracy"} <= set(r) for r in log)
     with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
@@ -165,7 +165,7 @@ def test_best_weights_hold_the_model_without_optimizer_state(uninterrupted):
     num_values = sum(v.size for v in weights.values())
     with h5py.File(path) as f:
         assert sum(f[name].size for name in names) == num_values  # every model weight, nothing else
-    checkpoint = resumable.list_checkpoints(os.path.join(output_dir, "checkpoints"))[-1][1]
+    checkpoint = checkpoint_store.list_checkpoints(os.path.join(output_dir, "checkpoints"))[-1][1]
     checkpoint_values = sum(v.size for v in _h5_arrays(checkpoint).values())
     assert checkpoint_values > 3 * num_values  # the resume checkpoints hold AdamW's two moments besides
 
@@ -191,8 +191,8 @@ def test_the_log_of_a_killed_run_loses_only_its_partial_line_and_the_repeated_ep
     path = str(tmp_path / finetuning.TRAIN_LOG)
     with open(path, "w") as f:
         f.write('{"step": 10, "loss": 0.7}\n{"step": 20, "loss": 0.6}\n{"step": 30, "lo')  # killed mid-append
-    assert resumable.read_metrics_log(path) == [{"step": 10, "loss": 0.7}, {"step": 20, "loss": 0.6}]
-    resumable.truncate_metrics_log(path, 10)  # resumed from the checkpoint of step 10
+    assert metrics_log.read_metrics_log(path) == [{"step": 10, "loss": 0.7}, {"step": 20, "loss": 0.6}]
+    metrics_log.truncate_metrics_log(path, 10)  # resumed from the checkpoint of step 10
     assert open(path).read() == '{"loss": 0.7, "step": 10}\n'
-    resumable.truncate_metrics_log(path, 10)
-    assert resumable.read_metrics_log(path) == [{"step": 10, "loss": 0.7}]
+    metrics_log.truncate_metrics_log(path, 10)
+    assert metrics_log.read_metrics_log(path) == [{"step": 10, "loss": 0.7}]

@@ -154,26 +154,26 @@ def test_create_pretraining_data_refuses_a_vocab_without_mask(tmp_path, capsys):
 
 
 def _tfrecord(tmp_path, count):
-    from keras_bert_impl.data import tf_pretraining_data
-    from keras_bert_impl.data.pretraining_data import TrainingInstance
+    from keras_bert_impl.data import tf_pretraining_datasets, tf_pretraining_records
+    from keras_bert_impl.data.pretraining_instances import TrainingInstance
 
     vocab = {t: i for i, t in enumerate(VOCAB)}
     tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
     instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
     path = str(tmp_path / "data.tfrecord")
     if count:
-        tf_pretraining_data.write_instances_to_example_files([instance] * count, tokenizer, path, 8, 2)
+        tf_pretraining_records.write_instances_to_example_files([instance] * count, tokenizer, path, 8, 2)
     else:
         import tensorflow as tf
 
         tf.io.TFRecordWriter(path).close()
-    return tf_pretraining_data, path
+    return tf_pretraining_datasets, path
 
 
 def test_pretraining_dataset_refuses_a_tfrecord_without_records(tmp_path):
-    tf_pretraining_data, path = _tfrecord(tmp_path, 0)
+    tf_pretraining_datasets, path = _tfrecord(tmp_path, 0)
     with pytest.raises(UserInputError, match="data.tfrecord: no records"):
-        tf_pretraining_data.pretraining_dataset(path, 8, 2, batch_size=2)
+        tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2)
 
 
 @pytest.mark.parametrize("max_seq_length,max_predictions,message", [
@@ -181,8 +181,8 @@ def test_pretraining_dataset_refuses_a_tfrecord_without_records(tmp_path):
     (8, 3, "masked_lm_positions has length 2, but --max_predictions_per_seq=3"),
 ])
 def test_pretraining_dataset_refuses_shapes_other_than_the_flags(tmp_path, max_seq_length, max_predictions, message):
-    tf_pretraining_data, path = _tfrecord(tmp_path, 3)
+    tf_pretraining_datasets, path = _tfrecord(tmp_path, 3)
     with pytest.raises(UserInputError, match=f"data.tfrecord: {message}"):
-        tf_pretraining_data.pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
-    batches = list(tf_pretraining_data.pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
+        tf_pretraining_datasets.pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
+    batches = list(tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
     assert [tuple(x["token_ids"].shape) for x, _ in batches] == [(2, 8), (1, 8)]

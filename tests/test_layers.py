@@ -66,10 +66,10 @@ def test_self_attention_matches_modeling_py(path, monkeypatch):
     """Every path of the attention, on every backend: keras.ops.dot_product_attention ("fused", the path
     where the backend has a fused kernel), the einsums at inference (JAX on a CPU), the einsums with the
     dropout layer in training."""
-    from keras_bert_impl.layers import attention
+    from keras_bert_impl import backends
 
     if path != "explicit_with_dropout_layer":
-        monkeypatch.setattr(attention, "_fused_attention_is_a_kernel", lambda: path == "fused")
+        monkeypatch.setattr(backends, "fused_attention_is_a_kernel", lambda: path == "fused")
     layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.3 if path == "explicit_with_dropout_layer" else 0.0)
     x = _random_hidden()
     bias = attention_bias_from_padding_mask(PADDING_MASK)

@@ -1,6 +1,6 @@
 """Masking strategies of paper Table 8 / appendix C.2: the MASK / SAME / RND split of the chosen tokens, in the
-Python generator (`pretraining_data.create_training_instances`), in dynamic masking
-(`tf_pretraining_data.apply_dynamic_masking`), in `BertMaskedLMPreprocessor` and in the recipe's flags.
+Python generator (`pretraining_instances.create_training_instances`), in dynamic masking
+(`tf_dynamic_masking.apply_dynamic_masking`), in `BertMaskedLMPreprocessor` and in the recipe's flags.
 tf.data runs under every Keras backend; so do these tests."""
 
 import collections
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.data import pretraining_data as pdata
-from keras_bert_impl.data import tf_pretraining_data as tfpd
+from keras_bert_impl.data import masked_lm_predictions, pretraining_documents, pretraining_instances
+from keras_bert_impl.data import tf_dynamic_masking, tf_pretraining_datasets
 from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
@@ -69,14 +69,14 @@ def _assert_split(counts, split):
 
 
 def _generator_instances(tokenizer, corpus_file, **split):
-    return list(pdata.create_training_instances(
-        pdata.read_documents([corpus_file], tokenizer), list(tokenizer.vocab.keys()), random.Random(12345),
+    return list(pretraining_instances.create_training_instances(
+        pretraining_documents.read_documents([corpus_file], tokenizer), list(tokenizer.vocab.keys()), random.Random(12345),
         max_seq_length=128, dupe_factor=10, **split))
 
 
 def _dynamic_batch(tokenizer, corpus_file, **split):
-    ds = tfpd.unmasked_dataset_from_text([corpus_file], tokenizer, 128, dupe_factor=10).batch(100000)
-    ds = tfpd.apply_dynamic_masking(ds, max_predictions_per_seq=20, seed=3, **tfpd.masking_token_ids(tokenizer.vocab),
+    ds = tf_pretraining_datasets.unmasked_dataset_from_text([corpus_file], tokenizer, 128, dupe_factor=10).batch(100000)
+    ds = tf_dynamic_masking.apply_dynamic_masking(ds, max_predictions_per_seq=20, seed=3, **tf_dynamic_masking.masking_token_ids(tokenizer.vocab),
                                     **split)
     x, y = next(iter(ds))
     return {k: v.numpy() for k, v in {**x, **y}.items()}
@@ -114,8 +114,8 @@ def test_default_split_reproduces_the_default_output_exactly(corpus):
     # The generator's second draw keeps a word below keep / (keep + random): exactly the original's 0.5.
     assert 0.1 / (0.1 + 0.1) == 0.5 and 1.0 - 0.1 == 0.9  # the dynamic masking's random threshold: 0.9
     tokens = ["[CLS]"] + [f"w{i}" for i in range(40)] + ["[SEP]"]
-    reference = pdata.create_masked_lm_predictions(tokens, 0.15, 20, list(tokenizer.vocab), random.Random(5))
-    assert pdata.create_masked_lm_predictions(tokens, 0.15, 20, list(tokenizer.vocab), random.Random(5),
+    reference = masked_lm_predictions.create_masked_lm_predictions(tokens, 0.15, 20, list(tokenizer.vocab), random.Random(5))
+    assert masked_lm_predictions.create_masked_lm_predictions(tokens, 0.15, 20, list(tokenizer.vocab), random.Random(5),
                                               **explicit) == reference
 
     # The preprocessor: the default and the explicit split give the same masks; the split round-trips.
@@ -149,9 +149,9 @@ def test_invalid_split_raises_one_line_error_naming_the_argument(corpus, split, 
     names = dict(zip(("mask_token_prob", "keep_token_prob", "random_token_prob"), split))
     tokens = ["[CLS]", "w1", "w2", "[SEP]"]
     calls = [
-        lambda: pdata.create_masked_lm_predictions(tokens, 0.15, 20, ["w1"], random.Random(0), **names),
-        lambda: next(pdata.create_training_instances([], ["[MASK]"], random.Random(0), **names), None),
-        lambda: tfpd.apply_dynamic_masking(tf.data.Dataset.range(1), vocab_size=10, mask_token_id=4,
+        lambda: masked_lm_predictions.create_masked_lm_predictions(tokens, 0.15, 20, ["w1"], random.Random(0), **names),
+        lambda: next(pretraining_instances.create_training_instances([], ["[MASK]"], random.Random(0), **names), None),
+        lambda: tf_dynamic_masking.apply_dynamic_masking(tf.data.Dataset.range(1), vocab_size=10, mask_token_id=4,
                                            special_token_ids=[0], **names),
         lambda: BertMaskedLMPreprocessor(tokenizer, sequence_length=8, **names),
     ]

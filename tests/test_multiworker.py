@@ -27,7 +27,7 @@ import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.runners import launch
-from keras_bert_impl.training import resumable
+from keras_bert_impl.training import checkpoint_store
 from tests.finetuning_files import REPO, subprocess_env
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
@@ -59,8 +59,8 @@ def _files(directory):
 
 
 def _complete_checkpoint_steps(directory):
-    """Steps of the complete checkpoints in `directory/checkpoints` (`resumable.list_checkpoints`)."""
-    return [step for step, _ in resumable.list_checkpoints(os.path.join(directory, "checkpoints"))]
+    """Steps of the complete checkpoints in `directory/checkpoints` (`checkpoint_store.list_checkpoints`)."""
+    return [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(directory, "checkpoints"))]
 
 
 def _worker_pid(launcher_pid, index):
@@ -228,7 +228,7 @@ _SHARD_SCRIPT = """
 import json, sys
 import keras
 from keras_bert_impl.training import distribute
-from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
+from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
 name = "multiworker" if keras.backend.backend() == "tensorflow" else "data_parallel"
 distribution = distribute.get_distribution(name)
 strategy = distribution.tf_strategy
@@ -263,8 +263,8 @@ if strategy is None:
 
 def _id_records(path, count):
     """`count` examples whose token 1 is the example's id (4 + its number)."""
-    from keras_bert_impl.data.pretraining_data import TrainingInstance
-    from keras_bert_impl.data.tf_pretraining_data import write_instances_to_example_files
+    from keras_bert_impl.data.pretraining_instances import TrainingInstance
+    from keras_bert_impl.data.tf_pretraining_records import write_instances_to_example_files
 
     vocab = {t: i for i, t in enumerate(["[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(count)])}
     tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
@@ -278,7 +278,7 @@ def _id_records(path, count):
 def test_each_worker_reads_a_disjoint_share_of_every_batch_and_together_the_whole_input(tmp_path, capsys):
     if ENGINE == "torch" and _torch_refuses(capsys):
         return
-    from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
 
     path = str(tmp_path / "ids.tfrecord")
     # TensorFlow splits a last partial global batch too (10 examples: batches of 4, 4, 2); a multi-process

@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.training import resumable as training
+from keras_bert_impl.training import checkpoint_store, metrics_log
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, tiny_dataset, write_tiny_data
 
@@ -74,7 +74,7 @@ def start_and_kill(args, checkpoint_dir, rng):
     part of the time between those two more (a kill may land mid-write, and before the run's next
     checkpoint but one whatever the speed of the machine), SIGKILLs it; returns the newest checkpoint's
     step then."""
-    newest = [step for step, _ in training.list_checkpoints(checkpoint_dir)][-1:]
+    newest = [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)][-1:]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     process = subprocess.Popen(
         [sys.executable, RECIPE, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -85,7 +85,7 @@ def start_and_kill(args, checkpoint_dir, rng):
         if process.poll() is not None:
             pytest.fail(f"the recipe exited early ({process.returncode}):\n{process.stderr.read().decode()[-3000:]}")
         assert time.time() < deadline, "no new checkpoint within 240 s"
-        latest = [step for step, _ in training.list_checkpoints(checkpoint_dir)][-1:]
+        latest = [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)][-1:]
         if latest != newest:
             newest = latest
             seen_at.append(time.time())
@@ -95,7 +95,7 @@ def start_and_kill(args, checkpoint_dir, rng):
     process.wait()
     process.stderr.close()
     assert process.returncode == -signal.SIGKILL, "the run finished before it was killed"
-    return training.list_checkpoints(checkpoint_dir)[-1][0]
+    return checkpoint_store.list_checkpoints(checkpoint_dir)[-1][0]
 
 
 @pytest.mark.slow
@@ -115,21 +115,21 @@ def test_three_sigkills_with_dropout_end_bitwise_identical_to_an_uninterrupted_r
 
     reference_out = str(tmp_path / "uninterrupted")
     reference = load_recipe().main(args(reference_out))
-    reference_checkpoint = training.list_checkpoints(os.path.join(reference_out, training.CHECKPOINT_SUBDIR))[-1]
+    reference_checkpoint = checkpoint_store.list_checkpoints(os.path.join(reference_out, checkpoint_store.CHECKPOINT_SUBDIR))[-1]
     assert reference["initial_step"] == 0 and reference_checkpoint[0] == NUM_TRAIN_STEPS
 
     out = str(tmp_path / "run")
-    checkpoint_dir = os.path.join(out, training.CHECKPOINT_SUBDIR)
+    checkpoint_dir = os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)
     killed_steps = [start_and_kill(args(out), checkpoint_dir, rng) for _ in range(3)]
     assert 0 < killed_steps[0] <= killed_steps[1] <= killed_steps[2] < NUM_TRAIN_STEPS, killed_steps
-    killed_step, killed_path = training.list_checkpoints(checkpoint_dir)[-1]
+    killed_step, killed_path = checkpoint_store.list_checkpoints(checkpoint_dir)[-1]
     stored = checkpoint_arrays(killed_path)
     assert any(name.startswith("random_state/seed_generator/") for name in stored) or "random_state/torch_cpu" in stored
     assert not os.path.exists(os.path.join(out, "metrics.json"))
 
     # The same command again (in-process, to look at the model right after the restore).
     captured = {}
-    original_restore = training.restore_latest_checkpoint
+    original_restore = checkpoint_store.restore_latest_checkpoint
 
     def spy(model, directory):
         step = original_restore(model, directory)
@@ -151,13 +151,13 @@ def test_three_sigkills_with_dropout_end_bitwise_identical_to_an_uninterrupted_r
     assert not any(name.startswith(".tmp-") for name in os.listdir(checkpoint_dir))
 
     # Bitwise identical to the uninterrupted run: weights, optimizer state and random states.
-    final_step, final_path = training.list_checkpoints(checkpoint_dir)[-1]
+    final_step, final_path = checkpoint_store.list_checkpoints(checkpoint_dir)[-1]
     assert final_step == NUM_TRAIN_STEPS == int(keras.ops.convert_to_numpy(model.optimizer.iterations))
     expected, actual = checkpoint_arrays(reference_checkpoint[1]), checkpoint_arrays(final_path)
     assert sorted(actual) == sorted(expected)
     for name in expected:
         np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
-    assert len(training.list_checkpoints(checkpoint_dir)) == 3  # --keep_checkpoint_max
+    assert len(checkpoint_store.list_checkpoints(checkpoint_dir)) == 3  # --keep_checkpoint_max
 
     # metrics.json: what main returned, with the step accounting, last train loop and eval metrics.
     with open(os.path.join(out, "metrics.json")) as f:
@@ -170,7 +170,7 @@ def test_three_sigkills_with_dropout_end_bitwise_identical_to_an_uninterrupted_r
     expected_names = {"loss", "masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"}
     assert expected_names <= set(metrics["train"]) and expected_names <= set(metrics["eval"])
     # The training curve spans all runs on one step axis, each step once.
-    log_steps = [r["step"] for r in training.read_metrics_log(os.path.join(out, "train_log.jsonl"))]
+    log_steps = [r["step"] for r in metrics_log.read_metrics_log(os.path.join(out, "train_log.jsonl"))]
     assert log_steps == list(range(10, NUM_TRAIN_STEPS + 1, 10))
 
     # The final weights reload with from_pretrained and give the same outputs.

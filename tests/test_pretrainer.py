@@ -18,7 +18,7 @@ TINY = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attent
 
 
 def _masked_batch(vocab_size, batch=3, seq=12, predictions=4, seed=0):
-    """A batch in the layout of keras_bert_impl.data.tf_pretraining_data, and HF's labels for the same thing."""
+    """A batch in the layout of keras_bert_impl.data.tf_pretraining_records, and HF's labels for the same thing."""
     rng = np.random.RandomState(seed)
     token_ids = rng.randint(5, vocab_size, size=(batch, seq)).astype("int32")
     padding_mask = np.ones((batch, seq), "int32")

@@ -1,4 +1,4 @@
-"""Tests of keras_bert_impl/data/pretraining_data.py: the original BERT pretraining-data algorithm, streamed.
+"""Tests of keras_bert_impl/data/pretraining_instances.py, pretraining_documents.py and masked_lm_predictions.py: the original BERT pretraining-data algorithm, streamed.
 
 Pure Python: no tokenizer file, no TensorFlow. The tokenizer is a whitespace splitter whose vocabulary is
 built from the corpus; WordPiece continuations are written in the text directly ("phil ##ham ##mon").
@@ -12,7 +12,7 @@ import weakref
 
 import pytest
 
-from keras_bert_impl.data import pretraining_data as pdata
+from keras_bert_impl.data import masked_lm_predictions, pretraining_documents, pretraining_instances
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -238,7 +238,7 @@ def test_identical_to_original_for_one_shard(max_seq_length, short_seq_prob, dup
     )
     for shard_size in (None, 25, 1000):  # all "the whole corpus in one shard"
         ours = list(
-            pdata.create_training_instances(
+            pretraining_instances.create_training_instances(
                 iter(docs), vocab_words, random.Random(seed), max_seq_length=max_seq_length,
                 dupe_factor=dupe_factor, short_seq_prob=short_seq_prob, masked_lm_prob=0.15,
                 max_predictions_per_seq=20, shard_size_documents=shard_size,
@@ -254,7 +254,7 @@ def test_whole_word_mask_matches_original_on_one_piece_words():
     docs = tagged_corpus(10, seed=3)
     vocab_words = SPECIALS + sorted({t for d in docs for s in d for t in s})
     expected = _orig_create_training_instances(docs, vocab_words, 32, 2, 0.1, 0.15, 20, random.Random(5), True)
-    ours = pdata.create_training_instances(docs, vocab_words, random.Random(5), max_seq_length=32, dupe_factor=2,
+    ours = pretraining_instances.create_training_instances(docs, vocab_words, random.Random(5), max_seq_length=32, dupe_factor=2,
                                            do_whole_word_mask=True)
     assert [(i.tokens, i.masked_lm_positions) for i in ours] == [(e[0], e[3]) for e in expected]
 
@@ -296,7 +296,7 @@ def test_hand_checked_pairs_actual_and_random_next():
                   ((0, 1), 1),  # random document 1
                   ((0, 1), 1)],  # random start 1: B = y1
     )
-    pairs = list(pdata.create_pairs_from_document(docs, 0, 10, 0.1, rng))
+    pairs = list(pretraining_instances.create_pairs_from_document(docs, 0, 10, 0.1, rng))
     assert [p.tokens for p in pairs] == [
         ["[CLS]", "a1", "a2", "b1", "[SEP]", "x1", "x2", "y1", "[SEP]"],
         ["[CLS]", "c1", "c2", "c3", "[SEP]", "y1", "[SEP]"],
@@ -306,7 +306,7 @@ def test_hand_checked_pairs_actual_and_random_next():
     assert rng.randoms == [] and rng.randints == []
 
     rng = ScriptedRng(randoms=[0.5, 0.7], randints=[((1, 2), 2)])  # 0.7: actual next
-    (pair,) = pdata.create_pairs_from_document(docs, 0, 10, 0.1, rng)
+    (pair,) = pretraining_instances.create_pairs_from_document(docs, 0, 10, 0.1, rng)
     assert pair.tokens == ["[CLS]", "a1", "a2", "b1", "[SEP]", "c1", "c2", "c3", "[SEP]"]
     assert pair.segment_ids == [0] * 5 + [1] * 4
     assert pair.next_sentence_label == 0 and pair.masked_lm_positions == []
@@ -320,7 +320,7 @@ def test_hand_checked_truncation():
                  0.2, 0.7, 0.1],  # truncation: A front, A back, A front
         randints=[((0, 1), 1), ((0, 0), 0)],  # random document 1, start 0: B = x1 x2
     )
-    pair = next(pdata.create_pairs_from_document(docs, 0, 8, 0.1, rng))
+    pair = next(pretraining_instances.create_pairs_from_document(docs, 0, 8, 0.1, rng))
     assert pair.tokens == ["[CLS]", "t3", "t4", "t5", "[SEP]", "x1", "x2", "[SEP]"]
     assert pair.segment_ids == [0, 0, 0, 0, 0, 1, 1, 1]
 
@@ -329,7 +329,7 @@ def test_short_target_length():
     # max_seq_length 16 -> max_num_tokens 13; random() < short_seq_prob -> target randint(2, 13) = 2.
     rng = ScriptedRng(randoms=[0.05], randints=[((2, 13), 2), ((0, 1), 1), ((0, 0), 0)])
     docs = [[["a", "b"], ["c", "d"], ["e"]], [["x"]]]
-    pair = next(pdata.create_pairs_from_document(docs, 0, 16, 0.1, rng))
+    pair = next(pretraining_instances.create_pairs_from_document(docs, 0, 16, 0.1, rng))
     # "a b" reaches the target alone: a one-sentence chunk, so B is random (document 1, start 0).
     assert pair.tokens == ["[CLS]", "a", "b", "[SEP]", "x", "[SEP]"] and pair.next_sentence_label == 1
 
@@ -341,7 +341,7 @@ def test_short_target_length():
 
 def _instances(docs, seed, **kwargs):
     vocab_words = SPECIALS + sorted({t for d in docs for s in d for t in s})
-    return list(pdata.create_training_instances(docs, vocab_words, random.Random(seed), **kwargs))
+    return list(pretraining_instances.create_training_instances(docs, vocab_words, random.Random(seed), **kwargs))
 
 
 def test_nsp_label_semantics():
@@ -370,7 +370,7 @@ def test_truncation_bounds_and_both_ends():
     for _ in range(2000):
         la, lb, m = rng.randint(1, 40), rng.randint(1, 40), rng.randint(2, 50)
         a, b = list(range(la)), list(range(100, 100 + lb))
-        pdata.truncate_seq_pair(a, b, m, rng)
+        pretraining_instances.truncate_seq_pair(a, b, m, rng)
         # Expected lengths: always trim the longer one (B on ties).
         ea, eb = la, lb
         while ea + eb > m:
@@ -401,14 +401,14 @@ def test_number_of_masked_positions_follows_formula():
         tokens.insert(sep, "[SEP]")
         tokens.append("[SEP]")
         assert len(tokens) == n
-        out, positions, labels = pdata.create_masked_lm_predictions(tokens, prob, max_pred, vocab, rng)
+        out, positions, labels = masked_lm_predictions.create_masked_lm_predictions(tokens, prob, max_pred, vocab, rng)
         expected = min(max_pred, max(1, int(round(n * prob))))
-        assert len(positions) == expected == pdata.num_masked_lm_predictions(n, prob, max_pred)
+        assert len(positions) == expected == masked_lm_predictions.num_masked_lm_predictions(n, prob, max_pred)
         assert positions == sorted(set(positions))
         assert all(tokens[p] not in ("[CLS]", "[SEP]") for p in positions)
         assert labels == [tokens[p] for p in positions]
         assert all(out[i] == tokens[i] for i in range(n) if i not in positions)
-    assert pdata.num_masked_lm_predictions(30, 0.15, 20) == 4  # round(4.5) = 4: Python rounds half to even
+    assert masked_lm_predictions.num_masked_lm_predictions(30, 0.15, 20) == 4  # round(4.5) = 4: Python rounds half to even
 
 
 def _classify(out, original):
@@ -429,7 +429,7 @@ def test_80_10_10_proportions():
     while sum(counts.values()) < 20000:
         tokens = ["[CLS]"] + [rng.choice(vocab) for _ in range(62)] + ["[SEP]"] + [rng.choice(vocab) for _ in range(63)]
         tokens.append("[SEP]")
-        out, positions, labels = pdata.create_masked_lm_predictions(tokens, 0.15, 20, vocab, rng)
+        out, positions, labels = masked_lm_predictions.create_masked_lm_predictions(tokens, 0.15, 20, vocab, rng)
         for p, label in zip(positions, labels):
             counts[_classify(out[p], label)] += 1
     # A random word equals the original with probability 1/5000: negligible against the bounds.
@@ -463,10 +463,10 @@ def test_whole_word_masking_keeps_words_intact_with_one_decision():
             tokens.extend(rng.choice(pieces) for _ in range(rng.choice([0, 0, 1, 2, 3])))
         tokens.append("[SEP]")
         tokens.extend([rng.choice(stems), rng.choice(pieces), "[SEP]"])
-        out, positions, labels = pdata.create_masked_lm_predictions(
+        out, positions, labels = masked_lm_predictions.create_masked_lm_predictions(
             tokens, 0.15, 20, vocab, rng, do_whole_word_mask=True
         )
-        budget = pdata.num_masked_lm_predictions(len(tokens), 0.15, 20)
+        budget = masked_lm_predictions.num_masked_lm_predictions(len(tokens), 0.15, 20)
         assert len(positions) <= budget
         chosen = set(positions)
         for start, end in _word_spans(tokens):
@@ -488,7 +488,7 @@ def test_whole_word_piece_never_joins_across_sep():
     # making a 2-token group that never fits num_to_predict = 1, so nothing was masked.
     tokens = ["[CLS]", "a", "[SEP]", "##b", "[SEP]"]
     for seed in range(20):
-        _, positions, _ = pdata.create_masked_lm_predictions(tokens, 0.15, 20, ["a"], random.Random(seed), True)
+        _, positions, _ = masked_lm_predictions.create_masked_lm_predictions(tokens, 0.15, 20, ["a"], random.Random(seed), True)
         assert positions in ([1], [3])
         _, orig_positions, _ = _orig_create_masked_lm_predictions(tokens, 0.15, 20, ["a"], random.Random(seed), True)
         assert orig_positions == []
@@ -517,13 +517,13 @@ def test_sentence_order_pairs():
 def test_sentence_order_single_sentence_chunks():
     docs = [[["w0", "w1", "w2", "w3", "w4"]], [["z"]]]
     rng = random.Random(0)
-    pairs = list(pdata.create_pairs_from_document(docs, 0, 32, 0.0, rng, sentence_order=True))
+    pairs = list(pretraining_instances.create_pairs_from_document(docs, 0, 32, 0.0, rng, sentence_order=True))
     (pair,) = pairs
     a, b = split_pair(pair)
     restored = b + a if pair.next_sentence_label else a + b
     assert restored == docs[0][0]  # split inside the sentence, order reversed iff label 1
     # A document of one single-token sentence cannot make a pair.
-    assert list(pdata.create_pairs_from_document(docs, 1, 32, 0.0, rng, sentence_order=True)) == []
+    assert list(pretraining_instances.create_pairs_from_document(docs, 1, 32, 0.0, rng, sentence_order=True)) == []
 
 
 def test_determinism_for_a_seed():
@@ -562,7 +562,7 @@ def test_streaming_holds_at_most_one_shard():
 
     vocab_words = SPECIALS + sorted({t for d in docs for s in d for t in s})
     stats = {}
-    gen = pdata.create_training_instances(
+    gen = pretraining_instances.create_training_instances(
         source(), vocab_words, random.Random(0), max_seq_length=32, dupe_factor=2, shard_size_documents=shard_size,
         stats=stats, do_masking=False,  # (random replacement words could come from any document)
     )
@@ -590,23 +590,23 @@ def test_read_documents(tmp_path):
     f1.write_text("one two\nthree\n\n\n   \nfour\n  \nfive six\n", encoding="utf-8")
     f2 = tmp_path / "b.txt"
     f2.write_text("\nseven\n   eight  \n", encoding="utf-8")  # no trailing blank line
-    docs = list(pdata.read_documents([str(f1), str(f2)], WhitespaceTokenizer()))
+    docs = list(pretraining_documents.read_documents([str(f1), str(f2)], WhitespaceTokenizer()))
     assert docs == [[["one", "two"], ["three"]], [["four"]], [["five", "six"]], [["seven"], ["eight"]]]
 
 
 def test_iter_document_shards_sizes():
-    assert [len(s) for s in pdata.iter_document_shards(iter([[["a"]]] * 7), 3)] == [3, 3, 1]
-    assert [len(s) for s in pdata.iter_document_shards(iter([[["a"]]] * 7), None)] == [7]
+    assert [len(s) for s in pretraining_documents.iter_document_shards(iter([[["a"]]] * 7), 3)] == [3, 3, 1]
+    assert [len(s) for s in pretraining_documents.iter_document_shards(iter([[["a"]]] * 7), None)] == [7]
 
 
 def test_instance_to_features_pads_like_original():
     tok = WhitespaceTokenizer(["a", "b", "##c"])
-    inst = pdata.TrainingInstance(
+    inst = pretraining_instances.TrainingInstance(
         tokens=["[CLS]", "[MASK]", "[SEP]", "b", "##c", "[SEP]"], segment_ids=[0, 0, 0, 1, 1, 1],
         is_random_next=True, masked_lm_positions=[1], masked_lm_labels=["a"],
     )
-    f = pdata.instance_to_features(inst, tok, 8, 3)
-    assert list(f) == list(pdata.ORIGINAL_FEATURE_NAMES)
+    f = pretraining_instances.instance_to_features(inst, tok, 8, 3)
+    assert list(f) == list(pretraining_instances.ORIGINAL_FEATURE_NAMES)
     assert f["input_ids"].tolist() == [2, 4, 3, 6, 7, 3, 0, 0]
     assert f["input_mask"].tolist() == [1, 1, 1, 1, 1, 1, 0, 0]
     assert f["segment_ids"].tolist() == [0, 0, 0, 1, 1, 1, 0, 0]
@@ -614,7 +614,7 @@ def test_instance_to_features_pads_like_original():
     assert f["masked_lm_ids"].tolist() == [5, 0, 0]
     assert f["masked_lm_weights"].tolist() == [1.0, 0.0, 0.0]
     assert f["next_sentence_labels"].tolist() == [1]
-    unmasked = pdata.instance_to_features(inst, tok, 8, 3, with_masks=False)
+    unmasked = pretraining_instances.instance_to_features(inst, tok, 8, 3, with_masks=False)
     assert unmasked["word_starts"].tolist() == [1, 1, 1, 1, 0, 1, 0, 0]
     with pytest.raises(ValueError):
-        pdata.instance_to_features(inst, tok, 5, 3)
+        pretraining_instances.instance_to_features(inst, tok, 5, 3)

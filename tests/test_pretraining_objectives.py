@@ -16,7 +16,7 @@ import pytest
 
 from keras_bert_impl.checkpoints import checkpoint_files, keras_hub_preset
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.data import tf_pretraining_data
+from keras_bert_impl.data import tf_pretraining_datasets, tf_pretraining_objectives, tf_pretraining_records
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.pretrainer import BertPretrainer
@@ -275,7 +275,7 @@ def test_ltr_loss_is_the_next_token_cross_entropy_over_real_next_tokens(tmp_path
 def test_ltr_dataset_restores_the_original_tokens_of_a_masked_record(tmp_path):
     import types
 
-    from keras_bert_impl.data.pretraining_data import TrainingInstance
+    from keras_bert_impl.data.pretraining_instances import TrainingInstance
 
     vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4, "b": 5, "c": 6, "d": 7}
     tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
@@ -283,17 +283,17 @@ def test_ltr_dataset_restores_the_original_tokens_of_a_masked_record(tmp_path):
     instance = TrainingInstance(["[CLS]", "a", "[MASK]", "[SEP]", "a", "d", "[SEP]"], [0, 0, 0, 0, 1, 1, 1], False,
                                 [2, 4], ["b", "c"])
     path = str(tmp_path / "masked.tfrecord")
-    tf_pretraining_data.write_instances_to_example_files([instance], tokenizer, path, 9, 3)
-    masked = tf_pretraining_data.pretraining_dataset(path, 9, 3, batch_size=1, is_training=False)
-    x, y = next(iter(tf_pretraining_data.objective_dataset(masked, "ltr")))
+    tf_pretraining_records.write_instances_to_example_files([instance], tokenizer, path, 9, 3)
+    masked = tf_pretraining_datasets.pretraining_dataset(path, 9, 3, batch_size=1, is_training=False)
+    x, y = next(iter(tf_pretraining_objectives.objective_dataset(masked, "ltr")))
     assert sorted(x) == ["padding_mask", "segment_ids", "token_ids"]
     assert x["token_ids"].numpy().tolist() == [[1, 4, 5, 2, 6, 7, 2, 0, 0]]
     assert y["next_token_ids"].numpy().tolist() == [[4, 5, 2, 6, 7, 2, 0, 0, 0]]
     assert y["next_token_weights"].numpy().tolist() == [[1, 1, 1, 1, 1, 1, 0, 0, 0]]
-    _, y_mlm = next(iter(tf_pretraining_data.objective_dataset(masked, "mlm")))
+    _, y_mlm = next(iter(tf_pretraining_objectives.objective_dataset(masked, "mlm")))
     assert sorted(y_mlm) == ["masked_lm_ids", "masked_lm_weights"]
     with pytest.raises(ValueError, match="objective must be one of mlm_nsp, sop, mlm, ltr; got 'x'"):
-        tf_pretraining_data.objective_dataset(masked, "x")
+        tf_pretraining_objectives.objective_dataset(masked, "x")
 
 
 def test_perplexity_is_exp_of_the_token_weighted_mean_nll_over_all_evaluated_batches():

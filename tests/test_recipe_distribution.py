@@ -100,15 +100,15 @@ def test_glue_recipe_on_the_tpu_path_trains_on_static_whole_batches_in_bfloat16(
 
 
 def test_pretrain_recipe_use_tpu_selects_the_tpu_strategy_and_evaluates_whole_batches(tmp_path, monkeypatch):
-    from keras_bert_impl.data import tf_pretraining_data
+    from keras_bert_impl.data import tf_pretraining_datasets
     from tests.test_pretrain_recipe import recipe_args
     from tests.test_training import write_tiny_data
 
     data = write_tiny_data(str(tmp_path / "data"))
     calls, dataset_calls = [], []
     monkeypatch.setattr(distribute, "get_distribution", _fake_tpu(calls))
-    original = tf_pretraining_data.pretraining_dataset
-    monkeypatch.setattr(tf_pretraining_data, "pretraining_dataset",
+    original = tf_pretraining_datasets.pretraining_dataset
+    monkeypatch.setattr(tf_pretraining_datasets, "pretraining_dataset",
                         lambda *a, **k: dataset_calls.append(k) or original(*a, **k))
     argv = [a for a in recipe_args(data, str(tmp_path / "run")) if not a.startswith("--num_train_steps")]
     results = _recipe("pretrain").main(argv + ["--num_train_steps=20", "--use_tpu", "--tpu_name=my-tpu"])

@@ -1,4 +1,4 @@
-"""Tests of keras_bert_impl/data/tf_pretraining_data.py (TFRecords, tf.data readers, dynamic masking) and of
+"""Tests of keras_bert_impl/data/tf_pretraining_records.py, tf_pretraining_datasets.py and tf_dynamic_masking.py (TFRecords, tf.data readers, dynamic masking) and of
 recipes/create_pretraining_data.py. tf.data runs under every Keras backend; so do these tests."""
 
 import collections
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_impl.data import pretraining_data as pdata
-from keras_bert_impl.data import tf_pretraining_data as tfpd
+from keras_bert_impl.data import masked_lm_predictions, pretraining_documents, pretraining_instances
+from keras_bert_impl.data import tf_dynamic_masking, tf_pretraining_datasets, tf_pretraining_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -62,8 +62,8 @@ def make_instances(tmp_path, max_seq_length=32, max_pred=5, dupe_factor=2, seed=
     corpus, words = write_corpus(tmp_path / "corpus.txt")
     tok = WhitespaceTokenizer(words)
     instances = list(
-        pdata.create_training_instances(
-            pdata.read_documents([corpus], tok), list(tok.vocab), random.Random(seed), max_seq_length=max_seq_length,
+        pretraining_instances.create_training_instances(
+            pretraining_documents.read_documents([corpus], tok), list(tok.vocab), random.Random(seed), max_seq_length=max_seq_length,
             dupe_factor=dupe_factor, max_predictions_per_seq=max_pred, **kwargs,
         )
     )
@@ -98,7 +98,7 @@ def read_parsed(path, seq, pred):
 def test_records_parse_with_original_spec(tmp_path):
     tok, instances = make_instances(tmp_path)
     out = str(tmp_path / "out.tfrecord")
-    n = tfpd.write_instances_to_example_files(instances, tok, out, 32, 5)
+    n = tf_pretraining_records.write_instances_to_example_files(instances, tok, out, 32, 5)
     assert n == len(instances) > 20
     parsed = read_parsed(out, 32, 5)
     assert len(parsed) == n
@@ -121,7 +121,7 @@ def test_records_parse_with_original_spec(tmp_path):
 def test_round_robin_over_output_files(tmp_path):
     tok, instances = make_instances(tmp_path)
     outs = [str(tmp_path / f"o{i}.tfrecord") for i in range(3)]
-    n = tfpd.write_instances_to_example_files(instances, tok, ",".join(outs), 32, 5)
+    n = tf_pretraining_records.write_instances_to_example_files(instances, tok, ",".join(outs), 32, 5)
     per_file = [read_parsed(o, 32, 5) for o in outs]
     assert [len(p) for p in per_file] == [len(range(i, n, 3)) for i in range(3)]
     for i, inst in enumerate(instances):
@@ -141,7 +141,7 @@ def test_no_partial_file_after_an_exception(tmp_path):
         raise RuntimeError("disk on fire")
 
     with pytest.raises(RuntimeError, match="disk on fire"):
-        tfpd.write_instances_to_example_files(failing(), tok, [str(existing), str(fresh)], 32, 5)
+        tf_pretraining_records.write_instances_to_example_files(failing(), tok, [str(existing), str(fresh)], 32, 5)
     assert existing.read_bytes() == b"previous complete file"  # untouched
     assert not fresh.exists()
     assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "existing.tfrecord"]  # no .tmp left
@@ -152,7 +152,7 @@ def test_same_bytes_for_the_same_seed(tmp_path):
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         tok, instances = make_instances(tmp_path, seed=seed, do_whole_word_mask=True, shard_size_documents=5)
         paths.append(tmp_path / f"{name}.tfrecord")
-        tfpd.write_instances_to_example_files(iter(instances), tok, str(paths[-1]), 32, 5)
+        tf_pretraining_records.write_instances_to_example_files(iter(instances), tok, str(paths[-1]), 32, 5)
     a, b, c = (p.read_bytes() for p in paths)
     assert a == b and len(a) > 1000
     assert a != c
@@ -194,7 +194,7 @@ def test_pretraining_dataset_reads_original_files(tmp_path):
             row = (input_ids, segment_ids, [1, 2][: 1 + i % 2], [10 + i, 10 + i][: 1 + i % 2], i % 2)
             rows.append(row)
             w.write(_original_style_example(*row, 16, 3).SerializeToString())
-    ds = tfpd.pretraining_dataset(path, 16, 3, batch_size=4, is_training=False)
+    ds = tf_pretraining_datasets.pretraining_dataset(path, 16, 3, batch_size=4, is_training=False)
     batches = list(ds)
     assert [int(b[0]["token_ids"].shape[0]) for b in batches] == [4, 4, 2]
     x, y = batches[0]
@@ -218,8 +218,8 @@ def test_pretraining_dataset_reads_original_files(tmp_path):
 def test_pretraining_dataset_training_mode(tmp_path):
     tok, instances = make_instances(tmp_path)
     outs = [str(tmp_path / f"o{i}.tfrecord") for i in range(2)]
-    n = tfpd.write_instances_to_example_files(instances, tok, outs, 32, 5)
-    ds = tfpd.pretraining_dataset(str(tmp_path / "o*.tfrecord"), 32, 5, batch_size=8, seed=0)
+    n = tf_pretraining_records.write_instances_to_example_files(instances, tok, outs, 32, 5)
+    ds = tf_pretraining_datasets.pretraining_dataset(str(tmp_path / "o*.tfrecord"), 32, 5, batch_size=8, seed=0)
     # Static batch dimension (drop_remainder) and an infinite, repeated stream.
     assert ds.element_spec[0]["token_ids"].shape == (8, 32)
     assert ds.element_spec[1]["next_sentence_labels"].shape == (8,)
@@ -233,8 +233,8 @@ def test_pretraining_dataset_training_mode(tmp_path):
 def test_keras_fit_consumes_the_dataset(tmp_path):
     tok, instances = make_instances(tmp_path, max_seq_length=16, max_pred=3)
     path = str(tmp_path / "o.tfrecord")
-    tfpd.write_instances_to_example_files(instances, tok, path, 16, 3)
-    ds = tfpd.pretraining_dataset(path, 16, 3, batch_size=4, seed=0)
+    tf_pretraining_records.write_instances_to_example_files(instances, tok, path, 16, 3)
+    ds = tf_pretraining_datasets.pretraining_dataset(path, 16, 3, batch_size=4, seed=0)
     vocab_size = len(tok.vocab)
 
     inputs = {
@@ -332,7 +332,7 @@ def _assert_proportions(counts, expected):
 
 def test_dynamic_masking_count_positions_and_proportions():
     f = unmasked_examples(1200, 128, 30000, seed=0)
-    ds = tfpd.apply_dynamic_masking(tf.data.Dataset.from_tensor_slices(f).batch(100), seed=1, **MASKING)
+    ds = tf_dynamic_masking.apply_dynamic_masking(tf.data.Dataset.from_tensor_slices(f).batch(100), seed=1, **MASKING)
     x, y = _masked_arrays(ds)
     assert x["token_ids"].dtype == np.int32 and y["masked_lm_weights"].dtype == np.float32
     counts = collections.Counter()
@@ -350,17 +350,17 @@ def test_dynamic_masking_unbatched_and_rounding():
     f = unmasked_examples(1, 40, 100, seed=1)
     f["token_ids"][0] = [CLS] + list(range(10, 23)) + [SEP] + list(range(30, 44)) + [SEP] + [PAD] * 10
     f["padding_mask"][0] = [1] * 30 + [0] * 10
-    ds = tfpd.apply_dynamic_masking(tf.data.Dataset.from_tensor_slices(f), seed=0, max_predictions_per_seq=6, **MASKING)
+    ds = tf_dynamic_masking.apply_dynamic_masking(tf.data.Dataset.from_tensor_slices(f), seed=0, max_predictions_per_seq=6, **MASKING)
     x, y = next(iter(ds))
     assert x["token_ids"].shape == (40,) and y["next_sentence_labels"].shape == ()
-    assert int(tf.reduce_sum(y["masked_lm_weights"])) == 4 == pdata.num_masked_lm_predictions(30, 0.15, 6)
+    assert int(tf.reduce_sum(y["masked_lm_weights"])) == 4 == masked_lm_predictions.num_masked_lm_predictions(30, 0.15, 6)
 
 
 def test_dynamic_masking_fresh_every_epoch_and_reproducible():
     f = unmasked_examples(64, 64, 1000, seed=2)
 
     def build():
-        return tfpd.apply_dynamic_masking(tf.data.Dataset.from_tensor_slices(f).batch(16), seed=7, **MASKING)
+        return tf_dynamic_masking.apply_dynamic_masking(tf.data.Dataset.from_tensor_slices(f).batch(16), seed=7, **MASKING)
 
     ds = build()
     epoch1 = _masked_arrays(ds)[0]["masked_lm_positions"]
@@ -373,7 +373,7 @@ def test_dynamic_masking_fresh_every_epoch_and_reproducible():
 
 def test_dynamic_whole_word_masking():
     f = unmasked_examples(800, 64, 30000, seed=3, pieces=True)
-    ds = tfpd.apply_dynamic_masking(
+    ds = tf_dynamic_masking.apply_dynamic_masking(
         tf.data.Dataset.from_tensor_slices(f).batch(100), seed=3, whole_word_mask=True, **MASKING
     )
     x, y = _masked_arrays(ds)
@@ -409,11 +409,11 @@ def test_dynamic_whole_word_masking():
 def test_unmasked_pairs_from_text_then_dynamic_masking(tmp_path):
     corpus, words = write_corpus(tmp_path / "corpus.txt", pieces=True)
     tok = WhitespaceTokenizer(words)
-    ds = tfpd.unmasked_dataset_from_text([corpus], tok, max_seq_length=24, shard_size_documents=5, random_seed=9)
+    ds = tf_pretraining_datasets.unmasked_dataset_from_text([corpus], tok, max_seq_length=24, shard_size_documents=5, random_seed=9)
     got = list(ds.as_numpy_iterator())
     expected = list(
-        pdata.create_training_instances(
-            pdata.read_documents([corpus], tok), list(tok.vocab), random.Random(9), max_seq_length=24, dupe_factor=1,
+        pretraining_instances.create_training_instances(
+            pretraining_documents.read_documents([corpus], tok), list(tok.vocab), random.Random(9), max_seq_length=24, dupe_factor=1,
             shard_size_documents=5, do_masking=False,
         )
     )
@@ -426,9 +426,9 @@ def test_unmasked_pairs_from_text_then_dynamic_masking(tmp_path):
         assert g["word_starts"][:n].tolist() == [int(not t.startswith("##")) for t in inst.tokens]
         assert g["next_sentence_labels"] == int(inst.is_random_next)
         assert "[MASK]" not in inst.tokens
-    masked = tfpd.apply_dynamic_masking(
+    masked = tf_dynamic_masking.apply_dynamic_masking(
         ds.batch(4, drop_remainder=True), max_predictions_per_seq=5, whole_word_mask=True, seed=0,
-        **tfpd.masking_token_ids(tok.vocab),
+        **tf_dynamic_masking.masking_token_ids(tok.vocab),
     )
     x, y = next(iter(masked))  # the structure pretraining_dataset gives
     assert {k: (v.shape.as_list(), v.dtype) for k, v in x.items()} == {
@@ -444,9 +444,9 @@ def test_unmasked_pairs_from_text_then_dynamic_masking(tmp_path):
 def test_unmasked_records_masked_on_the_fly(tmp_path):
     tok, instances = make_instances(tmp_path, max_seq_length=24, do_masking=False)
     path = str(tmp_path / "unmasked.tfrecord")
-    tfpd.write_instances_to_example_files(instances, tok, path, 24, 0, with_masks=False)
-    ds = tfpd.unmasked_pretraining_dataset(
-        path, 24, 5, is_training=False, max_predictions_per_seq=4, seed=0, **tfpd.masking_token_ids(tok.vocab)
+    tf_pretraining_records.write_instances_to_example_files(instances, tok, path, 24, 0, with_masks=False)
+    ds = tf_pretraining_datasets.unmasked_pretraining_dataset(
+        path, 24, 5, is_training=False, max_predictions_per_seq=4, seed=0, **tf_dynamic_masking.masking_token_ids(tok.vocab)
     )
     x, y = _masked_arrays(ds)
     assert len(x["token_ids"]) == len(instances)
@@ -504,7 +504,7 @@ def test_recipe_flags_in_process(tmp_path):
     m = recipe.main(common + [f"--output_file={unmasked}", "--dynamic_masking"], tokenizer=tok)
     records = list(tf.data.TFRecordDataset(unmasked))
     assert len(records) == m > 20
-    parsed = tf.io.parse_single_example(records[0], tfpd.unmasked_feature_spec(32))
+    parsed = tf.io.parse_single_example(records[0], tf_pretraining_records.unmasked_feature_spec(32))
     assert tok.vocab["[MASK]"] not in parsed["input_ids"].numpy()
 
 

@@ -1,4 +1,4 @@
-"""keras_bert_impl.training.resumable: atomic checkpoints, exact resume of weights + optimizer + step, logs.
+"""keras_bert_impl.training.resumable, checkpoint_store and metrics_log: atomic checkpoints, exact resume of weights + optimizer + step, logs.
 
 Runs on every backend (KERAS_BACKEND=tensorflow|jax|torch) with a tiny model and tiny TFRecords
 generated here (the helpers are shared with tests/test_pretrain_recipe.py).
@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.training import resumable as training
+from keras_bert_impl.training import checkpoint_store, metrics_log, resumable
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
@@ -44,8 +44,8 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
     """
     import tensorflow as tf  # noqa: F401  (the TFRecord writer)
 
-    from keras_bert_impl.data import pretraining_data
-    from keras_bert_impl.data import tf_pretraining_data
+    from keras_bert_impl.data import pretraining_instances
+    from keras_bert_impl.data import tf_pretraining_records
 
     class Tokenizer:
         def __init__(self, vocab):
@@ -71,18 +71,18 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
     tokenizer = Tokenizer(vocab)
     paths = {"vocab": vocab_file, "config": config_file}
     for split, docs in (("train", documents[4:]), ("eval", documents[:4])):
-        instances = pretraining_data.create_training_instances(
+        instances = pretraining_instances.create_training_instances(
             docs, vocab, random.Random(seed), max_seq_length=SEQ_LEN, dupe_factor=dupe_factor,
             max_predictions_per_seq=MAX_PREDICTIONS,
         )
         path = os.path.join(directory, f"{split}.tfrecord")
-        tf_pretraining_data.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
+        tf_pretraining_records.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
         paths[split] = path
     return paths
 
 
 def tiny_dataset(path, batch_size=4, is_training=True):
-    from keras_bert_impl.data.tf_pretraining_data import pretraining_dataset
+    from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
 
     return pretraining_dataset(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
 
@@ -127,12 +127,12 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_step(data, tmp_pat
     """A saved checkpoint restores into a fresh model: weights, AdamW moments and the iteration counter."""
     model = compiled_model()
     model.fit(tiny_dataset(data["train"]), steps_per_epoch=3, epochs=1, verbose=0)
-    step, path = training.save_checkpoint(model, str(tmp_path))
+    step, path = checkpoint_store.save_checkpoint(model, str(tmp_path))
     assert step == 3 and os.path.basename(path) == "ckpt-00000003.weights.h5"
     assert sorted(os.listdir(tmp_path)) == ["ckpt-00000003.weights.h5", "ckpt-00000003.weights.h5.sha256"]  # no temporary file
 
     fresh = compiled_model()
-    assert training.restore_latest_checkpoint(fresh, str(tmp_path)) == 3
+    assert checkpoint_store.restore_latest_checkpoint(fresh, str(tmp_path)) == 3
     assert int(keras.ops.convert_to_numpy(fresh.optimizer.iterations)) == 3
     for a, b in zip(model.weights, fresh.weights):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b))
@@ -148,23 +148,23 @@ def test_partial_and_temporary_files_are_not_checkpoints(data, tmp_path):
     with a final name falls back to the previous checkpoint."""
     model = compiled_model()
     model.fit(tiny_dataset(data["train"]), steps_per_epoch=2, epochs=1, verbose=0)
-    training.save_checkpoint(model, str(tmp_path))  # step 2
-    good = open(training.checkpoint_path(str(tmp_path), 2), "rb").read()
+    checkpoint_store.save_checkpoint(model, str(tmp_path))  # step 2
+    good = open(checkpoint_store.checkpoint_path(str(tmp_path), 2), "rb").read()
     # What a SIGKILL during save_checkpoint of step 4 leaves: a truncated temporary file.
     temp = tmp_path / f".tmp-ckpt-00000004-{os.getpid() + 1}.weights.h5"
     temp.write_bytes(good[: len(good) // 2])
-    assert training.list_checkpoints(str(tmp_path)) == [(2, training.checkpoint_path(str(tmp_path), 2))]
+    assert checkpoint_store.list_checkpoints(str(tmp_path)) == [(2, checkpoint_store.checkpoint_path(str(tmp_path), 2))]
 
     fresh = compiled_model()
-    assert training.restore_latest_checkpoint(fresh, str(tmp_path)) == 2
+    assert checkpoint_store.restore_latest_checkpoint(fresh, str(tmp_path)) == 2
     assert not temp.exists()
 
     # Even a corrupt file under a final name (e.g. disk damage) is skipped for the previous one.
-    with open(training.checkpoint_path(str(tmp_path), 6), "wb") as f:
+    with open(checkpoint_store.checkpoint_path(str(tmp_path), 6), "wb") as f:
         f.write(good[: len(good) // 3])
     fresh = compiled_model()
     with pytest.warns(UserWarning, match="Skipping checkpoint .*cannot be read"):
-        assert training.restore_latest_checkpoint(fresh, str(tmp_path)) == 2
+        assert checkpoint_store.restore_latest_checkpoint(fresh, str(tmp_path)) == 2
     assert int(keras.ops.convert_to_numpy(fresh.optimizer.iterations)) == 2
 
 
@@ -180,12 +180,12 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
 
     model = compiled_model(num_train_steps=12)
     with pytest.raises(KeyboardInterrupt):
-        training.run_training(
+        resumable.run_training(
             model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, iterations_per_loop=4,
             keep_checkpoint_max=2, verbose=0, callbacks=[Crash()],
         )
-    checkpoint_dir = os.path.join(out, training.CHECKPOINT_SUBDIR)
-    assert [s for s, _ in training.list_checkpoints(checkpoint_dir)] == [4, 6]
+    checkpoint_dir = os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)
+    assert [s for s, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [4, 6]
 
     seen_steps = []
 
@@ -194,14 +194,14 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
         return tiny_dataset(data["train"])
 
     model = compiled_model(num_train_steps=12)
-    result = training.run_training(
+    result = resumable.run_training(
         model, dataset_fn, 12, out, save_checkpoints_steps=2, iterations_per_loop=4, keep_checkpoint_max=2, verbose=0
     )
     assert seen_steps == [6]
     assert result["initial_step"] == 6 and result["global_step"] == 12
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 12
-    assert [s for s, _ in training.list_checkpoints(checkpoint_dir)] == [10, 12]
-    log = training.read_metrics_log(os.path.join(out, "train_log.jsonl"))
+    assert [s for s, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10, 12]
+    log = metrics_log.read_metrics_log(os.path.join(out, "train_log.jsonl"))
     # First run: loop 1 ends at step 4 (then the crash); resumed run: initial_epoch = 6 // 4 = 1, so
     # its loops end at steps 10 and 12 (the last one cut short by StopAtStep).
     assert [r["step"] for r in log] == [4, 10, 12]
@@ -213,13 +213,13 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
 
     # Running again once finished trains nothing and keeps the step.
     model = compiled_model(num_train_steps=12)
-    again = training.run_training(model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, verbose=0)
+    again = resumable.run_training(model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, verbose=0)
     assert again["initial_step"] == 12 and again["global_step"] == 12 and again["history"] == {}
 
 
 def test_steps_must_be_multiples_of_steps_per_execution(data, tmp_path):
     with pytest.raises(ValueError, match="multiple of steps_per_execution"):
-        training.run_training(compiled_model(), tiny_dataset(data["train"]), 10, str(tmp_path),
+        resumable.run_training(compiled_model(), tiny_dataset(data["train"]), 10, str(tmp_path),
                               save_checkpoints_steps=3, steps_per_execution=2)
 
 

@@ -2,7 +2,7 @@
 attention probabilities kept out of the next dot's fusion, dropout's random bits from the original threefry
 on one CPU process, and whether JAX computes on its CPU.
 
-JAX by nature: the layers import this module only when KERAS_BACKEND is jax.
+JAX by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is jax.
 """
 
 import math
@@ -14,8 +14,8 @@ import jax.numpy as jnp
 def einsum_float32_result(equation, x, kernel):
     """`einsum(equation, x, kernel)` of bfloat16 operands, accumulated and returned in float32.
 
-    `keras.ops.einsum` has no `preferred_element_type`; XLA's CPU dot accumulates and returns float32 at
-    bfloat16 speed when asked for it (see `layers/dense.py` for the measurement).
+    `keras.ops.einsum` has no `preferred_element_type`; XLA's CPU dot runs at bfloat16 speed only when asked
+    for a float32 result (docs/performance.md, bf16).
     """
     return jnp.einsum(equation, x, kernel, preferred_element_type=jnp.float32)
 
@@ -24,9 +24,8 @@ def gelu(x):
     """Exact GELU as x * (1 + erf(x / sqrt(2))) / 2, the form of TensorFlow's and PyTorch's exact GELU.
 
     `keras.activations.gelu(approximate=False)` calls `jax.nn.gelu`, which computes x * erfc(-x / sqrt(2)) / 2;
-    XLA's CPU erfc is a long expansion with an exponential and divides. On [2048, 2048] float32 on the idle
-    2-core CPU the erf form takes 0.99 ms forward and 2.1 ms for the gradient, against 2.5 ms and 2.7 ms
-    (docs/performance.md); both are within 1.2e-6 of float64 for |x| up to 12.
+    XLA's CPU erfc is a long expansion with an exponential and divides, slower than the erf form forward and
+    backward (docs/performance.md); both are within 1.2e-6 of float64 for |x| up to 12.
     """
     return 0.5 * x * (1.0 + jax.lax.erf(x * (1.0 / math.sqrt(2.0))))
 
@@ -40,9 +39,8 @@ def unfused(probs):
     """`probs` unchanged (a select keeping every value >= 0: all of a softmax's), as a separate array.
 
     Without it XLA's CPU compiler fuses the logits' dot, the softmax and the dot with the values into one
-    fusion, which runs slower than the three apart: four BertSelfAttention layers at bert_base 8 x 128
-    took 0.133 s with that fusion, 0.122 s with this select, keras.layers.MultiHeadAttention 0.128 s (its
-    masked softmax ends in a select too), and 0.132 s with `jax.lax.optimization_barrier` instead.
+    fusion, which runs slower than the three apart (docs/performance.md, Attention; a
+    `jax.lax.optimization_barrier` instead of the select was slower too).
     """
     return jnp.where(probs >= 0, probs, 0.0)
 
@@ -64,10 +62,9 @@ def unpartitioned_threefry():
 
     Both are threefry-2x32 in counter mode, uniform over every 32-bit word: a dropout mask drawn under
     either keeps each value with the same probability (Keras' `uniform < 1 - rate`), from a different stream
-    of the same generator. The original layout is several times cheaper on the CPU: a [16, 8, 128, 128]
-    mask from `jax.random.bernoulli`, jitted, takes 4.0 ms against 14.7 ms, a [16, 128, 512] one 2.3 ms
-    against 4.7 ms (medians, `benchmarks/jax_dropout_bits.py`, docs/performance.md). JAX's
-    partitionable layout exists so that a sharded array's bits are computed per shard; the original one
-    computes them whole (`draws_faster_unpartitioned` says where it is used).
+    of the same generator. The original layout is several times cheaper on the CPU
+    (`benchmarks/jax_dropout_bits.py`, docs/performance.md). JAX's partitionable layout exists so that a
+    sharded array's bits are computed per shard; the original one computes them whole
+    (`draws_faster_unpartitioned` says where it is used).
     """
     return jax.threefry_partitionable(False)

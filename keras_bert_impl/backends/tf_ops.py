@@ -1,7 +1,7 @@
 """The TensorFlow backend's fast paths: the exact GELU with its derivative written out, dense products
 whose input gradient reads a transposed copy of the kernel on the CPU, and a split of a sequence's rows.
 
-TensorFlow by nature: the layers import this module only when KERAS_BACKEND is tensorflow.
+TensorFlow by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is tensorflow.
 """
 
 import functools
@@ -20,10 +20,8 @@ def gelu(x):
     `keras.activations.gelu(approximate=False)` calls `tf.nn.gelu`, x * erfc(-x / sqrt(2)) / 2, whose
     gradient TensorFlow derives op by op through erfc (an exponential, negations and a chain of multiplies,
     each a pass over the [tokens, intermediate] activations). Here the forward keeps Phi(x) for the backward,
-    which computes phi(x) = exp(-x^2 / 2) / sqrt(2 pi) and one multiply-add. With the projections of
-    `layers/dense.py` as 2D matmuls, a bert_small token head's train step (16 x 128, 2-core CPU) took 0.583 s
-    instead of 0.619 s (docs/performance.md). Values within 2e-6 of float64, and gradients within 1e-6, for
-    |x| <= 12 (tests/test_layers.py).
+    which computes phi(x) = exp(-x^2 / 2) / sqrt(2 pi) and one multiply-add. Values within 2e-6 of float64,
+    and gradients within 1e-6, for |x| <= 12 (tests/test_layers.py).
     """
     cdf = 0.5 * (1.0 + tf.math.erf(x * _INV_SQRT2))
 
@@ -34,28 +32,32 @@ def gelu(x):
     return x * cdf, grad
 
 
-def dense(x, kernel, bias=None):
+def transposed_gradient_applies(x, kernel):
+    """Whether `dense_with_transposed_gradient` computes x @ kernel: float32 on a machine without GPUs or
+    TPUs, where its input gradient was measured faster."""
+    return x.dtype == kernel.dtype == tf.float32 and _cpu_only()
+
+
+def matmul_dense(x, kernel, bias=None):
+    """x @ kernel + bias over x's last axis, TensorFlow's matmul (a tensordot over a [..., I] input)."""
+    y = tf.matmul(x, kernel) if x.shape.rank == 2 else tf.tensordot(x, kernel, [[x.shape.rank - 1], [0]])
+    return y if bias is None else y + bias
+
+
+def dense_with_transposed_gradient(x, kernel, bias=None):
     """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O], differentiable.
 
     The forward is the product Keras' Dense computes, as one 2D matmul with the bias added (TensorFlow
     fuses the two into one oneDNN call). The input's gradient dy @ kernel^T is where this differs.
-    TensorFlow's MatMul gradient reads the kernel transposed (`transpose_b`); on the 2-core CPU of
-    docs/performance.md oneDNN runs that product at 250-340 GFLOP/s where I <= O, and at 345-400 with the
-    kernel's transpose computed first (`benchmarks/tf_dense_paths.py`). So where I <= O the gradient
-    computes the transpose first (1 MB for bert_small's [512, 512] kernels), as a 3D transpose, which
-    TensorFlow's graph optimizer does not fold back into the matmul. Where I > O the transposed read is
-    as fast, and the gradient is TensorFlow's. The kernel's gradient is TensorFlow's x^T @ dy, the bias's
-    its BiasAddGrad. A bert_small token head's train step (16 x 128) took 2-3% less with the square
-    kernels' transposes computed first as well than with I < O only (docs/performance.md).
-
-    Only float32 on a machine without GPUs or TPUs, where it was measured. Elsewhere: matmul and add.
+    TensorFlow's MatMul gradient reads the kernel transposed (`transpose_b`), which oneDNN on a CPU runs
+    slower where I <= O than a product with the kernel's transpose computed first. So where I <= O the
+    gradient computes the transpose first, as a 3D transpose, which TensorFlow's graph optimizer does not
+    fold back into the matmul. Where I > O the transposed read is as fast, and the gradient is TensorFlow's.
+    The kernel's gradient is TensorFlow's x^T @ dy, the bias's its BiasAddGrad.
     """
     # Variables read as tensors: a custom gradient differentiates with respect to its tensor arguments.
     kernel = tf.convert_to_tensor(kernel)
     bias = None if bias is None else tf.convert_to_tensor(bias)
-    if not (x.dtype == kernel.dtype == tf.float32 and _cpu_only()):
-        y = tf.matmul(x, kernel) if x.shape.rank == 2 else tf.tensordot(x, kernel, [[x.shape.rank - 1], [0]])
-        return y if bias is None else y + bias
     inputs, outputs = kernel.shape
     rows = tf.reshape(x, [-1, inputs])  # [N, I]
     y = _dense_2d(rows, kernel) if bias is None else _dense_2d_with_bias(rows, kernel, bias)  # [N, O]
@@ -70,7 +72,7 @@ def _cpu_only():
 
 
 def _input_gradient(dy, kernel):
-    """dy @ kernel^T: [N, O] x [I, O]^T -> [N, I] (see `dense`)."""
+    """dy @ kernel^T: [N, O] x [I, O]^T -> [N, I] (see `dense_with_transposed_gradient`)."""
     inputs, outputs = kernel.shape
     if inputs > outputs:
         return tf.matmul(dy, kernel, transpose_b=True)

@@ -1,15 +1,13 @@
 """The PyTorch-backend fast path of `AdamWeightDecay`: torch's fused AdamW kernel and multi-tensor clipping.
 
-PyTorch by nature: `optimization.py` imports this module only when KERAS_BACKEND is torch.
+PyTorch by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is torch.
 
 Why: Keras runs a subclass of `keras.optimizers.Optimizer` on torch as a Python loop over the variables,
 each update a dozen separate elementwise ops, i.e. a dozen passes over every parameter (Keras itself swaps
-its own Adam/AdamW for `torch._foreach_*` versions, keras/src/backend/torch/optimizers, but a subclass does
-not get them). On a 2-core CPU that is 0.43 s of a 1.37 s bert_small fine-tuning step (docs/performance.md).
-`torch._fused_adamw_` does the whole update in one pass over the memory (14 ms for bert_small), and
-`torch._foreach_norm` computes the global norm in one pass. On a GPU the loop is also about 2,400 kernel
-launches a step: a bert_base pretraining step took 0.172 s through it and 0.086 s through the fused kernel
-(H200, mixed_bfloat16, 64 x 128; benchmarks/results/gpu_pretraining).
+its own Adam/AdamW for `torch._foreach_*` versions, but a subclass does not get them), and on a GPU as
+thousands of kernel launches a step. `torch._fused_adamw_` does the whole update in one pass over the
+memory, and `torch._foreach_norm` computes the global norm in one pass (the step times on a CPU and a GPU
+are in docs/performance.md).
 
 The math is the original's (see `AdamWeightDecay`): torch's fused AdamW computes
 
@@ -57,7 +55,7 @@ def adam_weight_decay_update(optimizer, grads, variables, learning_rate):
     step = float(optimizer.iterations.value + 1) if optimizer.bias_correction else _NO_BIAS_CORRECTION_STEP
     groups = {True: ([], [], [], []), False: ([], [], [], [])}
     for grad, variable in zip(grads, variables):
-        index = optimizer._get_variable_index(variable)
+        index = optimizer.variable_index(variable)
         params, gs, ms, vs = groups[optimizer._do_use_weight_decay(variable)]
         params.append(variable.value)
         gs.append(grad)

@@ -1,8 +1,8 @@
 """The PyTorch backend's fast paths for BERT's layers: the dense products, dropout, the two products of
-attention, and attention with its dropout in one kernel on a GPU.
+attention, and attention with its dropout in one kernel on a GPU; and the states of torch's generators.
 
-PyTorch by nature: the layers import this module only when KERAS_BACKEND is torch. Each function computes
-what its keras.ops counterpart computes; the tests check each against it.
+PyTorch by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is torch. Each
+function computes what its keras.ops counterpart computes; the tests check each against it.
 """
 
 import platform
@@ -11,27 +11,29 @@ import torch
 from torch.autograd.function import once_differentiable
 
 
-def dense(x, kernel, bias=None):
+def onednn_dense_applies(x, kernel, bias):
+    """Whether `onednn_dense` computes x @ kernel + bias: float32 tensors on an x86-64 CPU whose torch has
+    oneDNN's linear op."""
+    return (_ONEDNN_LINEAR and x.device.type == "cpu" and x.dtype == kernel.dtype == torch.float32
+            and x.numel() > 0 and kernel.dim() == 2 and (bias is None or bias.dtype == torch.float32))
+
+
+def onednn_dense(x, kernel, bias=None):
     """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O], differentiable.
 
-    float32 on the CPU runs its three products (forward, and the input's and kernel's gradients) in
-    oneDNN through `torch.ops.mkldnn._linear_pointwise`, the op torch.compile's CPU backend emits for a
-    linear layer. `torch.matmul` and `torch.nn.functional.linear` call MKL's sgemm instead, which on the
-    2-core AMD EPYC of docs/performance.md runs at about 200 GFLOP/s against oneDNN's 390-470: a
-    [2048, 512] x [512, 2048] product with its backward takes 31.6 ms this way and 65.3 ms through
-    `torch.addmm` (`benchmarks/torch_dense_paths.py`). Other dtypes, devices and CPU architectures take
-    `torch.matmul` (torch's bfloat16 CPU matmul already calls oneDNN).
+    Its three products (forward, and the input's and kernel's gradients) run in oneDNN through
+    `torch.ops.mkldnn._linear_pointwise`, the op torch.compile's CPU backend emits for a linear layer, where
+    `torch.matmul` and `torch.nn.functional.linear` call MKL's sgemm, slower on the AMD CPU of
+    docs/performance.md (`benchmarks/torch_dense_paths.py`).
     """
-    if not _onednn_dense_applies(x, kernel, bias):
-        y = torch.matmul(x, kernel)
-        return y if bias is None else y + bias
     y = _OneDNNDense.apply(x.reshape(-1, x.shape[-1]), kernel, bias)  # [N, O]
     return y.reshape(*x.shape[:-1], kernel.shape[-1])
 
 
-def _onednn_dense_applies(x, kernel, bias):
-    return (_ONEDNN_LINEAR and x.device.type == "cpu" and x.dtype == kernel.dtype == torch.float32
-            and x.numel() > 0 and kernel.dim() == 2 and (bias is None or bias.dtype == torch.float32))
+def matmul_dense(x, kernel, bias=None):
+    """x @ kernel + bias over x's last axis through `torch.matmul` (torch's bfloat16 CPU matmul calls oneDNN)."""
+    y = torch.matmul(x, kernel)
+    return y if bias is None else y + bias
 
 
 # oneDNN's linear op, on an x86-64 CPU (where it was measured).
@@ -45,7 +47,7 @@ def _onednn_matmul(a, b_transposed, bias=None):
 
 
 class _OneDNNDense(torch.autograd.Function):
-    """y = x @ kernel + bias for a 2D x, its gradients computed in oneDNN as well (see `dense`)."""
+    """y = x @ kernel + bias for a 2D x, its gradients computed in oneDNN as well (see `onednn_dense`)."""
 
     @staticmethod
     def forward(ctx, x, kernel, bias):  # x [N, I], kernel [I, O], bias [O] or None
@@ -68,10 +70,9 @@ def dropout(x, rate):
 
     The keep mask is `uniform >= rate` over float32 uniforms from torch's default generator (the one
     `torch.nn.functional.dropout` draws from, which Keras' unseeded dropout calls), whatever `x`'s dtype:
-    bfloat16 uniforms have 8 significant bits, and `rand_like` of a bfloat16 tensor drops 10.2% at rate
-    0.1 (4M draws). On this 2-core CPU a
-    [16, 8, 128, 128] mask takes 8.0 ms this way and 12.4 ms through `torch.bernoulli_`, which
-    `torch.nn.functional.dropout` calls (13.5 ms with its multiply; docs/performance.md).
+    bfloat16 uniforms have 8 significant bits, too few for the rate (tests/test_layers.py checks the rate for
+    bfloat16 values). On the CPU this mask is cheaper than `torch.bernoulli_`, which
+    `torch.nn.functional.dropout` calls (docs/performance.md).
     """
     if x.is_cuda:
         # CUDA's dropout kernel draws float32 uniforms for every dtype and masks and scales in one pass.
@@ -84,8 +85,7 @@ def attention_logits(k, q):
     """q . k over the head dimension: [B, A, R, T] from k [B, T, A, d] and q [B, R, A, d].
 
     `torch.einsum("bsnh,btnh->bnts", k, q)` computes the same; on the CPU its batched product over these
-    strided views is slower than `torch.matmul` over [B, A, R, d] x [B, A, d, T] (a bert_small attention's
-    forward and backward with dropout: 35.0 ms against 40.3 ms).
+    strided views is slower than `torch.matmul` over [B, A, R, d] x [B, A, d, T] (docs/performance.md).
     """
     return torch.matmul(q.permute(0, 2, 1, 3), k.permute(0, 2, 3, 1))
 
@@ -98,10 +98,9 @@ def attention_context(probs, v):
 def fused_dropout_attention_applies(q):
     """Whether training attention (dropout on the probabilities) runs as one SDPA kernel: on a CUDA GPU.
 
-    There a bert_base pretraining step took 0.086 s this way and 0.103 s with the products, softmax and
-    dropout apart (H200, mixed_bfloat16, 64 x 128; benchmarks/results/gpu_pretraining). On the CPU torch's
-    SDPA with dropout is its math path, the same products and softmax with `torch.nn.functional.dropout`'s
-    slower mask (`dropout` above).
+    There it is faster than the products, softmax and dropout apart (docs/performance.md, "On a GPU"). On
+    the CPU torch's SDPA with dropout is its math path, the same products and softmax with
+    `torch.nn.functional.dropout`'s slower mask (`dropout` above).
     """
     return q.is_cuda
 
@@ -113,3 +112,22 @@ def attention_with_dropout(q, k, v, bias, rate):
     context = torch.nn.functional.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias, dropout_p=rate)  # [B, A, R, d]
     return context.transpose(1, 2)
+
+
+def generator_states():
+    """torch's global generators, which `dropout` and SDPA's dropout draw from: `torch_cpu` and, with CUDA,
+    `torch_cuda/<i>` per device, as numpy arrays."""
+    states = {"torch_cpu": torch.get_rng_state().numpy()}
+    if torch.cuda.is_available():
+        for i, state in enumerate(torch.cuda.get_rng_state_all()):
+            states[f"torch_cuda/{i}"] = state.cpu().numpy()
+    return states
+
+
+def set_generator_states(states):
+    """Sets the generators `generator_states` read (the CUDA ones only on as many devices as were saved)."""
+    if "torch_cpu" in states:
+        torch.set_rng_state(torch.from_numpy(states["torch_cpu"].copy()))
+    cuda = sorted(name for name in states if name.startswith("torch_cuda/"))
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([torch.from_numpy(states[f"torch_cuda/{i}"].copy()) for i in range(len(cuda))])

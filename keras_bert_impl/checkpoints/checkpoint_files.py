@@ -109,7 +109,7 @@ def safetensors_header(path):
 
 
 # The safetensors metadata entry holding `weights_digest` of the file's tensors (written by
-# `conversion.save_backbone`; files without it, such as Hugging Face's, are read unchecked).
+# `model_directory.write_weights_and_config`; files without it, such as Hugging Face's, are read unchecked).
 DIGEST_METADATA_KEY = "keras_bert_impl_sha256"
 
 

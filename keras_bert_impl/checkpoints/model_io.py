@@ -20,6 +20,7 @@ from keras_bert_impl.checkpoints.task_layouts import (  # noqa: F401 (the names 
     OBJECTIVE_KEY,
     register_model,
 )
+from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.checkpoints.weight_tables import (
     assign_backbone_weights,
     backbone_weights_dict,
@@ -75,7 +76,8 @@ def check_savable(model, directory):
     """Refuses to write a Hugging Face directory of a model whose class has no layout (`TypeError`) or which
     has quantized layers (`ValueError`: the directory holds float weights)."""
     task_layouts.layout_of(model)
-    quantized = [layer.path for layer in model._flatten_layers(include_self=False) if layer.quantization_mode]
+    quantized = [layer.path for layer in keras_compat.flatten_layers(model, include_self=False)
+                 if layer.quantization_mode]
     if quantized:
         raise ValueError(
             f"{directory}: a Hugging Face directory holds float weights, and {len(quantized)} layers of this model are "

@@ -5,13 +5,13 @@ Written here rather than taken from keras.layers.MultiHeadAttention because that
 masks with a boolean mask instead of BERT's finite additive bias.
 """
 
-import math
-
 import keras
 from keras import ops
 
+from keras_bert_impl import backends
 from keras_bert_impl.layers.dense import BertEinsumDense
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 # The original modeling.py adds -10000.0 to the logits of padded keys: finite, so a row whose keys are all
 # padding gives a uniform distribution instead of NaN, and representable in float16.
@@ -49,52 +49,6 @@ def causal_attention_bias(padding_mask, dtype="float32"):
     return padding_bias + ops.expand_dims(ops.cast(later, dtype), 1) * MASK_BIAS  # [batch, 1, seq, seq]
 
 
-def _fused_attention_is_a_kernel():
-    """Whether `keras.ops.dot_product_attention` runs as one fused kernel: on torch (its SDPA kernel) and on
-    JAX off its CPU.
-
-    Elsewhere it is a composition of the same einsums and softmax: TensorFlow's (Keras' `tensorflow/nn.py`,
-    on every device) transposes to [batch, heads, seq, head_size] and back: a bert_base forward at 8 x 128
-    on the 2-core CPU took 0.938 s through it against 0.926 s through the einsums here, keras-hub's 0.953 s
-    (`benchmarks/attention_paths.py`; docs/performance.md). JAX's on its CPU lays the probabilities and the
-    context out through extra transposes and copies (a bert_base layer at 8 x 128 compiles to 7 more copies
-    and transposes, one of them the [batch, heads, seq, seq] probabilities).
-    """
-    backend = keras.backend.backend()
-    if backend == "jax":
-        from keras_bert_impl.backends import jax_ops
-
-        return not jax_ops.on_cpu()
-    return backend == "torch"
-
-
-def _logits(k, q):
-    """[B, A, R, T] logits from keys [B, T, A, d] and (scaled) queries [B, R, A, d]."""
-    if keras.backend.backend() == "torch":
-        from keras_bert_impl.backends import torch_ops
-
-        return torch_ops.attention_logits(k, q)
-    return ops.einsum("bsnh,btnh->bnts", k, q)
-
-
-def _context(probs, v):
-    """[B, R, A, d] context from probabilities [B, A, R, T] and values [B, T, A, d]."""
-    if keras.backend.backend() == "torch":
-        from keras_bert_impl.backends import torch_ops
-
-        return torch_ops.attention_context(probs, v)
-    return ops.einsum("bnts,bsnh->btnh", probs, v)
-
-
-def split_rows(hidden_states, split_at):
-    """[B, T, H] as its first `split_at` rows [B, n, H] and the others [B, T - n, H]."""
-    if keras.backend.backend() == "tensorflow":
-        from keras_bert_impl.backends import tf_ops  # keras.ops.split needs a static T on TensorFlow
-
-        return tf_ops.split_rows(hidden_states, split_at)
-    return ops.split(hidden_states, [split_at], axis=1)
-
-
 def _rows_output_spec(shape, dtype, output_range=None, split_at=None):
     """The KerasTensor(s) of a layer whose output keeps its input's [batch, seq, H] shape, or the rows
     `output_range` / `split_at` select (see `BertSelfAttention`)."""
@@ -110,11 +64,11 @@ def _rows_output_spec(shape, dtype, output_range=None, split_at=None):
 class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention with BERT's query/key/value/output projections.
 
-    Uses the fused `keras.ops.dot_product_attention` whenever no dropout is applied to the attention
-    probabilities (inference, or `dropout=0`) and the backend has a fused kernel (torch; JAX off its CPU), and
-    torch's fused kernel with its dropout in training on a CUDA GPU (`backends/torch_ops`); else
-    it computes softmax((Q / sqrt(d)) K^T + bias), applies dropout in training, then multiplies by V: the
-    math of modeling.py, which scales the product instead of the queries.
+    The attention itself is `backends.attention`: the fused `keras.ops.dot_product_attention` whenever no
+    dropout is applied to the attention probabilities (inference, or `dropout=0`) and the backend has a fused
+    kernel (torch; JAX off its CPU), and torch's fused kernel with its dropout in training on a CUDA GPU;
+    else softmax((Q / sqrt(d)) K^T + bias), dropout in training, then the product with V: the math of
+    modeling.py, which scales the product instead of the queries.
 
     Args:
         hidden_size: Model width H.
@@ -152,11 +106,9 @@ class BertSelfAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         if hidden_size % num_heads != 0:
             raise ValueError(f"hidden_size={hidden_size} must be divisible by num_heads={num_heads}.")
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
+        keep_arguments(self, hidden_size=hidden_size, num_heads=num_heads, dropout=dropout,
+                       initializer_range=initializer_range)
         self.head_size = hidden_size // num_heads
-        self.dropout = dropout
-        self.initializer_range = initializer_range
 
         def projection(name):
             # [batch, seq, H] x [H, heads, head_size] -> [batch, seq, heads, head_size]
@@ -196,7 +148,7 @@ class BertSelfAttention(keras.layers.Layer):
         if split_at is not None:
             # One split rather than two slices: its gradient is one concatenation, where each slice's
             # is a zero-padded copy of the whole (TensorFlow).
-            first, rest = split_rows(hidden_states, split_at)  # [B, n, H], [B, T - n, H]
+            first, rest = backends.split_rows(hidden_states, split_at)  # [B, n, H], [B, T - n, H]
             return [self._attend(first, k, v, attention_bias, 0, split_at, training),
                     self._attend(rest, k, v, attention_bias, split_at, None, training)]
         queries = hidden_states if output_range is None else hidden_states[:, :output_range]
@@ -210,39 +162,12 @@ class BertSelfAttention(keras.layers.Layer):
         bias = ops.cast(attention_bias, q.dtype)  # [B, 1, 1 or T, T]
         if not whole and attention_bias.shape[2] != 1:
             bias = bias[:, :, start:stop]  # [B, 1, R, T]: the rows of the queries computed
-        with_dropout = training and self.dropout > 0
-        if with_dropout and keras.backend.backend() == "torch":
-            from keras_bert_impl.backends import torch_ops
-
-            if torch_ops.fused_dropout_attention_applies(q):
-                return self.output_dense(torch_ops.attention_with_dropout(q, k, v, bias, self.probs_dropout.rate))
-        if with_dropout or not _fused_attention_is_a_kernel():
-            # The queries are scaled before the product (keras-hub's order): [B, R, A, d] is half as many
-            # numbers as the logits [B, A, R, T] at R = T.
-            q = q * ops.cast(1.0 / math.sqrt(self.head_size), q.dtype)
-            logits = _logits(k, q) + bias  # [B, A, R, T]
-            # Softmax in float32 for stability under mixed precision.
-            probs = ops.cast(ops.softmax(ops.cast(logits, "float32"), axis=-1), q.dtype)
-            if with_dropout:
-                probs = self.probs_dropout(probs, training=training)
-            elif keras.backend.backend() == "jax":
-                from keras_bert_impl.backends import jax_ops
-
-                probs = jax_ops.unfused(probs)
-            context = _context(probs, v)  # [B, R, A, d]
-        else:
-            context = ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
+        dropout = self.probs_dropout if training and self.dropout > 0 else None
+        context = backends.attention(q, k, v, bias, dropout=dropout, training=training)  # [B, R, A, d]
         return self.output_dense(context)  # [B, R, H]
 
     def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
         return _rows_output_spec(hidden_states.shape, self.compute_dtype, output_range, split_at)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            dropout=self.dropout,
-            initializer_range=self.initializer_range,
-        )
-        return config
+        return arguments_config(self, super().get_config())

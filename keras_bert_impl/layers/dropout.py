@@ -1,4 +1,4 @@
-"""Dropout: Keras' layer, with a backend's faster mask where it has one (torch; JAX on its CPU).
+"""Dropout: Keras' layer, with the backend's faster mask where it has one (`keras_bert_impl.backends.dropout`).
 
 The same computation as `keras.layers.Dropout` (each value zeroed with probability `rate`, the others
 scaled by 1 / (1 - rate)) with the same seed generator, config and weights (none), so a model saved with
@@ -7,16 +7,17 @@ either loads into the other.
 
 import keras
 
+from keras_bert_impl import backends
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertDropout(keras.layers.Dropout):
-    """`keras.layers.Dropout` that draws its mask faster on PyTorch and on JAX's CPU.
+    """`keras.layers.Dropout` that draws its mask through `backends.dropout`.
 
     On torch, Keras' unseeded dropout calls `torch.nn.functional.dropout` on torch's default generator;
-    this layer draws from the same generator (`backends/torch_ops.dropout`). On JAX's CPU in one process it
-    runs Keras' dropout, from the layer's seed generator, with the bits of JAX's original threefry layout
-    instead of the partitionable one, several times cheaper there (`backends/jax_ops.unpartitioned_threefry`).
-    A `seed` or a `noise_shape` takes Keras' path on every backend.
+    `backends.dropout` draws from the same generator. On JAX's CPU in one process it runs Keras' dropout,
+    from the layer's seed generator, with the bits of JAX's original threefry layout instead of the
+    partitionable one. A `seed` or a `noise_shape` takes Keras' path on every backend.
 
     Examples:
 
@@ -31,15 +32,5 @@ class BertDropout(keras.layers.Dropout):
 
     def call(self, inputs, training=False):
         if training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None:
-            backend = keras.backend.backend()
-            if backend == "torch":
-                from keras_bert_impl.backends import torch_ops
-
-                return torch_ops.dropout(inputs, self.rate)
-            if backend == "jax":
-                from keras_bert_impl.backends import jax_ops
-
-                if jax_ops.draws_faster_unpartitioned():
-                    with jax_ops.unpartitioned_threefry():
-                        return super().call(inputs, training=training)
+            return backends.dropout(inputs, self.rate, lambda: super(BertDropout, self).call(inputs, training=training))
         return super().call(inputs, training=training)

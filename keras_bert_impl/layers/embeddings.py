@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
 class PositionEmbedding(keras.layers.Embedding):
@@ -54,25 +55,12 @@ class BertEmbeddings(keras.layers.Layer):
     (2, 5, 8)
     """
 
-    def __init__(
-        self,
-        vocab_size,
-        hidden_size,
-        max_position_embeddings,
-        type_vocab_size,
-        dropout=0.0,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
-        **kwargs,
-    ):
+    def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size, dropout=0.0,
+                 layer_norm_eps=1e-12, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.dropout = dropout
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        keep_arguments(self, vocab_size=vocab_size, hidden_size=hidden_size,
+                       max_position_embeddings=max_position_embeddings, type_vocab_size=type_vocab_size,
+                       dropout=dropout, layer_norm_eps=layer_norm_eps, initializer_range=initializer_range)
 
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
 
@@ -116,14 +104,4 @@ class BertEmbeddings(keras.layers.Layer):
         return tuple(token_ids_shape) + (self.hidden_size,)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-            max_position_embeddings=self.max_position_embeddings,
-            type_vocab_size=self.type_vocab_size,
-            dropout=self.dropout,
-            layer_norm_eps=self.layer_norm_eps,
-            initializer_range=self.initializer_range,
-        )
-        return config
+        return arguments_config(self, super().get_config())

@@ -3,8 +3,10 @@
 import keras
 from keras import ops
 
+from keras_bert_impl import backends
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.dense import BertDense, dense_product
+from keras_bert_impl.layers.dense import BertDense
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
 def _embedding_matrix(embedding, dtype):
@@ -86,11 +88,8 @@ class MaskedLMHead(keras.layers.Layer):
             if given is not None and int(given) != found:
                 raise ValueError(f"MaskedLMHead: {name}={given} but the token embedding has {found}.")
         self.token_embedding = token_embedding
-        self.hidden_act = hidden_act
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
-        self.vocab_size = token_embedding.input_dim
-        self.hidden_size = token_embedding.output_dim
+        keep_arguments(self, hidden_act=hidden_act, layer_norm_eps=layer_norm_eps, initializer_range=initializer_range,
+                       vocab_size=token_embedding.input_dim, hidden_size=token_embedding.output_dim)
         self.transform_dense = BertDense(
             self.hidden_size,
             activation=get_activation(hidden_act),
@@ -119,10 +118,7 @@ class MaskedLMHead(keras.layers.Layer):
             x = ops.take_along_axis(sequence_output, positions, axis=1)
         x = self.transform_layer_norm(self.transform_dense(x))
         embeddings = _embedding_matrix(self.token_embedding, x.dtype)  # [vocab, H]
-        if keras.backend.backend() == "torch":  # oneDNN's float32 product on the CPU (`dense_product`)
-            logits = dense_product(x, ops.transpose(embeddings))  # [batch, P, vocab]
-        else:
-            logits = ops.einsum("bph,vh->bpv", x, embeddings)
+        logits = backends.dense_transposed(x, embeddings)  # [batch, P, vocab]
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
@@ -135,12 +131,4 @@ class MaskedLMHead(keras.layers.Layer):
         return keras.KerasTensor(self.compute_output_shape(sequence_output.shape, positions_shape), "float32")
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_act=self.hidden_act,
-            layer_norm_eps=self.layer_norm_eps,
-            initializer_range=self.initializer_range,
-            vocab_size=self.vocab_size,
-            hidden_size=self.hidden_size,
-        )
-        return config
+        return arguments_config(self, super().get_config())

@@ -2,19 +2,12 @@
 
 import keras
 
+from keras_bert_impl import backends
 from keras_bert_impl.layers.activations import get_activation
-from keras_bert_impl.layers.attention import BertSelfAttention, split_rows
+from keras_bert_impl.layers.attention import BertSelfAttention
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
-
-
-def _computes_whole_then_splits(training):
-    """Whether a block asked for two parts of its rows (`split_at`) computes all rows as one and slices them.
-
-    Eager torch computes every part whether read or not; the parts pay off only in the backward pass, which
-    skips a part the loss does not read (a sentence head's other rows), so torch splits in training only.
-    """
-    return keras.backend.backend() == "torch" and not training
+from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -59,27 +52,12 @@ class BertEncoderBlock(keras.layers.Layer):
     (2, 5, 8)
     """
 
-    def __init__(
-        self,
-        hidden_size,
-        num_heads,
-        intermediate_size,
-        hidden_act="gelu",
-        dropout=0.0,
-        attention_dropout=0.0,
-        layer_norm_eps=1e-12,
-        initializer_range=0.02,
-        **kwargs,
-    ):
+    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act="gelu", dropout=0.0, attention_dropout=0.0,
+                 layer_norm_eps=1e-12, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_heads = num_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
+        keep_arguments(self, hidden_size=hidden_size, num_heads=num_heads, intermediate_size=intermediate_size,
+                       hidden_act=hidden_act, dropout=dropout, attention_dropout=attention_dropout,
+                       layer_norm_eps=layer_norm_eps, initializer_range=initializer_range)
 
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
@@ -113,7 +91,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
-        if split_at is not None and _computes_whole_then_splits(training):
+        if split_at is not None and backends.computes_whole_then_splits(training):
             whole = self.call(hidden_states, attention_bias, training=training)  # [B, T, H]
             return [whole[:, :split_at], whole[:, split_at:]]
         if split_at is not None:
@@ -121,7 +99,7 @@ class BertEncoderBlock(keras.layers.Layer):
             # The residuals [B, n, H], [B, T - n, H]: the split the attention made of the same input, which
             # TensorFlow's graph optimizer and XLA compute once (one SplitV per step in tf.profiler), and
             # torch as views.
-            first_rows, other_rows = split_rows(hidden_states, split_at)
+            first_rows, other_rows = backends.split_rows(hidden_states, split_at)
             return [self._feed_forward(first_rows, first, training),
                     self._feed_forward(other_rows, rest, training)]
         attention_output = self.attention(hidden_states, attention_bias, training=training, output_range=output_range)
@@ -143,15 +121,4 @@ class BertEncoderBlock(keras.layers.Layer):
                                                   split_at=split_at)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size,
-            num_heads=self.num_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            dropout=self.dropout,
-            attention_dropout=self.attention_dropout,
-            layer_norm_eps=self.layer_norm_eps,
-            initializer_range=self.initializer_range,
-        )
-        return config
+        return arguments_config(self, super().get_config())

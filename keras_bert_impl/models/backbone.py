@@ -8,6 +8,7 @@ from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, c
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
+from keras_bert_impl.utils import keras_compat
 
 
 @model_io.register_model
@@ -162,15 +163,8 @@ class BertBackbone(keras.Model):
         again at [CLS] only (`pooled_output`), that would be [batch, 1, H]. Here the layers show their calls
         in this graph only, for the length of the summary.
         """
-        own_nodes = {id(node) for nodes in self._nodes_by_depth.values() for node in nodes}
-        all_nodes = {layer: layer._inbound_nodes for layer in self.layers}
-        try:
-            for layer, nodes in all_nodes.items():
-                layer._inbound_nodes = [node for node in nodes if id(node) in own_nodes] or nodes
+        with keras_compat.calls_in_graph_only(self):
             return super().summary(*args, **kwargs)
-        finally:
-            for layer, nodes in all_nodes.items():
-                layer._inbound_nodes = nodes
 
     @property
     def token_embedding(self):
@@ -264,7 +258,7 @@ def serialize_dtype_policy(model, policy):
     """
     base = base_dtype_policy(policy)
     quantized = {}
-    for layer in model._flatten_layers(include_self=False):
+    for layer in keras_compat.flatten_layers(model, include_self=False):
         if layer.quantization_mode is not None:
             own = layer.dtype_policy  # a layer built from a map holds the map: its policy is the map's at its path
             quantized[layer.path] = own[layer.path] if isinstance(own, keras.dtype_policies.DTypePolicyMap) else own

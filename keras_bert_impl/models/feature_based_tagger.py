@@ -30,6 +30,7 @@ from keras_bert_impl.models.feature_modes import check_feature_layers, feature_m
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, renamed_argument
+from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -166,7 +167,7 @@ class BertFeatureBasedTagger(BertTaskModel):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         # A `trainable=True` argument (every reload passes the saved one) sets all layers trainable: refreeze
         # each layer (under TensorFlow, setting the backbone's flag alone leaves its layers trainable here).
-        for layer in backbone._flatten_layers(include_self=True, recursive=True):
+        for layer in keras_compat.flatten_layers(backbone):
             layer.trainable = False
 
         # === Config ===

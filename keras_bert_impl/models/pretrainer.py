@@ -64,7 +64,7 @@ class BertPretrainer(BertTaskModel):
     Outputs, a dict: `masked_lm_logits` [batch, max_predictions_per_seq, vocab] (float32, computed only at
     the masked positions) and `next_sentence_logits` [batch, 2] (label 0 = B follows A, 1 = random B).
 
-    Trained with `model.fit` on the batches of `keras_bert_impl.data.tf_pretraining_data`, whose targets are
+    Trained with `model.fit` on the batches of `keras_bert_impl.data.tf_pretraining_datasets`, whose targets are
     the dict {`masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`}. The loss is the original's:
 
         masked_lm_loss = sum(w * nll) / (sum(w) + 1e-5)   over the masked positions
@@ -86,7 +86,7 @@ class BertPretrainer(BertTaskModel):
       "causal"`, else `ValueError`). Inputs are the backbone's only; the output `lm_logits` [batch, seq,
       vocab] comes from the same `MaskedLMHead` (tied to the word embeddings) at every position, and
       position t predicts token t + 1. Targets {`next_token_ids`, `next_token_weights`} [batch, seq]
-      (`tf_pretraining_data.left_to_right_lm_batch` makes them from the masked TFRecords); the loss is
+      (`tf_pretraining_objectives.left_to_right_lm_batch` makes them from the masked TFRecords); the loss is
       the mean next-token cross-entropy over the positions of weight 1 (next token real):
 
           lm_loss = sum(w * nll) / sum(w)
@@ -143,25 +143,11 @@ class BertPretrainer(BertTaskModel):
             if kwargs.get("preprocessor") is not None:
                 raise ValueError(
                     "BertPretrainer objective='ltr' takes no preprocessor (BertMaskedLMPreprocessor masks tokens); "
-                    "feed it tf_pretraining_data.left_to_right_lm_batch's (x, y)."
+                    "feed it tf_pretraining_objectives.left_to_right_lm_batch's (x, y)."
                 )
-            self._build_left_to_right(backbone, objective, **kwargs)
-            return
-        # === Layers ===
-        masked_lm_head = _masked_lm_head(backbone)
-        has_nsp = objective in ("mlm_nsp", "sop")
-        next_sentence_head = dense_head(2, backbone, name="next_sentence_head")[1] if has_nsp else None
-
-        # === Functional graph ===
-        inputs = dict(backbone.input)
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        backbone_outputs = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
-        masked_lm_logits = masked_lm_head(backbone_outputs["sequence_output"], inputs["masked_lm_positions"])
-        outputs = {"masked_lm_logits": masked_lm_logits}
-        if has_nsp:
-            outputs["next_sentence_logits"] = keras.layers.Activation(
-                "linear", dtype="float32", name="next_sentence_logits"
-            )(next_sentence_head(backbone_outputs["pooled_output"]))
+            inputs, outputs, masked_lm_head, next_sentence_head = _left_to_right_graph(backbone)
+        else:
+            inputs, outputs, masked_lm_head, next_sentence_head = _masked_lm_graph(backbone, objective)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
@@ -169,26 +155,14 @@ class BertPretrainer(BertTaskModel):
         self.objective = objective
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
-        self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss")
-        self.masked_lm_perplexity = _Perplexity(name="masked_lm_perplexity")
-        if has_nsp:
+        if objective == "ltr":
+            self.add_mean_metrics("lm_accuracy", "lm_loss")
+            self.lm_perplexity = _Perplexity(name="lm_perplexity")
+        else:
+            self.add_mean_metrics("masked_lm_accuracy", "masked_lm_loss")
+            self.masked_lm_perplexity = _Perplexity(name="masked_lm_perplexity")
+        if next_sentence_head is not None:
             self.add_mean_metrics("next_sentence_accuracy", "next_sentence_loss")
-
-    def _build_left_to_right(self, backbone, objective, **kwargs):
-        """The "ltr" model: `lm_logits` [batch, seq, vocab] from the masked-LM head at every position."""
-        # === Layers ===
-        lm_head = _masked_lm_head(backbone)
-        # === Functional graph ===
-        inputs = dict(backbone.input)
-        lm_logits = lm_head(backbone(inputs)["sequence_output"])  # [batch, seq, vocab]
-        super().__init__(inputs=inputs, outputs={"lm_logits": lm_logits}, **kwargs)
-        # === Config ===
-        self.backbone = backbone
-        self.objective = objective
-        self.masked_lm_head = lm_head
-        self.next_sentence_head = None
-        self.add_mean_metrics("lm_accuracy", "lm_loss")
-        self.lm_perplexity = _Perplexity(name="lm_perplexity")
 
     # ------------------------------------------------------------------------------------- loss
     def pretraining_losses(self, y, y_pred, sample_weight=None):
@@ -338,6 +312,36 @@ def _masked_lm_head(backbone):
         dtype=backbone.dtype_policy,
         name="masked_lm_head",
     )
+
+
+def _masked_lm_graph(backbone, objective):
+    """(inputs, outputs, masked-LM head, next-sentence head or None) of the masked-LM model of `objective`:
+    `masked_lm_logits` at `masked_lm_positions`, and with "mlm_nsp" / "sop" `next_sentence_logits`."""
+    # === Layers ===
+    masked_lm_head = _masked_lm_head(backbone)
+    has_nsp = objective in ("mlm_nsp", "sop")
+    next_sentence_head = dense_head(2, backbone, name="next_sentence_head")[1] if has_nsp else None
+
+    # === Functional graph ===
+    inputs = dict(backbone.input)
+    inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+    backbone_outputs = backbone({k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")})
+    masked_lm_logits = masked_lm_head(backbone_outputs["sequence_output"], inputs["masked_lm_positions"])
+    outputs = {"masked_lm_logits": masked_lm_logits}
+    if has_nsp:
+        outputs["next_sentence_logits"] = keras.layers.Activation(
+            "linear", dtype="float32", name="next_sentence_logits"
+        )(next_sentence_head(backbone_outputs["pooled_output"]))
+    return inputs, outputs, masked_lm_head, next_sentence_head
+
+
+def _left_to_right_graph(backbone):
+    """(inputs, outputs, LM head, None) of the "ltr" model: `lm_logits` [batch, seq, vocab] from the masked-LM
+    head at every position."""
+    lm_head = _masked_lm_head(backbone)
+    inputs = dict(backbone.input)
+    lm_logits = lm_head(backbone(inputs)["sequence_output"])  # [batch, seq, vocab]
+    return inputs, {"lm_logits": lm_logits}, lm_head, None
 
 
 def load_pretraining_head_weights(model, head_weights, source="checkpoint"):

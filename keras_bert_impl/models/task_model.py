@@ -7,15 +7,15 @@ import warnings
 import keras
 import numpy as np
 
-from keras_bert_impl.backends import tf_replicas
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.models.backbone import serialize_dtype_policy
 from keras_bert_impl.preprocessors.bert_preprocessor import is_raw_text
+from keras_bert_impl.utils import keras_compat
 
 
-class BertTaskModel(keras.Model):
+class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
     """Base class of the task models (pretrainer, classifier, span QA, ...): a functional model built on a
     `BertBackbone`, whose config is the serialized backbone plus the task's own arguments.
 
@@ -55,7 +55,7 @@ class BertTaskModel(keras.Model):
 
     def _vocab_size(self):
         """Rows of the token embedding table (found among the layers: `backbone` is set after building)."""
-        return next(layer.vocab_size for layer in self._flatten_layers() if isinstance(layer, BertEmbeddings))
+        return next(layer.vocab_size for layer in keras_compat.flatten_layers(self) if isinstance(layer, BertEmbeddings))
 
     def task_config(self):
         """The subclass's constructor arguments other than the backbone and the preprocessor."""
@@ -109,15 +109,6 @@ class BertTaskModel(keras.Model):
             x, y, weights = self._preprocess(x, y, weights, needs_labels=True)
             return (x, y) if weights is None else (x, y, weights)
         return self._preprocess(validation_data)[0]
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Called by the TensorFlow trainer only: under a tf.distribute strategy the shapes come from the
-        # dataset's element_spec, and no batch is taken off the iterator (`tf_replicas.input_spec_batch`).
-        if iterator is not None and data_batch is None:
-            spec = tf_replicas.input_spec_batch(getattr(self, "_distribute_strategy", None), iterator)
-            if spec is not None:
-                iterator, data_batch = None, spec
-        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def fit(self, x=None, y=None, *args, **kwargs):
         x, y, kwargs["sample_weight"] = self._preprocess(x, y, kwargs.get("sample_weight"), needs_labels=True)

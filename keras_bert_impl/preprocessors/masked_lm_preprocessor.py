@@ -6,7 +6,7 @@ import random
 import keras
 import numpy as np
 
-from keras_bert_impl.data.pretraining_data import check_masking_split, create_masked_lm_predictions
+from keras_bert_impl.data.masked_lm_predictions import check_masking_split, create_masked_lm_predictions
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_int_array, split_pair
 
 

@@ -67,7 +67,7 @@ from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of t
     load_backbone,
     load_tokenizer,
 )
-from keras_bert_impl.training import distribute, divergence, resumable
+from keras_bert_impl.training import checkpoint_store, distribute, divergence, metrics_log
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.file_io import write_json
@@ -78,14 +78,14 @@ TENSORBOARD_DIR = "logs"
 STATE_FILE = "state.json"
 BEST_WEIGHTS = "best.weights.h5"
 # What a resumed run reads back from --output_dir (a multi-worker job's other workers read the chief's).
-READ_BACK = (resumable.CHECKPOINT_SUBDIR, BEST_WEIGHTS)
+READ_BACK = (checkpoint_store.CHECKPOINT_SUBDIR, BEST_WEIGHTS)
 
 # What the driver and the tasks write into --output_dir, for the list printed at the end of a run.
 OUTPUT_DESCRIPTIONS = {
     TRAIN_LOG: "train and dev metrics per epoch (JSON lines)",
     STEPS_LOG: "running train metrics every --log_every_steps steps (JSON lines)",
     TENSORBOARD_DIR: "TensorBoard events (tensorboard --logdir {path})",
-    resumable.CHECKPOINT_SUBDIR: "model + optimizer state per epoch: the same command resumes from it",
+    checkpoint_store.CHECKPOINT_SUBDIR: "model + optimizer state per epoch: the same command resumes from it",
     BEST_WEIGHTS: "the best epoch's weights (model.load_weights)",
     "dev_metrics_per_epoch.json": "dev metrics of every epoch",
     "eval_results.json": "the final dev metrics",
@@ -198,7 +198,7 @@ class BestCheckpoint(keras.callbacks.Callback):
     examples, e.g. SQuAD F1 after post-processing); `metric` names the key to maximize. The best weights
     are written to `output_dir/best.weights.h5` (atomically, without the optimizer's state), every
     epoch's metrics to `output_dir/dev_metrics_per_epoch.json` and, as `dev_<name>`, into the epoch's
-    logs (for `resumable.MetricsLogger`); at the end of training the model holds the best weights.
+    logs (for `metrics_log.MetricsLogger`); at the end of training the model holds the best weights.
     `state()` / `restore(state)` carry the best value and the history across a resumed run.
 
     Args:
@@ -270,16 +270,16 @@ class BestCheckpoint(keras.callbacks.Callback):
             divergence.check_finite_weights(self.model, f"epoch {epoch + 1}")
             self.best_value = metrics[self.metric]
             self.best_metrics = dict(metrics, epoch=epoch + 1)
-            resumable.save_model_weights(self.model, self.path)
+            checkpoint_store.save_model_weights(self.model, self.path)
 
     def on_train_end(self, logs=None):
         if os.path.isfile(self.path):
-            resumable.load_model_weights(self.model, self.path)
+            checkpoint_store.load_model_weights(self.model, self.path)
 
 
 class EpochCheckpoint(keras.callbacks.Callback):
     """At every epoch end: writes the driver's state for the step (`STATE_FILE`: epochs done, the
-    `BestCheckpoint` state), then the model + optimizer checkpoint (`resumable.save_checkpoint`).
+    `BestCheckpoint` state), then the model + optimizer checkpoint (`checkpoint_store.save_checkpoint`).
 
     The state is written first, so every checkpoint has its state; a kill between the two leaves the
     previous checkpoint the latest, whose state is still there.
@@ -297,8 +297,8 @@ class EpochCheckpoint(keras.callbacks.Callback):
         states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state()}
         os.makedirs(self.directory, exist_ok=True)
         write_json(os.path.join(self.directory, STATE_FILE), states)
-        resumable.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
-        kept = {str(s) for s, _ in resumable.list_checkpoints(self.directory)}
+        checkpoint_store.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
+        kept = {str(s) for s, _ in checkpoint_store.list_checkpoints(self.directory)}
         if set(states) - kept:
             write_json(os.path.join(self.directory, STATE_FILE), {k: v for k, v in states.items() if k in kept})
 
@@ -331,10 +331,10 @@ def restore_training(model, directory, best=None):
     Raises:
         UserInputError: the checkpoints do not fit the model (another run's output_dir) or lack their state.
     """
-    if not resumable.list_checkpoints(directory):
+    if not checkpoint_store.list_checkpoints(directory):
         return 0
     try:
-        step = resumable.restore_latest_checkpoint(model, directory)
+        step = checkpoint_store.restore_latest_checkpoint(model, directory)
     except (OSError, ValueError) as error:
         first_line = str(error).splitlines()[-1]
         raise UserInputError(f"{directory}: cannot resume from these checkpoints ({first_line}); they belong to "
@@ -505,7 +505,7 @@ def fit_task(task, model, train, distribution, predictions):
     # The model's own loss and metrics (`BertTaskModel.compile`'s defaults).
     model.compile(optimizer=create_finetuning_optimizer(config, total_steps),
                   steps_per_execution=config.steps_per_execution)
-    checkpoint_dir = os.path.join(config.output_dir, resumable.CHECKPOINT_SUBDIR)
+    checkpoint_dir = os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
     # `fit` hands the callback `model` itself; `predictions` computes its outputs.
     best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, config.output_dir)
             if task.can_evaluate else None)
@@ -516,13 +516,13 @@ def fit_task(task, model, train, distribution, predictions):
         print(f"{checkpoint_dir} holds a finished run ({initial_epoch} of {epochs} epochs): nothing left to train; "
               "continuing with its best weights. Delete it (or use another --output_dir) to train again.")
         if best is not None and os.path.isfile(best.path):
-            resumable.load_model_weights(model, best.path)
+            checkpoint_store.load_model_weights(model, best.path)
     else:
         if initial_epoch:
             print(f"resuming from {checkpoint_dir} at epoch {initial_epoch + 1} of {epochs} (step {initial_step})")
         steps_log_path = os.path.join(config.output_dir, STEPS_LOG)
         for path in (log_path, steps_log_path):
-            resumable.truncate_metrics_log(path, initial_step)
+            metrics_log.truncate_metrics_log(path, initial_step)
         if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
             data = training_batches(train.features, train.labels, config, distribution, initial_epoch=initial_epoch,
                                     **train.batching_options)
@@ -536,7 +536,7 @@ def fit_task(task, model, train, distribution, predictions):
         # logged or saved.
         guard = divergence.DivergenceGuard(checkpoint_dir)
         callbacks = [guard, EpochSeed(config.seed)] + ([] if best is None else [best]) + [
-            resumable.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
+            metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
                                     steps_path=steps_log_path, log_every_steps=config.log_every_steps),
             EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max),
         ]

@@ -42,7 +42,7 @@ import shutil
 
 import numpy as np
 
-from keras_bert_impl.training import resumable
+from keras_bert_impl.training import checkpoint_store
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, atomic_path, write_json
 
@@ -53,7 +53,7 @@ RESULTS_MD = "protocol_results.md"
 SEED_STRIDE = 1000
 # What stays in a run's directory: its training state, its TensorBoard events (`tensorboard --logdir
 # output_dir/runs` shows every run) and its completion record.
-NOT_COPIED = (resumable.CHECKPOINT_SUBDIR, "logs", RUN_COMPLETE)
+NOT_COPIED = (checkpoint_store.CHECKPOINT_SUBDIR, "logs", RUN_COMPLETE)
 # Flags that do not change what a run computes: a complete run is skipped when only these differ.
 IGNORED_FLAGS = ("output_dir", "verbose", "log_every_steps", "learning_rate_grid", "num_restarts")
 

@@ -27,7 +27,7 @@ import tempfile
 
 import keras
 
-from keras_bert_impl.backends import tf_replicas
+from keras_bert_impl.utils import keras_compat
 
 STRATEGY_NAMES = ("auto", "tpu", "mirrored", "multiworker", "gpu", "cpu", "data_parallel")
 MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -230,7 +230,7 @@ def _tf_distribution(name, tpu):
         except json.JSONDecodeError as e:
             raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        tf_replicas.fix_multi_worker_metric_reduction()
+        keras_compat.average_multi_worker_metrics()
         resolver = strategy.cluster_resolver
         # The chief is task "chief" when the cluster has one, else worker 0 (TensorFlow's own rule).
         cluster = resolver.cluster_spec().as_dict()

@@ -9,7 +9,7 @@ or epoch, so put it first; `fit` then skips `on_train_end`, so no end-of-trainin
 
 A checkpoint written after the weights became non-finite (the loss of step N is finite, its update is not,
 so the checkpoint of step N already holds NaN) is renamed `diverged-ckpt-<step>.weights.h5` by the guard:
-it is kept for inspection and is no longer taken for a checkpoint (`resumable.list_checkpoints`).
+it is kept for inspection and is no longer taken for a checkpoint (`checkpoint_store.list_checkpoints`).
 
 `check_finite_weights(model, where)` raises the same error when a variable of the model is not finite; the
 drivers call it before they write a best or final model.
@@ -21,7 +21,7 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.training import resumable
+from keras_bert_impl.training import checkpoint_store
 from keras_bert_impl.utils.errors import TrainingDivergedError
 
 DIVERGED_PREFIX = "diverged-"
@@ -54,17 +54,17 @@ def newest_finite_checkpoint(directory):
     """The `(step, path)` of the newest checkpoint of `directory` whose values are all finite, or `None`.
 
     Newer checkpoints holding a NaN or an infinity are renamed `diverged-ckpt-<step>.weights.h5`, so that
-    `resumable.restore_latest_checkpoint` (a rerun of the same command) resumes from the finite one.
+    `checkpoint_store.restore_latest_checkpoint` (a rerun of the same command) resumes from the finite one.
 
     Args:
-        directory: A checkpoint directory of `resumable.save_checkpoint`.
+        directory: A checkpoint directory of `checkpoint_store.save_checkpoint`.
 
     Examples:
 
     >>> newest_finite_checkpoint("/nonexistent") is None
     True
     """
-    for step, path in reversed(resumable.list_checkpoints(directory)):
+    for step, path in reversed(checkpoint_store.list_checkpoints(directory)):
         if _is_finite_checkpoint(path):
             return step, path
         name = os.path.basename(path)
@@ -105,7 +105,7 @@ class DivergenceGuard(keras.callbacks.Callback):
     epoch, dev metrics included) is NaN or infinite; the message names the global optimizer step.
 
     Args:
-        checkpoint_dir: The run's checkpoint directory (`resumable.save_checkpoint`), or `None`. When given,
+        checkpoint_dir: The run's checkpoint directory (`checkpoint_store.save_checkpoint`), or `None`. When given,
             the message names its newest finite checkpoint, and newer non-finite ones are set aside
             (`newest_finite_checkpoint`).
 

@@ -23,7 +23,9 @@ import re
 import keras
 from keras import ops
 
+from keras_bert_impl import backends
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
+from keras_bert_impl.utils import keras_compat
 
 #: The exclusions of the original `create_optimizer`. Every LayerNormalization layer of this
 #: package has "layer_norm" in its name and every bias variable is called "bias".
@@ -101,7 +103,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
-class _BertOptimizerBase(keras.optimizers.Optimizer):
+class _BertOptimizerBase(keras_compat.OptimizerHooks):
     """Shared plumbing: Adam's moments and direction, weight-decay exclusion by variable path, clipping,
     config. Its arguments and defaults are those of both subclasses (see their docstrings)."""
 
@@ -140,7 +142,7 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
 
     def _update_moments(self, gradient, variable):
         """m = beta_1 m + (1 - beta_1) g;  v = beta_2 v + (1 - beta_2) g^2.  Returns the new (m, v)."""
-        index = self._get_variable_index(variable)
+        index = self.variable_index(variable)
         m = self._momentums[index]
         v = self._velocities[index]
         self.assign(m, ops.add(ops.multiply(m, self.beta_1), ops.multiply(gradient, 1.0 - self.beta_1)))
@@ -161,7 +163,7 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
             update = ops.add(update, ops.multiply(variable, self.weight_decay_rate))
         return update
 
-    def _clip_gradients(self, grads):
+    def clip_gradients(self, grads):
         """Global-norm clipping of the GLOBAL gradient, also under a tf.distribute strategy.
 
         Keras clips inside each replica, before the gradients are summed over the replicas, which clips
@@ -171,13 +173,11 @@ class _BertOptimizerBase(keras.optimizers.Optimizer):
         """
         replicas = num_replicas_in_sync()
         if self.global_clipnorm is None or replicas == 1:
-            if keras.backend.backend() == "torch" and self.global_clipnorm and not self.clipnorm:
-                from keras_bert_impl.backends import torch_adamw as torch_optimization  # one pass instead of a loop of Keras ops
-
-                return torch_optimization.clip_by_global_norm(grads, self.global_clipnorm)
-            return super()._clip_gradients(grads)
+            if self.global_clipnorm and not self.clipnorm:
+                return backends.clip_by_global_norm(grads, self.global_clipnorm, super().clip_gradients)
+            return super().clip_gradients(grads)
         summed = replica_sum([g for g in grads if g is not None])
-        summed = iter(super()._clip_gradients(summed))
+        summed = iter(super().clip_gradients(summed))
         return [None if g is None else next(summed) / replicas for g in grads]
 
     def _do_use_weight_decay(self, variable):
@@ -252,15 +252,10 @@ class AdamWeightDecay(_BertOptimizerBase):
         super().__init__(learning_rate=learning_rate, name=name, **kwargs)
         self.bias_correction = bool(bias_correction)
 
-    def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        if keras.backend.backend() == "torch":
-            # torch's fused AdamW kernel, the same math in one pass; see torch_optimization.py for why.
-            from keras_bert_impl.backends import torch_adamw as torch_optimization
-
-            if torch_optimization.supports_fused_update(grads, trainable_variables):
-                torch_optimization.adam_weight_decay_update(self, grads, trainable_variables, learning_rate)
-                return
-        super()._backend_update_step(grads, trainable_variables, learning_rate)
+    def update_variables(self, grads, variables, learning_rate):
+        backends.adam_weight_decay_update(
+            self, grads, variables, learning_rate,
+            keras_update=lambda: super(AdamWeightDecay, self).update_variables(grads, variables, learning_rate))
 
     def update_step(self, gradient, variable, learning_rate):
         update = self._adam_direction(gradient, variable, self.bias_correction)

@@ -1,35 +1,21 @@
-"""BERT pretraining data: the masked-LM / next-sentence algorithm of google-research/bert, streamed.
+"""BERT pretraining instances: google-research/bert's `create_pretraining_data.py` algorithm, which turns a
+corpus into packed `[CLS] A [SEP] B [SEP]` pairs with next-sentence labels and masked-LM predictions, with
+the same sequence of choices drawn from a `random.Random(seed)`, streamed shard by shard.
 
-This module is pure Python (plus numpy): it turns a text corpus into `TrainingInstance`s exactly as
-google-research/bert's `create_pretraining_data.py` does, with the same sequence of choices drawn from
-a `random.Random(seed)`. The TensorFlow side (TFRecord files, `tf.data` pipelines, dynamic masking)
-lives in `keras_bert_impl/data/tf_pretraining_data.py`; `recipes/create_pretraining_data.py` is the command
-line.
+The documents come from `data/pretraining_documents.py`, the masking from
+`data/masked_lm_predictions.py`; `instance_to_features` gives an instance's padded arrays under the names of
+the original's TFRecords (written by `data/tf_pretraining_records.py`; `runners/create_pretraining_data.py`
+is the command line).
 
-Input format (as the original): plain text files, one sentence per line, a blank line between
-documents. Sentences are the units that the "A"/"B" segments are built from. The article markup lines of
-WikiExtractor's output (`<doc id=... url=... title=...>`, `</doc>`) are dropped and end the current
-document, as a blank line does (the original would have tokenized them as sentences).
+Differences from the original, deliberate and documented where they happen:
 
-Differences from the original, all deliberate and documented where they happen:
-
-* **Streaming.** The original reads the whole corpus into memory before creating a single instance
-  (google-research/bert issues #612, #616). `create_training_instances` reads documents shard by shard
-  (`shard_size_documents` documents at a time), creates all the instances of a shard (every dupe),
-  shuffles them and yields them before it reads the next shard. The random "B" document of a
-  random-next pair is drawn within the current shard. With `shard_size_documents` at least the number of
-  documents in the corpus, the output is identical, instance for instance, to the original's for the
-  same seed (tests/test_pretraining_data.py checks this against a port of the original).
-* **End of file ends a document.** The original keeps appending to the last document across input
-  files when a file does not end with a blank line; here each file's end closes its last document.
-* **Whole-word masking, bug #910.** With `do_whole_word_mask` the original chose "[MASK]" / keep /
-  random token independently for every WordPiece of a chosen word (so "phil ##am ##mon" could become
-  "[MASK] ##am [MASK]"). Here the 80/10/10 (or `mask_token_prob` / `keep_token_prob` / `random_token_prob`,
-  paper Table 8) decision is made once per word and applied to all its pieces
-  (a random replacement draws one random vocabulary word per piece). Also, a "##" piece only joins the
-  word right before it (the original could glue the first piece of a front-truncated B segment to the
-  last word of A across the [SEP]). Without whole-word masking every word is one piece and the draws are
-  exactly the original's.
+* **Streaming.** `create_training_instances` reads documents shard by shard (`shard_size_documents`
+  documents at a time), creates all the instances of a shard (every dupe), shuffles them and yields them
+  before it reads the next shard. The random "B" document of a random-next pair is drawn within the current
+  shard. With `shard_size_documents` at least the number of documents in the corpus, the output is
+  identical, instance for instance, to the original's for the same seed (tests/test_pretraining_data.py
+  checks this against a port of the original).
+* **Whole-word masking** decides [MASK] / keep / random once per word (`data/masked_lm_predictions.py`).
 * **Sentence-order prediction** (ALBERT, `sentence_order=True`) is an addition; see
   `create_pairs_from_document`.
 """
@@ -37,19 +23,20 @@ Differences from the original, all deliberate and documented where they happen:
 import collections
 import dataclasses
 import random
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from keras_bert_impl.data.masked_lm_predictions import (
+    CLS_TOKEN,
+    MASK_TOKEN,
+    SEP_TOKEN,
+    check_masking_split,
+    create_masked_lm_predictions,
+    word_start_flags,
+)
+from keras_bert_impl.data.pretraining_documents import Document, iter_document_shards
 from keras_bert_impl.utils.errors import UserInputError
-from keras_bert_impl.utils.file_io import open_text
-
-CLS_TOKEN = "[CLS]"
-SEP_TOKEN = "[SEP]"
-MASK_TOKEN = "[MASK]"
-
-# A document is a list of sentences; a sentence is a list of WordPiece tokens.
-Document = List[List[str]]
 
 
 @dataclasses.dataclass
@@ -83,126 +70,6 @@ class TrainingInstance:
         return 1 if self.is_random_next else 0
 
 
-# ---------------------------------------------------------------------------------------------------
-# Reading documents
-# ---------------------------------------------------------------------------------------------------
-
-
-def is_wikiextractor_markup(line: str) -> bool:
-    """Whether a stripped line is WikiExtractor's article markup: `<doc id=... url=... title=...>` or `</doc>`.
-
-    Examples:
-
-    >>> is_wikiextractor_markup('<doc id="12" url="https://en.wikipedia.org/wiki?curid=12" title="Anarchism">')
-    True
-    >>> is_wikiextractor_markup("</doc>"), is_wikiextractor_markup("<document> is a word.")
-    (True, False)
-    """
-    return line == "</doc>" or (line.startswith("<doc ") and line.endswith(">"))
-
-
-def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Callable] = None,
-                   stats: Optional[dict] = None) -> Iterator[Document]:
-    """Yields the tokenized documents of text files, one at a time (never the whole corpus).
-
-    As the original: each line is stripped; a blank line ends the current document; a line whose
-    tokenization is empty is dropped; empty documents are dropped. Unlike the original, the end of a
-    file also ends its last document, and WikiExtractor's `<doc ...>` / `</doc>` lines
-    (`is_wikiextractor_markup`) are dropped and end the current document.
-
-    Args:
-        input_files: Paths of text files, read in this order.
-        tokenizer: Anything with `tokenize(text) -> list[str]` (e.g. `keras_bert_impl.tokenizers.bert_tokenizer.BertTokenizer`).
-        open_fn: `open_fn(path)` returning a text file object; defaults to `file_io.open_text(path)` (UTF-8).
-            Pass `tf.io.gfile.GFile` to read from GCS and other TensorFlow file systems.
-        stats: Optional dict whose `markup_lines_dropped` counts the WikiExtractor lines dropped.
-
-    Yields:
-        Documents: lists of sentences, each a non-empty list of tokens.
-
-    Examples:
-
-    >>> class Ws:
-    ...     def tokenize(self, text):
-    ...         return text.split()
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "c.txt")
-    >>> _ = open(path, "w").write("a b\\nc\\n\\nd e\\n")
-    >>> list(read_documents([path], Ws()))
-    [[['a', 'b'], ['c']], [['d', 'e']]]
-    >>> _ = open(path, "w").write('<doc id="1" url="u" title="T">\\nT\\n\\na b\\n</doc>\\n<doc id="2" url="v" title="U">\\nc\\n')
-    >>> stats = {}
-    >>> list(read_documents([path], Ws(), stats=stats)), stats
-    ([[['T']], [['a', 'b']], [['c']]], {'markup_lines_dropped': 3})
-    """
-    if stats is None:
-        stats = {}
-    stats.setdefault("markup_lines_dropped", 0)
-    if open_fn is None:
-
-        def open_fn(path):
-            return open_text(path)
-
-    for input_file in input_files:
-        document: Document = []
-        with open_fn(input_file) as reader:
-            for line in reader:
-                if isinstance(line, bytes):
-                    line = line.decode("utf-8")
-                line = line.strip()
-                # Empty lines are document delimiters (original); so is WikiExtractor's markup, dropped.
-                markup = is_wikiextractor_markup(line)
-                stats["markup_lines_dropped"] += markup
-                if not line or markup:
-                    if document:
-                        yield document
-                    document = []
-                    continue
-                tokens = tokenizer.tokenize(line)
-                if tokens:
-                    document.append(tokens)
-        if document:
-            yield document
-
-
-def iter_document_shards(
-    documents: Iterable[Document], shard_size_documents: Optional[int]
-) -> Iterator[List[Document]]:
-    """Groups a stream of documents into lists of at most `shard_size_documents` documents.
-
-    Only one shard is held at a time: the next document is pulled from `documents` only after the
-    consumer asked for the next shard.
-
-    Args:
-        documents: An iterable of documents (e.g. `read_documents(...)`).
-        shard_size_documents: Maximum documents per shard; `None` or 0 means one shard with everything
-            (the original's in-memory behaviour).
-
-    Yields:
-        Lists of documents.
-
-    Examples:
-
-    >>> [len(s) for s in iter_document_shards([[["a"]]] * 5, 2)]
-    [2, 2, 1]
-    """
-    if shard_size_documents is not None and shard_size_documents < 0:
-        raise ValueError(f"shard_size_documents must be >= 0 or None, got {shard_size_documents}")
-    shard: List[Document] = []
-    for document in documents:
-        shard.append(document)
-        if shard_size_documents and len(shard) >= shard_size_documents:
-            yield shard
-            shard = []
-    if shard:
-        yield shard
-
-
-# ---------------------------------------------------------------------------------------------------
-# The algorithm (google-research/bert create_pretraining_data.py)
-# ---------------------------------------------------------------------------------------------------
-
-
 def truncate_seq_pair(tokens_a: List[str], tokens_b: List[str], max_num_tokens: int, rng: random.Random) -> None:
     """Truncates a pair of token lists in place until `len(a) + len(b) <= max_num_tokens` (original).
 
@@ -229,174 +96,6 @@ def truncate_seq_pair(tokens_a: List[str], tokens_b: List[str], max_num_tokens: 
             del trunc_tokens[0]
         else:
             trunc_tokens.pop()
-
-
-def num_masked_lm_predictions(num_tokens: int, masked_lm_prob: float, max_predictions_per_seq: int) -> int:
-    """The original's `num_to_predict`: `min(max_predictions_per_seq, max(1, int(round(n * masked_lm_prob))))`.
-
-    `n` counts every token of the sequence, [CLS] and [SEP] included (as the original). Python's `round`
-    rounds halves to even.
-
-    Args:
-        num_tokens: Length of the (unpadded) sequence.
-        masked_lm_prob: Fraction of tokens to predict.
-        max_predictions_per_seq: Upper bound.
-
-    Examples:
-
-    >>> num_masked_lm_predictions(128, 0.15, 20)
-    19
-    >>> num_masked_lm_predictions(5, 0.15, 20)
-    1
-    """
-    return min(max_predictions_per_seq, max(1, int(round(num_tokens * masked_lm_prob))))
-
-
-def word_start_flags(tokens: Sequence[str]) -> List[int]:
-    """1 where a token starts a word, 0 for a "##" continuation piece (the whole-word-masking groups).
-
-    Args:
-        tokens: WordPiece tokens.
-
-    Examples:
-
-    >>> word_start_flags(["[CLS]", "phil", "##am", "##mon", "is", "[SEP]"])
-    [1, 1, 0, 0, 1, 1]
-    """
-    return [0 if token.startswith("##") else 1 for token in tokens]
-
-
-def check_masking_split(mask_token_prob: float, keep_token_prob: float, random_token_prob: float) -> None:
-    """Checks a masked-LM replacement split (paper Table 8: MASK / SAME / RND), one line per mistake.
-
-    Each chosen token becomes "[MASK]" with `mask_token_prob`, stays itself with `keep_token_prob`, or
-    becomes a random vocabulary token with `random_token_prob`; the original's split is 0.8 / 0.1 / 0.1.
-
-    Raises:
-        UserInputError: a probability outside [0, 1], naming it, or three that do not sum to 1 (within 1e-6).
-
-    Examples:
-
-    >>> check_masking_split(0.8, 0.1, 0.1)
-    >>> try:
-    ...     check_masking_split(0.8, 0.0, 0.1)
-    ... except UserInputError as error:
-    ...     print(error)
-    mask_token_prob + keep_token_prob + random_token_prob must sum to 1, got 0.8 + 0.0 + 0.1 = 0.9.
-    """
-    values = {"mask_token_prob": mask_token_prob, "keep_token_prob": keep_token_prob,
-              "random_token_prob": random_token_prob}
-    for name, value in values.items():
-        if not 0.0 <= float(value) <= 1.0:
-            raise UserInputError(f"{name} must be in [0, 1], got {value}.")
-    total = float(mask_token_prob) + float(keep_token_prob) + float(random_token_prob)
-    if abs(total - 1.0) > 1e-6:
-        raise UserInputError(f"mask_token_prob + keep_token_prob + random_token_prob must sum to 1, got "
-                             f"{mask_token_prob} + {keep_token_prob} + {random_token_prob} = {round(total, 6)}.")
-
-
-def create_masked_lm_predictions(
-    tokens: Sequence[str],
-    masked_lm_prob: float,
-    max_predictions_per_seq: int,
-    vocab_words: Sequence[str],
-    rng: random.Random,
-    do_whole_word_mask: bool = False,
-    mask_token_prob: float = 0.8,
-    keep_token_prob: float = 0.1,
-    random_token_prob: float = 0.1,
-):
-    """Chooses and applies the masked-LM predictions of one sequence (original algorithm).
-
-    Candidates are all positions except [CLS] and [SEP]; with `do_whole_word_mask` a "##" piece joins
-    the word right before it. The candidate words are shuffled and taken in that order while the number
-    of predictions stays within `num_masked_lm_predictions(len(tokens), ...)`; a word that would overflow
-    is skipped (a later, shorter one may still fit). Each chosen word becomes "[MASK]" with probability
-    `mask_token_prob` (0.8), stays itself with `keep_token_prob` (0.1), or becomes a random vocabulary word
-    with `random_token_prob` (0.1) - decided once per word (bug #910 fix; identical to the original for
-    one-piece words). The decision draws as the original: `rng.random() < mask_token_prob` gives [MASK];
-    otherwise a second `rng.random() < keep_token_prob / (keep_token_prob + random_token_prob)` keeps the
-    word (0.1 / 0.2 == 0.5 exactly, the original's threshold), else a random word.
-
-    Args:
-        tokens: The packed sequence `[CLS] A [SEP] B [SEP]`.
-        masked_lm_prob: Fraction of tokens to predict.
-        max_predictions_per_seq: Upper bound on the predictions.
-        vocab_words: The vocabulary, in file order (random replacements are drawn uniformly from it).
-        rng: The `random.Random` driving the choices.
-        do_whole_word_mask: Mask whole words rather than single WordPieces.
-        mask_token_prob: Probability that a chosen word becomes "[MASK]" (paper Table 8's MASK).
-        keep_token_prob: Probability that it stays itself (SAME).
-        random_token_prob: Probability that it becomes a random vocabulary word (RND; the draw is uniform
-            over `vocab_words`, so it can be the word itself or "[MASK]"). The three sum to 1.
-
-    Returns:
-        `(output_tokens, masked_lm_positions, masked_lm_labels)`: the masked copy of `tokens`, the sorted
-        positions of the predictions and the original tokens there.
-
-    Examples:
-
-    >>> tokens = ["[CLS]", "a", "b", "c", "[SEP]"]
-    >>> out, pos, labels = create_masked_lm_predictions(tokens, 0.4, 20, ["a", "b", "c"], random.Random(1))
-    >>> len(pos), labels == [tokens[p] for p in pos], 0 in pos or 4 in pos
-    (2, True, False)
-    """
-    check_masking_split(mask_token_prob, keep_token_prob, random_token_prob)
-    # Share of "keep" among the non-[MASK] outcomes: 0.5 for the original's 0.1 / 0.1.
-    not_masked = keep_token_prob + random_token_prob
-    keep_share = keep_token_prob / not_masked if not_masked > 0 else 1.0
-
-    # Candidate groups (lists of positions), in sequence order.
-    cand_indexes: List[List[int]] = []
-    for i, token in enumerate(tokens):
-        if token == CLS_TOKEN or token == SEP_TOKEN:
-            continue
-        # Whole Word Masking: all the WordPieces of a word are masked together. A "##" piece joins the
-        # previous candidate only if that candidate ends right before it (never across a [SEP]).
-        if do_whole_word_mask and cand_indexes and token.startswith("##") and cand_indexes[-1][-1] == i - 1:
-            cand_indexes[-1].append(i)
-        else:
-            cand_indexes.append([i])
-
-    rng.shuffle(cand_indexes)
-
-    output_tokens = list(tokens)
-    num_to_predict = num_masked_lm_predictions(len(tokens), masked_lm_prob, max_predictions_per_seq)
-
-    masked_lms = []  # (index, label)
-    covered_indexes = set()
-    for index_set in cand_indexes:
-        if len(masked_lms) >= num_to_predict:
-            break
-        # If adding a whole-word mask would exceed the maximum number of predictions, skip this word.
-        if len(masked_lms) + len(index_set) > num_to_predict:
-            continue
-        if any(index in covered_indexes for index in index_set):
-            continue
-        # The MASK/SAME/RND decision, once per word (the original drew it per piece: bug #910). For a
-        # one-piece word at the default split the draws are the original's: random() < 0.8, then
-        # random() < 0.5, then randint.
-        if rng.random() < mask_token_prob:
-            replacement = "mask"  # 80% of the time by default, replace with [MASK]
-        elif rng.random() < keep_share:
-            replacement = "keep"  # 10% of the time by default, keep original
-        else:
-            replacement = "random"  # 10% of the time by default, replace with a random word
-        for index in index_set:
-            covered_indexes.add(index)
-            if replacement == "mask":
-                masked_token = MASK_TOKEN
-            elif replacement == "keep":
-                masked_token = tokens[index]
-            else:
-                masked_token = vocab_words[rng.randint(0, len(vocab_words) - 1)]
-            output_tokens[index] = masked_token
-            masked_lms.append((index, tokens[index]))
-    assert len(masked_lms) <= num_to_predict
-    masked_lms.sort(key=lambda x: x[0])
-    masked_lm_positions = [index for index, _ in masked_lms]
-    masked_lm_labels = [label for _, label in masked_lms]
-    return output_tokens, masked_lm_positions, masked_lm_labels
 
 
 def create_pairs_from_document(
@@ -688,10 +387,6 @@ def create_training_instances(
         del shard, all_documents
         yield from instances
 
-
-# ---------------------------------------------------------------------------------------------------
-# Features (the original's write_instance_to_example_files, minus TensorFlow)
-# ---------------------------------------------------------------------------------------------------
 
 ORIGINAL_FEATURE_NAMES = (
     "input_ids",

@@ -1,0 +1,166 @@
+"""Create masked-LM / next-sentence pretraining TFRecords (google-research/bert's script, streamed).
+
+Same flags and same output format as google-research/bert's `create_pretraining_data.py`; the corpus is
+read `--shard_size_documents` documents at a time instead of all at once (see
+keras_bert_impl/data/pretraining_instances.py for the algorithm and the few documented differences). The
+command is `python -m keras_bert_impl.runners.create_pretraining_data` or, in a checkout,
+`python recipes/create_pretraining_data.py`:
+
+    python -m keras_bert_impl.runners.create_pretraining_data \
+        --input_file=corpus/*.txt --output_file=out/train-0.tfrecord,out/train-1.tfrecord \
+        --vocab_file=vocab.txt --do_lower_case=True --max_seq_length=128 \
+        --max_predictions_per_seq=20 --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=10
+
+Boolean flags take absl's forms: `--do_lower_case`, `--do_lower_case=False`, `--nodo_lower_case`.
+Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_labels`),
+`--shard_size_documents` (memory bound), `--dynamic_masking` (write unmasked pairs for
+`tf_pretraining_datasets.unmasked_pretraining_dataset`, which masks on the fly). WikiExtractor's `<doc ...>` and
+`</doc>` lines are dropped (each ends a document); the summary says how many.
+"""
+
+import os
+import random
+import sys
+import time
+
+from keras_bert_impl.runners.cli import run_main
+from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.utils.errors import UserInputError
+
+
+def build_parser():
+    """The argument parser, with the original's flag names and defaults."""
+    p = FlagParser(description=__doc__.split("\n")[0])
+    flag_bool = p.add_bool_flag
+
+    p.add_argument(
+        "--input_file", required=True, help="Input raw text file(s): comma-separated list of files or globs."
+    )
+    p.add_argument(
+        "--output_file", required=True, help="Output TFRecord file(s), comma-separated; instances go round-robin."
+    )
+    p.add_argument("--vocab_file", required=True, help="The vocabulary file that the BERT model was trained on.")
+    flag_bool("do_lower_case", True, "Lower case the input (True for uncased models, False for cased).")
+    flag_bool("do_whole_word_mask", False, "Mask whole words rather than single WordPieces.")
+    p.add_argument("--max_seq_length", type=int, default=128, help="Maximum sequence length.")
+    p.add_argument(
+        "--max_predictions_per_seq", type=int, default=20, help="Maximum masked-LM predictions per sequence."
+    )
+    p.add_argument("--random_seed", type=int, default=12345, help="Random seed for data generation.")
+    p.add_argument(
+        "--dupe_factor",
+        type=int,
+        default=10,
+        help="Number of times to duplicate the input data (with different masks).",
+    )
+    p.add_argument("--masked_lm_prob", type=float, default=0.15, help="Masked LM probability.")
+    p.add_argument("--mask_token_prob", type=float, default=0.8,
+                   help="Of the chosen tokens, the share replaced by [MASK] (paper Table 8's MASK; 0.8).")
+    p.add_argument("--keep_token_prob", type=float, default=0.1,
+                   help="Of the chosen tokens, the share kept unchanged (SAME; 0.1).")
+    p.add_argument("--random_token_prob", type=float, default=0.1,
+                   help="Of the chosen tokens, the share replaced by a random vocabulary token (RND; 0.1). "
+                   "The three sum to 1; with --dynamic_masking they are not used (the reader masks).")
+    p.add_argument(
+        "--short_seq_prob", type=float, default=0.1, help="Probability of sequences shorter than the maximum length."
+    )
+    flag_bool("sentence_order", False, "ALBERT sentence-order prediction pairs (label 1 = swapped) instead of NSP.")
+    p.add_argument(
+        "--shard_size_documents",
+        type=int,
+        default=1000,
+        help="Documents read, paired and shuffled at a time: the memory bound (about shard_size_documents x "
+        "dupe_factor x instances per document are held for the shuffle; 0 = the whole corpus, as the original). "
+        "The random next-sentence document is drawn within the shard.",
+    )
+    flag_bool("dynamic_masking", False, "Write unmasked pairs (with word_starts) for on-the-fly masking.")
+    p.add_argument("--progress_every", type=int, default=10000, help="Instances between two progress lines.")
+    return p
+
+
+def _glob_inputs(input_file):
+    import tensorflow as tf
+
+    files = []
+    for pattern in input_file.split(","):
+        if pattern:
+            matched = sorted(tf.io.gfile.glob(pattern))
+            if not matched:
+                raise UserInputError(f"--input_file: nothing matches {pattern!r}")
+            files.extend(matched)
+    return files
+
+
+def main(argv=None, tokenizer=None):
+    """Runs the script; `tokenizer` replaces the one built from `--vocab_file` (tests). A user's mistake (a
+    vocabulary without [MASK], a corpus without text) exits with status 2 and a one-line message."""
+    return run_main(build_parser, lambda args: run(args, tokenizer), argv)
+
+
+def run(args, tokenizer=None):
+    """Writes the TFRecords of the parsed flags; returns the number of instances written."""
+    import tensorflow as tf
+
+    from keras_bert_impl.data import pretraining_documents, pretraining_instances, tf_pretraining_records
+    from keras_bert_impl.data.masked_lm_predictions import check_masking_split
+
+    check_masking_split(args.mask_token_prob, args.keep_token_prob, args.random_token_prob)
+    if tokenizer is None:
+        from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+
+        tokenizer = BertTokenizer(args.vocab_file, do_lower_case=args.do_lower_case)
+    if "[MASK]" not in tokenizer.vocab:
+        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', args.vocab_file)}: no [MASK] token; pretraining "
+                             "data masks tokens with it (else they would be written as [UNK]).")
+
+    input_files = _glob_inputs(args.input_file)
+    output_files = [f for f in args.output_file.split(",") if f]
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    log("*** Reading from input files ***")
+    for f in input_files:
+        log(f"  {f}")
+    log("*** Writing to output files ***")
+    for f in output_files:
+        log(f"  {f}")
+        parent = os.path.dirname(f)
+        if parent:
+            tf.io.gfile.makedirs(parent)
+
+    stats = {}
+    documents = pretraining_documents.read_documents(
+        input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"), stats=stats)
+    instances = pretraining_instances.create_training_instances(
+        documents, list(tokenizer.vocab.keys()), random.Random(args.random_seed),
+        max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
+        masked_lm_prob=args.masked_lm_prob, max_predictions_per_seq=args.max_predictions_per_seq,
+        do_whole_word_mask=args.do_whole_word_mask, sentence_order=args.sentence_order,
+        shard_size_documents=args.shard_size_documents or None, do_masking=not args.dynamic_masking, stats=stats,
+        mask_token_prob=args.mask_token_prob, keep_token_prob=args.keep_token_prob,
+        random_token_prob=args.random_token_prob,
+    )
+    start = time.time()
+
+    def progress(written):
+        log(
+            f"documents read: {stats.get('documents_read', 0)}, instances written: {written} "
+            f"({time.time() - start:.1f} s)"
+        )
+
+    total = tf_pretraining_records.write_instances_to_example_files(
+        instances,
+        tokenizer,
+        output_files,
+        args.max_seq_length,
+        args.max_predictions_per_seq,
+        with_masks=not args.dynamic_masking,
+        progress_fn=progress,
+        progress_every=args.progress_every,
+        source=f"--input_file {args.input_file}",
+    )
+    log(f"Wrote {total} total instances from {stats.get('documents_read', 0)} documents; dropped "
+        f"{stats.get('markup_lines_dropped', 0)} WikiExtractor <doc ...>/</doc> lines")
+    return total
+
+
+if __name__ == "__main__":
+    main()

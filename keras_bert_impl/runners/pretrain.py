@@ -1,0 +1,230 @@
+"""Pretrain BERT (masked LM + next sentence) on TFRecords: google-research/bert's run_pretraining.py.
+
+Same flags as the original, on any Keras backend (KERAS_BACKEND=tensorflow|jax|torch); the command is
+`python -m keras_bert_impl.runners.pretrain` or, in a checkout, `python recipes/pretrain.py`:
+
+    python -m keras_bert_impl.runners.pretrain --input_file=out/train-*.tfrecord --output_dir=run \
+        --do_train --do_eval --eval_input_file=out/heldout.tfrecord \
+        --config=bert_tiny --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
+        --num_train_steps=10000 --num_warmup_steps=1000 --learning_rate=1e-4 --save_checkpoints_steps=1000
+
+The input files are those of recipes/create_pretraining_data.py (or of the original script).
+Run the same command again after an interruption (even kill -9): it restores the latest complete
+checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trains on to the same
+`--num_train_steps`. With `--seed` the input pipeline skips the batches the restored steps read, and the
+checkpoint holds the dropout and backend random states, so the resumed run is bitwise the uninterrupted
+one; without `--seed` the pipeline restarts unseeded (as the Estimator did). Outputs in `output_dir`:
+`checkpoints/`, `train_log.jsonl` (metrics per loop of `--iterations_per_loop` steps), `logs/`
+(TensorBoard), `final/` (a Hugging Face BertForPreTraining directory, BertForMaskedLM for --objective=mlm,
+BertLMHeadModel for ltr, read by `BertPretrainer.from_pretrained`) and `metrics.json` (final train metrics and, with --do_eval,
+eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given; on a TPU
+and in a multi-process JAX job it reads whole batches of `--eval_batch_size` only (as TPUEstimator did).
+
+A NaN or infinite loss stops the run: one line `error: training diverged: step N: loss is nan; the newest
+finite checkpoint is ...` and exit status 1, with no `final/` and no `metrics.json`; the newest checkpoint is
+the last finite one, which a rerun (e.g. with a lower --learning_rate) resumes from.
+
+`--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
+`sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
+next-sentence head: "No NSP") or `ltr` (left-to-right LM on a causal backbone, no NSP: "LTR & No NSP"; the
+masked files' original tokens are restored and each position predicts the next token; a fresh model from
+--config/--bert_config_file gets `attention_direction="causal"`, and an --init_checkpoint must be causal).
+The eval metrics include `masked_lm_perplexity` (`lm_perplexity` for ltr): exp of the mean nll over
+every predicted token of the evaluated batches (the paper's "LM (ppl)" of Table 6).
+
+Differences from the original: `--config` (a `BertConfig` preset name) may replace
+`--bert_config_file`; `--optimizer=lamb` selects LAMB; `--steps_per_execution`, `--seed`,
+`--keep_checkpoint_max`, `--verbose`, `--strategy`/`--tpu`/`--mixed_precision` are extra; `--use_tpu`
+and `--tpu_name` select the TPU strategy. `--train_batch_size` is the global batch (split over replicas).
+"""
+
+import os
+import sys
+import time
+
+from keras_bert_impl.config import PRETRAINING_OBJECTIVES
+from keras_bert_impl.runners.cli import run_main
+from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.training.distribute import add_distribution_flags
+
+
+def build_parser():
+    """The argument parser, with run_pretraining.py's flag names and defaults (plus a few extras)."""
+    p = FlagParser(description=__doc__.split("\n")[0])
+    p.add_argument("--bert_config_file", default=None, help="The config json file of the pre-trained BERT model.")
+    p.add_argument("--config", default=None, help="A BertConfig preset name (e.g. bert_tiny) instead of a file.")
+    p.add_argument("--input_file", default=None, help="Input TF example files (comma-separated list or globs).")
+    p.add_argument("--eval_input_file", default=None, help="Held-out TF example files; default --input_file.")
+    p.add_argument("--output_dir", required=True, help="Where the checkpoints, logs and final model go.")
+    p.add_argument("--init_checkpoint", default=None, help="Initial checkpoint (anything from_pretrained reads).")
+    p.add_argument("--max_seq_length", type=int, default=128, help="Maximum total input sequence length.")
+    p.add_argument("--max_predictions_per_seq", type=int, default=20, help="Maximum masked LM predictions per sequence.")
+    p.add_bool_flag("do_train", False, "Whether to run training.")
+    p.add_bool_flag("do_eval", False, "Whether to run eval on the dev set.")
+    p.add_argument("--train_batch_size", type=int, default=32, help="Total batch size for training.")
+    p.add_argument("--eval_batch_size", type=int, default=8, help="Total batch size for eval.")
+    p.add_argument("--learning_rate", type=float, default=5e-5, help="The initial learning rate for Adam.")
+    p.add_argument("--num_train_steps", type=int, default=100000, help="Number of training steps.")
+    p.add_argument("--num_warmup_steps", type=int, default=10000, help="Number of warmup steps.")
+    p.add_argument("--save_checkpoints_steps", type=int, default=1000, help="How often to save the model checkpoint.")
+    p.add_argument("--iterations_per_loop", type=int, default=1000,
+                   help="Steps per fit epoch: the progress bar's unit and the window of the logged train metrics.")
+    p.add_argument("--max_eval_steps", type=int, default=100, help="Maximum number of eval steps.")
+    p.add_argument("--optimizer", default="adamw", choices=("adamw", "lamb"), help="adamw (original) or lamb.")
+    p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
+    p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
+    p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
+    p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
+    p.add_argument("--objective", default="mlm_nsp", choices=PRETRAINING_OBJECTIVES,
+                   help="mlm_nsp (original), sop (the same on --sentence_order data), mlm (no NSP head) or ltr "
+                        "(left-to-right LM, causal attention, no NSP).")
+    add_distribution_flags(p)
+    # The original's TPU flags: --use_tpu means --strategy=tpu and --tpu_name means --tpu; the others are
+    # accepted for command-line compatibility (TPUClusterResolver finds the zone and project itself).
+    p.add_bool_flag("use_tpu", False, "Same as --strategy=tpu.")
+    p.add_argument("--tpu_name", default=None, help="Same as --tpu.")
+    for name in ("tpu_zone", "gcp_project", "master"):
+        p.add_argument(f"--{name}", default=None, help="Accepted and ignored.")
+    p.add_argument("--num_tpu_cores", type=int, default=8, help="Accepted and ignored (the strategy counts them).")
+    return p
+
+
+def build_model(args):
+    """The BertPretrainer of --init_checkpoint (with --bert_config_file/--config fields) or a fresh one,
+    for --objective (ltr: a causal backbone)."""
+    import dataclasses
+
+    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.config import BertConfig
+    from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.utils.errors import UserInputError
+
+    config = None
+    if args.bert_config_file:
+        config = BertConfig.from_json_file(args.bert_config_file)
+    elif args.config:
+        config = BertConfig.preset(args.config)
+    if args.init_checkpoint:
+        # The checkpoint's attention direction is that of its weights: a config file does not change it.
+        overrides = {k: v for k, v in (config.to_dict() if config else {}).items() if k != "attention_direction"}
+        try:
+            return BertPretrainer.from_pretrained(args.init_checkpoint, objective=args.objective, **overrides)
+        except UserInputError as error:
+            if args.objective == "ltr" and "objective='ltr'" in str(error):
+                raise UserInputError(f"--objective=ltr: --init_checkpoint {error}") from None
+            raise
+    if config is not None and args.objective == "ltr":
+        config = dataclasses.replace(config, attention_direction="causal")
+    if config is None:
+        raise ValueError("One of --bert_config_file, --config or --init_checkpoint is required.")
+    if args.max_seq_length > config.max_position_embeddings:
+        raise ValueError(
+            f"--max_seq_length={args.max_seq_length} exceeds max_position_embeddings={config.max_position_embeddings}."
+        )
+    return BertPretrainer(BertBackbone(config), objective=args.objective)
+
+
+def main(argv=None):
+    """Runs the recipe; returns the dict written to output_dir/metrics.json. A user's mistake is one line on
+    stderr and exit status 2, a diverged run (a non-finite loss or weight) one line and exit status 1
+    (--debug: their traceback)."""
+    return run_main(build_parser, run, sys.argv[1:] if argv is None else argv)
+
+
+def run(args):
+    """The recipe with parsed flags `args`; returns the dict written to output_dir/metrics.json."""
+    if not args.do_train and not args.do_eval:
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    if not args.input_file:
+        raise ValueError("--input_file is required.")
+
+    import keras
+
+    from keras_bert_impl.training import distribute
+
+    # The strategy first: MultiWorkerMirroredStrategy configures TensorFlow's collectives, which must
+    # precede any other use of the TensorFlow runtime (set_random_seed included).
+    distribution = distribute.get_distribution("tpu" if args.use_tpu else args.strategy, tpu=args.tpu or args.tpu_name)
+    if args.seed is not None:
+        keras.utils.set_random_seed(args.seed)
+    distribute.set_mixed_precision(args.mixed_precision)
+    if distribution.num_replicas > 1:
+        print(f"{distribution.name}: {distribution.num_replicas} replicas x "
+              f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
+    # The chief writes output_dir; another worker of a multi-worker job writes a deleted temporary directory.
+    with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
+        return train_and_evaluate(args, distribution, write_dir)
+
+
+def train_and_evaluate(args, distribution, write_dir=None):
+    """The recipe's work, inside the strategy scope of `main`; outputs go to `write_dir` (default
+    --output_dir), checkpoints are restored from --output_dir."""
+    write_dir = args.output_dir if write_dir is None else write_dir
+    import keras
+
+    from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
+    from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
+    from keras_bert_impl.training import checkpoint_store, divergence, resumable
+    from keras_bert_impl.training.optimization import create_optimizer
+    from keras_bert_impl.utils import file_io
+
+    model = build_model(args)
+    optimizer = create_optimizer(
+        args.learning_rate, args.num_train_steps, args.num_warmup_steps, optimizer_type=args.optimizer
+    )
+    model.compile(optimizer=optimizer, steps_per_execution=args.steps_per_execution)
+    verbose = args.verbose if args.verbose == "auto" else int(args.verbose)
+    results = {"backend": keras.backend.backend(), "num_train_steps": args.num_train_steps}
+    start = time.time()
+
+    if args.do_train:
+
+        def train_dataset(initial_step):
+            return objective_dataset(pretraining_dataset(
+                args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
+                is_training=True, seed=None,
+            ), args.objective)
+
+        if args.seed is not None:
+            # One seeded pipeline: run_training skips the batches the restored steps read, so a resumed run
+            # sees exactly the batches of an uninterrupted one.
+            train_dataset = objective_dataset(pretraining_dataset(
+                args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
+                is_training=True, seed=args.seed,
+            ), args.objective)
+
+        # A non-finite loss stops the run naming the step; the newest checkpoint stays a finite one.
+        guard = divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR))
+        outcome = resumable.run_training(
+            model, train_dataset, num_train_steps=args.num_train_steps, output_dir=args.output_dir,
+            save_checkpoints_steps=args.save_checkpoints_steps, iterations_per_loop=args.iterations_per_loop,
+            keep_checkpoint_max=args.keep_checkpoint_max, steps_per_execution=args.steps_per_execution,
+            verbose=verbose, callbacks=[guard], write_dir=write_dir,
+        )
+        # The last update can make the weights non-finite while every logged loss was finite.
+        divergence.check_finite_weights(model, f"step {outcome['global_step']}")
+        print(f"Trained from step {outcome['initial_step']} to step {outcome['global_step']}.", flush=True)
+        results.update(
+            initial_step=outcome["initial_step"], global_step=outcome["global_step"], train=outcome["train_metrics"]
+        )
+        model.save_pretrained(os.path.join(write_dir, "final"))
+    else:
+        step = checkpoint_store.restore_latest_checkpoint(model, os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR))
+        results.update(initial_step=step, global_step=step)
+
+    if args.do_eval:
+        eval_dataset = objective_dataset(pretraining_dataset(
+            args.eval_input_file or args.input_file, args.max_seq_length, args.max_predictions_per_seq,
+            args.eval_batch_size, is_training=False, drop_remainder=distribution.whole_batches_only,
+        ), args.objective)
+        results["eval"] = resumable.evaluate(model, eval_dataset, args.max_eval_steps)
+        print("***** Eval results *****")
+        for name, value in sorted(results["eval"].items()):
+            print(f"  {name} = {value:.4f}")
+    results["elapsed_seconds"] = round(time.time() - start, 1)
+    file_io.write_json(os.path.join(write_dir, "metrics.json"), results)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The training log: each loop's averaged metrics with the global optimizer step, appended to a JSON-lines
+file and written as TensorBoard scalars, and read back or truncated when a run resumes.
+
+Why not `keras.callbacks.TensorBoard` for the curves: it needs the `tensorboard` package (not a
+dependency, and not installed with TensorFlow 2.21: `tf.summary.scalar` raises TBNotInstalledError
+without it), and its batch-level step counter restarts from 0 at every `fit` call, so the curves of a
+resumed run would overwrite the first run's. The scalars here are written with the low-level
+`tf.summary.write` (plus the scalar plugin's metadata) at the global optimizer step; `tensorboard
+--logdir output_dir/logs` shows them as usual.
+"""
+
+import json
+import os
+import time
+
+from keras_bert_impl.training.step_callbacks import StepCounter
+from keras_bert_impl.utils import file_io
+
+
+class MetricsLogger(StepCounter):
+    """Appends each epoch's (training loop's) averaged metrics, with the global step, to a JSON-lines
+    file and writes them as TensorBoard scalars (`tf.summary`) at that step; optionally also the running
+    averages every `log_every_steps` steps, to `steps_path` and as TensorBoard scalars `steps/<metric>`.
+
+    Each line: `{"step": int, "epoch": int, "time": unix seconds, "<metric>": float, ...}` (in `steps_path`,
+    `epoch` is the epoch in progress and the metrics are its averages so far). The files are appended to,
+    so a resumed run continues the same curves.
+
+    Args:
+        path: The JSON-lines file.
+        initial_step: Step the model starts from.
+        tensorboard_dir: Directory for TensorBoard event files; `None` for none.
+        steps_path: The JSON-lines file of the records every `log_every_steps` steps; `None` for none.
+        log_every_steps: Optimizer steps between two of those records (0: none).
+
+    Examples:
+
+    >>> logger = MetricsLogger("out/train_log.jsonl", initial_step=0, tensorboard_dir="out/logs/train")
+    """
+
+    def __init__(self, path, initial_step=0, tensorboard_dir=None, steps_path=None, log_every_steps=0):
+        super().__init__(initial_step)
+        self.path = path
+        self.tensorboard_dir = tensorboard_dir
+        self.steps_path = steps_path
+        self.log_every_steps = int(log_every_steps or 0)
+        self._writer = None
+        self._epoch = 0
+        self._last_logged_step = int(initial_step)
+
+    def on_train_begin(self, logs=None):
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        if self.tensorboard_dir:
+            import tensorflow as tf
+
+            self._writer = tf.summary.create_file_writer(self.tensorboard_dir)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
+        self._epoch = int(epoch)
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        # At every multiple of log_every_steps (or the first step past it, with steps_per_execution > 1).
+        if (self.steps_path and self.log_every_steps
+                and self.step // self.log_every_steps > self._last_logged_step // self.log_every_steps):
+            self._last_logged_step = self.step
+            self._write(self.steps_path, self._epoch, logs, tag_prefix="steps/")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._write(self.path, epoch, logs)
+
+    def _write(self, path, epoch, logs, tag_prefix=""):
+        record = {"step": self.step, "epoch": int(epoch) + 1, "time": round(time.time(), 3)}
+        record.update({name: float(value) for name, value in (logs or {}).items()})
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        if self._writer is not None:
+            import tensorflow as tf
+
+            with self._writer.as_default():
+                for name, value in record.items():
+                    if name not in ("step", "epoch", "time"):
+                        tf.summary.write(tag_prefix + name, tf.constant(value, tf.float32), step=self.step,
+                                         metadata=_scalar_metadata())
+            self._writer.flush()
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _scalar_metadata():
+    """TensorBoard's scalar-plugin metadata: what `tf.summary.scalar` writes, without needing the
+    `tensorboard` package (which `tf.summary.scalar` imports and TensorFlow does not install)."""
+    from tensorflow.core.framework import summary_pb2
+
+    return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def read_metrics_log(path):
+    """The records of a `MetricsLogger` file (a list of dicts; empty if the file does not exist).
+
+    Args:
+        path: The JSON-lines file.
+
+    Examples:
+
+    >>> read_metrics_log("/nonexistent.jsonl")
+    []
+    """
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        lines = [line for line in f if line.strip()]
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number < len(lines):
+                raise ValueError(f"{path}:{number}: not a JSON line") from None
+            # The last line of a process killed while appending: left out (`truncate_metrics_log` drops it).
+    return records
+
+
+def truncate_metrics_log(path, max_step):
+    """Drops the records of a `MetricsLogger` file after optimizer step `max_step` (atomically), so that a
+    run resumed from the checkpoint of `max_step` does not log the steps it repeats twice.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train_log.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"step": 5}\\n{"step": 10}\\n')
+    >>> truncate_metrics_log(path, 5)
+    >>> read_metrics_log(path)
+    [{'step': 5}]
+    """
+    records = read_metrics_log(path)
+    kept = [record for record in records if record.get("step", 0) <= max_step]
+    with open(path, encoding="utf-8") if os.path.exists(path) else open(os.devnull) as f:
+        num_lines = sum(1 for line in f if line.strip())
+    if len(kept) < num_lines:
+        with file_io.atomic_open(path, "w") as f:
+            f.writelines(json.dumps(record, sort_keys=True) + "\n" for record in kept)
