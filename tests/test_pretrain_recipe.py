@@ -138,7 +138,7 @@ def test_three_sigkills_with_dropout_end_bitwise_identical_to_an_uninterrupted_r
         captured["optimizer"] = [keras.ops.convert_to_numpy(v) for v in model.optimizer.variables]
         return step
 
-    monkeypatch.setattr(training, "restore_latest_checkpoint", spy)
+    monkeypatch.setattr(checkpoint_store, "restore_latest_checkpoint", spy)
     results = load_recipe().main(args(out))
 
     # Step counter and optimizer state (iterations, AdamW moments) restored from the last killed run's checkpoint.
