@@ -5,14 +5,17 @@ training that diverged one line and exit status 1.
 or malformed file, a bad flag value) is printed as `error: <message>` without a traceback and exits 2; a
 `TrainingDivergedError` (a non-finite loss, metric or weight) as `error: training diverged: <message>` and
 exits 1. `--debug` (a flag of every `runners.flags.FlagParser`) or the environment variable
-`KERAS_BERT_IMPL_DEBUG=1` re-raises them with their traceback. Any other exception is a bug and keeps its traceback. A flag the parser refuses
-(unknown, abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`).
+`KERAS_BERT_IMPL_DEBUG=1` re-raises them with their traceback. Any other exception is a bug and keeps its
+traceback. A flag the parser refuses (unknown, abbreviated, a bad value) is one line and exit status 2 as well
+(`FlagParser.error`). TensorFlow's C++ log lines are kept off stderr (`utils.tensorflow_logs`) unless the
+user set `TF_CPP_MIN_LOG_LEVEL` or passed `--debug`.
 """
 
 import os
 import sys
 
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
+from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
 
@@ -41,7 +44,8 @@ def run_main(build_parser, run, argv=None):
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
     args.debug = debug
     try:
-        return run(args)
+        with filtered_stderr(enabled=not wants_tensorflow_logs(debug)):
+            return run(args)
     except UserInputError as error:
         if debug:
             raise

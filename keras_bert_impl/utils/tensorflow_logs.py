@@ -1,0 +1,110 @@
+"""TensorFlow's C++ log lines kept off a recipe's stderr.
+
+TensorFlow (and XLA) write log lines from C++ straight to the process's stderr, whatever
+`TF_CPP_MIN_LOG_LEVEL` says for some of them: `WARNING: All log messages before absl::InitializeLog() is
+called are written to STDERR`, then `I0000 00:00:... port.cc:153] oneDNN custom operations are on ...`,
+`E0000 ... failed call to cuInit ...` on a machine without a GPU, and so on. `filtered_stderr()` sends file
+descriptor 2 through a pipe for as long as it is entered; a thread forwards everything to the real stderr
+except those lines. Python's own output (warnings, tracebacks, progress bars, which may end in "\\r" rather
+than a newline) passes unchanged and at once.
+
+The recipes filter unless the user asked for the logs: `TF_CPP_MIN_LOG_LEVEL` set in the environment, or
+`--debug` (`runners.cli.run_main`).
+"""
+
+import contextlib
+import os
+import re
+import sys
+import threading
+
+# A line TensorFlow's C++ logging writes: "I0000 00:00:1795694161.146854   32301 port.cc:153] ...", W/E/F
+# likewise, and absl's notice before its logging is initialized.
+# cpu_feature_guard's message goes on over a second line ("To enable the following instructions: AVX2 ...").
+TENSORFLOW_LOG_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]+\] |"
+                                 rb"WARNING: All log messages before absl::InitializeLog\(\) is called|"
+                                 rb"To enable the following instructions: .*rebuild TensorFlow with the appropriate)")
+_ABSL_NOTICE = b"WARNING: All log messages before absl::InitializeLog() is called"
+
+
+def _may_become_a_log_line(partial):
+    """Whether the start of a line may still turn out to be one of TensorFlow's (then it waits for its end)."""
+    return bool(re.match(rb"^[IWEF](?:\d{1,4}(?: .*)?)?$", partial)) or _ABSL_NOTICE.startswith(partial[:len(_ABSL_NOTICE)])
+
+
+def wants_tensorflow_logs(debug=False):
+    """Whether a recipe shows TensorFlow's C++ logs: the user set TF_CPP_MIN_LOG_LEVEL, or passed --debug."""
+    return debug or "TF_CPP_MIN_LOG_LEVEL" in os.environ
+
+
+class _Forwarder:
+    """Splits what arrives into lines (ended by "\\n" or "\\r"), drops TensorFlow's log lines and writes the
+    rest to `target` (a file descriptor); a partial line is written at once unless it may become a log line."""
+
+    def __init__(self, target):
+        self.target = target
+        self.pending = b""
+
+    def feed(self, data):
+        self.pending += data
+        parts = re.split(rb"(?<=[\r\n])", self.pending)
+        self.pending = parts.pop() if not parts[-1].endswith((b"\n", b"\r")) else b""
+        out = [part for part in parts if part and not TENSORFLOW_LOG_LINE.match(part)]
+        if self.pending and not _may_become_a_log_line(self.pending):
+            out.append(self.pending)
+            self.pending = b""
+        if out:
+            os.write(self.target, b"".join(out))
+
+    def close(self):
+        if self.pending and not TENSORFLOW_LOG_LINE.match(self.pending):
+            os.write(self.target, self.pending)
+        self.pending = b""
+
+
+@contextlib.contextmanager
+def filtered_stderr(enabled=True):
+    """Inside the block, file descriptor 2 (stderr of Python, C++ and child processes) goes through a thread
+    that drops TensorFlow's C++ log lines (`TENSORFLOW_LOG_LINE`); `enabled=False`: a block without it.
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> saved, capture = os.dup(2), tempfile.TemporaryFile()
+    >>> os.dup2(capture.fileno(), 2)
+    >>> with filtered_stderr():
+    ...     _ = os.write(2, b"I0000 00:00:1795694161.146854   32301 port.cc:153] oneDNN custom operations\\n")
+    ...     _ = os.write(2, b"kept\\n")
+    >>> os.dup2(saved, 2); os.close(saved)
+    >>> _ = capture.seek(0); capture.read()
+    b'kept\\n'
+    """
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    real_stderr = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    forwarder = _Forwarder(real_stderr)
+
+    def pump():
+        while True:
+            data = os.read(read_end, 65536)
+            if not data:
+                break
+            forwarder.feed(data)
+        forwarder.close()
+
+    thread = threading.Thread(target=pump, name="tensorflow-log-filter", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real_stderr, 2)  # closes this process's write end: the thread reads to the pipe's end
+        thread.join(timeout=10)
+        if not thread.is_alive():  # else a child process still holds the pipe: the thread forwards until it ends
+            os.close(read_end)
+            os.close(real_stderr)
