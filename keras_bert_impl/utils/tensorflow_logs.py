@@ -21,7 +21,7 @@ import threading
 # A line TensorFlow's C++ logging writes: "I0000 00:00:1795694161.146854   32301 port.cc:153] ...", W/E/F
 # likewise, and absl's notice before its logging is initialized.
 # cpu_feature_guard's message goes on over a second line ("To enable the following instructions: AVX2 ...").
-TENSORFLOW_LOG_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]+\] |"
+TENSORFLOW_LOG_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\]]+\] |"
                                  rb"WARNING: All log messages before absl::InitializeLog\(\) is called|"
                                  rb"To enable the following instructions: .*rebuild TensorFlow with the appropriate)")
 _ABSL_NOTICE = b"WARNING: All log messages before absl::InitializeLog() is called"
@@ -71,11 +71,11 @@ def filtered_stderr(enabled=True):
 
     >>> import os, tempfile
     >>> saved, capture = os.dup(2), tempfile.TemporaryFile()
-    >>> os.dup2(capture.fileno(), 2)
+    >>> _ = os.dup2(capture.fileno(), 2)
     >>> with filtered_stderr():
     ...     _ = os.write(2, b"I0000 00:00:1795694161.146854   32301 port.cc:153] oneDNN custom operations\\n")
     ...     _ = os.write(2, b"kept\\n")
-    >>> os.dup2(saved, 2); os.close(saved)
+    >>> _ = os.dup2(saved, 2); os.close(saved)
     >>> _ = capture.seek(0); capture.read()
     b'kept\\n'
     """
