@@ -38,7 +38,7 @@ import re
 # The official script's punctuation (`sp_char`), without its "……", which never matches one character.
 PUNCTUATION = frozenset("-:_*^/\\~`+=，。：？！“”；’《》·、「」（）－～『』")
 
-_WORDS = re.compile(r"\d+(?:[.,]\d+)*|\w+|[^\w\s]")
+_WORDS = re.compile(r"\d+(?:[.,]\d+)+|\w+|[^\w\s]")
 
 
 def _is_cjk(char):

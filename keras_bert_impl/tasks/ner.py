@@ -227,6 +227,10 @@ class NerTask(FinetuningTask):
             self.splits[split] = NerSplit(paths[split], tokenizer, label_list, config, sentences=sentences[split],
                                           strict=strict)
 
+    def texts_read(self):
+        """The words of every sentence of every split read."""
+        return [word for split in self.splits.values() for s in split.sentences for word in s.words]
+
     def build_model(self):
         config, num_classes = self.config, len(self.label_list)
         if config.feature_based:

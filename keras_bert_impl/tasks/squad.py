@@ -136,6 +136,12 @@ class SquadTask(FinetuningTask):
             self.eval_examples, self.eval_features, _ = self.load_features(
                 self.config.predict_file, is_training=False, dataset=self.eval_dataset)
 
+    def texts_read(self):
+        """The questions of every example read and each context once."""
+        examples = (self.train[0] if self.train else []) + (self.eval_examples or [])
+        contexts = {id(e.context_text): e.context_text for e in examples}  # a paragraph's questions share it
+        return [e.question_text for e in examples] + list(contexts.values())
+
     @property
     def can_evaluate(self):
         return self.eval_dataset is not None and has_answers(self.eval_dataset)

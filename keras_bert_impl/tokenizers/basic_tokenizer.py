@@ -9,6 +9,10 @@ The text is processed as the original does it, before WordPiece:
 4. Per word, when `do_lower_case`: `str.lower()`, then NFD and drop the nonspacing marks (Mn).
 5. Split off every punctuation character (ASCII 33-47, 58-64, 91-96, 123-126 and categories P*).
 
+Not the original's, and off by default: `BertTokenizer(normalize="nfkc")` first replaces every character
+by its NFKC form alone (`nfkc_char`). `split_words` is the word split of the word-level tasks' raw
+strings (whitespace, and every CJK ideograph a word).
+
 `basic_tokenize` applies them to a text; `BertTokenizer` (bert_tokenizer.py) applies them word by word
 with character offsets, then WordPiece; the in-graph twin (tf_bert_tokenizer.py) builds its tables from
 these same predicates.
