@@ -22,22 +22,23 @@ CONTEXTS = [
     "张三认识李四。李四的朋友是张三。他们都喜欢iPhone手机。",
     "《红楼梦》是曹雪芹写的。曹雪芹生于南京，红楼梦很有名。",
 ]
-# (context, question, answer, which occurrence of the answer in its context answer_start points at)
-QUESTIONS = [
-    (0, "陈伟在哪里出生？", "杭州", 0),
-    (0, "他后来在哪里读书？", "杭州", 1),
-    (0, "他去了哪所大学？", "北京大学", 0),
-    (0, "他的朋友叫什么？", "张三", 0),
-    (0, "张三认识谁？", "李四", 0),
-    (1, "李四的朋友是谁？", "张三", 1),
-    (1, "谁认识李四？", "张三", 0),
-    (1, "谁的朋友是张三？", "李四", 1),
-    (1, "他们喜欢什么手机？", "iPhone手机", 0),
-    (2, "谁写了红楼梦？", "曹雪芹", 0),
-    (2, "曹雪芹生于哪里？", "南京", 0),
-    (2, "什么很有名？", "红楼梦", 1),
-    (0, "陈伟哪年出生？", "1949年", 0),
-]
+# One question a line: its context, the question, the answer, and which occurrence of the answer in the
+# context its answer_start points at.
+QUESTIONS = [(int(c), question, answer, int(n)) for c, question, answer, n in (line.split() for line in """
+    0 陈伟在哪里出生？ 杭州 0
+    0 他后来在哪里读书？ 杭州 1
+    0 他去了哪所大学？ 北京大学 0
+    0 他的朋友叫什么？ 张三 0
+    0 张三认识谁？ 李四 0
+    1 李四的朋友是谁？ 张三 1
+    1 谁认识李四？ 张三 0
+    1 谁的朋友是张三？ 李四 1
+    1 他们喜欢什么手机？ iPhone手机 0
+    2 谁写了红楼梦？ 曹雪芹 0
+    2 曹雪芹生于哪里？ 南京 0
+    2 什么很有名？ 红楼梦 1
+    0 陈伟哪年出生？ 1949年 0
+""".strip().splitlines())]
 # Characters of the answers the vocabulary lacks: they are [UNK] tokens.
 UNKNOWN = set("杭李曹南")
 
