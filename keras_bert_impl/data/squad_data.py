@@ -295,9 +295,9 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
     """`read_squad_examples` on an already parsed SQuAD JSON object (the dict with "data").
 
     An answer whose text is not at its `answer_start` (the original's check: the doc tokens covering the
-    answer's characters, joined by spaces (`join_doc_tokens`), do not contain the whitespace-normalized answer text; or the
-    offsets fall outside the context) is reported with a warning naming the question id, counted, and
-    the example skipped. Only training reads answers, so only training checks them (as the original).
+    answer's characters, joined by spaces (`join_doc_tokens`), do not contain the whitespace-normalized
+    answer text; or the offsets fall outside the context) is reported with a warning naming the question
+    id, counted, and the example skipped. Only training reads answers, so only training checks them (as the original).
 
     Args:
         data: the parsed JSON: {"data": [{"paragraphs": [{"context", "qas": [...]}]}]}.

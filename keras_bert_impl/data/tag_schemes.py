@@ -8,7 +8,8 @@ GermEval's LOCderiv, CLUENER's address, ...). The schemes (`TAGGING_SCHEMES`, "a
   entity of the same type.
 * "bioes" (IOBES): B- begins an entity of two or more tokens, I- continues it, E- ends it; S- is a
   one-token entity.
-* "bmes" (Chinese NER's BMES / BMEO, the letters of word segmentation): as "bioes" with M- for I-.
+* "bmes" (Chinese NER's BMES / BMEO, the letters of word segmentation): as "bioes" with M- for I- (a BMEO
+  file's one-token entity, a lone B-, is read alike and written back as S-).
 
 Every tag sequence, valid or not, is read as entities by conlleval's rules (`tags_to_spans`, with M- read
 as I-; `metrics.ner_metrics.get_entities`), which are also the scoring's. The NER model trains on BIO

@@ -33,10 +33,10 @@ the SavedModel truncates a too long pair by the tokenizer's rule, not the recipe
 
 * the answer text: the SavedModel returns the context's characters from the first token's start to the
   last token's end; the recipe maps the tokens back with `get_final_text`, which joins the words by one
-  space (a run of whitespace inside an answer becomes " "; adjacent CJK words are joined without one), takes the first occurrence of the predicted text
-  among the span's words (e.g. "Apple" rather than "apple" for the second word of "Apple-apple" when
-  lower-casing), and answers the span's whole words when lower-casing / accent stripping changes their
-  length (e.g. decomposed accents, "İ");
+  space (a run of whitespace inside an answer becomes " "; adjacent CJK words are joined without one),
+  takes the first occurrence of the predicted text among the span's words (e.g. "Apple" rather than
+  "apple" for the second word of "Apple-apple" when lower-casing), and answers the span's whole words
+  when lower-casing / accent stripping changes their length (e.g. decomposed accents, "İ");
 * no valid candidate (every top start / end in the question or crossed): the recipe answers its nonce
   "empty" (score 0) when score_null <= threshold, the SavedModel answers "" with `has_answer` false;
 * exact ties between logits or span scores may be broken differently (floating-point sums in float32 in

@@ -16,8 +16,9 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
 
     `x` is a list of sentences, each a str or a list of words. A str is split on whitespace into words, as
     CoNLL files are, and every CJK ideograph is a word of its own, as the NER SavedModel splits it
-    (`tokenizers.basic_tokenizer.split_words`: unspaced Chinese is one word a character). `y` holds each sentence's word labels (int ids, -100 for a word without one): a list of lists,
-    or an int array [batch, words] padded with -100. The labels come back as int32 [windows, sequence_length],
+    (`tokenizers.basic_tokenizer.split_words`: unspaced Chinese is one word a character). `y` holds each
+    sentence's word labels (int ids, -100 for a word without one): a list of lists, or an int array
+    [batch, words] padded with -100. The labels come back as int32 [windows, sequence_length],
     -100 at the other pieces, [CLS], [SEP] and padding: the positions the task's loss and accuracy leave out.
 
     The windows are the NER recipe's (`data.conll_features.words_to_features`, which its
