@@ -10,13 +10,19 @@ dev.txt, valid.txt or eng.testa; test.txt or eng.testb), or name them with --tra
 (or --dev_file), --test_file: CoNLL text, or JSON lines / JSON / CSV / parquet records as Hugging Face
 datasets exports them (--tokens_column, --tags_column; integer tags need --labels). --labels: a file
 with one label per line (GermEval's labels.txt); without it the labels are those of every split read.
-See keras_bert_impl/data/conll_data.py for the formats, the label lists, the tagging schemes (IOB1 files
-are trained in BIO, scored and written in IOB1) and how words become windows.
+Chinese: MSRA / People's Daily files (one character a line) are CoNLL text; CLUENER2020 JSON lines
+({"text": ..., "label": {TYPE: {ENTITY: [[start, end]]}}}, end inclusive; train.json, dev.json, test.json in
+--data_dir or named by the file flags) are recognized by their "text" field, read one word a character, and
+a test file's records (CLUENER's test.json has no "label") come back with the predicted entities.
+The tagging scheme is recognized from the tags: BIO, IOB1, BIOES (IOBES) or BMES (BMEO); every scheme is
+trained in BIO, scored as entity spans and written back in its own scheme. See
+keras_bert_impl/data/conll_data.py for the formats, the label lists and how words become windows, and
+keras_bert_impl/data/tag_schemes.py for the schemes.
 
 Options:
     --use_crf               a linear-chain CRF over the words (NLL training, Viterbi decoding)
     --use_document_context  fill each window with the surrounding document (the paper's setup)
-    --tagging_scheme        auto (detected from the training file), iob1 or bio
+    --tagging_scheme        auto (detected from the training file), iob1, bio, bioes or bmes
     --feature_based         the paper's feature-based approach: frozen BERT, the concatenated top four
                             layers (--feature_layers) -> --lstm_layers BiLSTMs of --lstm_units -> softmax;
                             --feature_combine=scalar_mix learns a weighted sum of the layers instead, and
@@ -26,9 +32,12 @@ Options:
 Writes to `--output_dir`:
 
     eval_results.json           dev entity precision / recall / F1 (conlleval rules) of the best epoch,
-                                per entity type, and the same for the test set under "test"
+                                per entity type, and the same for the test set under "test" (when the
+                                test file has its entities)
     dev_metrics_per_epoch.json, best.weights.h5    (BestCheckpoint, by dev entity F1)
-    test_predictions.txt        `token gold pred` lines (conlleval's input)
+    test_predictions.txt        `token gold pred` lines (conlleval's input), pred in the files' scheme
+    test_predictions.json       instead, for a CLUENER test file: its records (JSON lines) with the
+                                predicted entities as their "label"
     model/                      the fine-tuned model as a Hugging Face BertForTokenClassification (with
                                 the CRF transitions under `classifier.crf_transitions`), vocab.txt,
                                 tokenizer_config.json, max_seq_length in config.json and label_list.json;

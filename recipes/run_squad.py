@@ -12,11 +12,15 @@ Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_ne
 `--verbose_logging`, and the common ones of keras_bert_impl/runners/finetuning.py). `--train_file` and
 `--predict_file` are the original SQuAD JSON or Hugging Face datasets' flattened records (JSON lines, JSON,
 CSV, parquet with id, title, context, question, answers {"text": [...], "answer_start": [...]}; no answers:
-an impossible question); the first answer of each question is trained on. Writes to `--output_dir`:
+an impossible question); the first answer of each question is trained on, at its answer_start. Every CJK
+ideograph of a context is a word of its own (CMRC2018, DRCD: answers are exact character spans). Writes to
+`--output_dir`:
 
     predictions.json, nbest_predictions.json, null_odds.json (v2.0)   for `--predict_file`
     eval_results.json     the official evaluation of predictions.json when `--predict_file` has answers
-                          (v1.1: exact_match, f1; v2.0: exact, f1, HasAns_*, NoAns_*, best_f1, best_f1_thresh...)
+                          (v1.1: exact_match, f1; v2.0: exact, f1, HasAns_*, NoAns_*, best_f1, best_f1_thresh...;
+                          Chinese data, --eval_metric=cmrc2018 or auto: CMRC 2018's character-level
+                          cmrc2018_f1, cmrc2018_em, cmrc2018_average, cmrc2018_total, cmrc2018_skip)
     dev_metrics_per_epoch.json, best.weights.h5    (BestCheckpoint by dev F1, with --do_train --do_predict)
     train_data_stats.json  questions read, examples and features made, answers skipped as misaligned
     model/                the fine-tuned model as a Hugging Face BertForQuestionAnswering directory, with

@@ -62,7 +62,7 @@ REFUSED = [
     (GlueConfig, "num_restarts", "0", 0),
     (GlueConfig, "learning_rate_grid", "5e-5,5e-5", (5e-5, 5e-5)),
     (GlueConfig, "classifier_dropout", "none", "none"),
-    (NerConfig, "tagging_scheme", "bioes", "bioes"),
+    (NerConfig, "tagging_scheme", "bilou", "bilou"),
     (NerConfig, "feature_combine", "sum", "sum"),
     (NerConfig, "lstm_units", "1.5", 1.5),
     (NerConfig, "bilstm_units", "0", 0),

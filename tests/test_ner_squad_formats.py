@@ -148,8 +148,10 @@ def test_ner_label_files_keep_their_order_and_complete_bio(tmp_path):
     germeval = ["B-LOC", "B-LOCderiv", "B-OTH", "I-LOC", "I-LOCderiv", "I-OTH", "O"]  # GermEval's layout: O last
     assert conll_data.label_list_from_names(germeval) == germeval
     assert conll_data.label_list_from_names(["PER", "B-LOC"]) == ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-    with pytest.raises(UserInputError, match=r"labels\.txt: label 'S-PER': expected 'O', 'B-TYPE', 'I-TYPE'"):
-        conll_data.label_list_from_names(["O", "S-PER"], "labels.txt")
+    # BIOES / BMES labels stand for their type's BIO labels; another one-letter prefix is refused.
+    assert conll_data.label_list_from_names(["O", "S-PER", "E-LOC"]) == ["O", "B-PER", "B-LOC", "I-PER", "I-LOC"]
+    with pytest.raises(UserInputError, match=r"labels\.txt: label 'X-PER': expected 'O', 'P-TYPE' with P one of"):
+        conll_data.label_list_from_names(["O", "X-PER"], "labels.txt")
     path = tmp_path / "labels.txt"
     path.write_text("O\nB-PER\n\nB-PER\n", encoding="utf-8")
     with pytest.raises(UserInputError, match=r"labels\.txt:4: label 'B-PER' repeats line 2"):

@@ -1,4 +1,4 @@
-"""CoNLL-2003 named-entity data: reading the files, label lists, tagging schemes, scoring and writing.
+"""Named-entity data (CoNLL-2003 and others): reading the files, label lists, scoring and writing.
 
 File formats (`read_ner_file`):
 
@@ -12,18 +12,23 @@ File formats (`read_ner_file`):
   label names (`read_label_file`). CSV cells hold the lists as text (`dataset_files.cell_value`). All records are one
   document; a record whose first word is `-DOCSTART-` starts a new one.
 
-Tags are "O", "B-TYPE" or "I-TYPE" for any TYPE (CoNLL's PER, GermEval's LOCderiv, ...).
+* CLUENER2020 JSON lines (`data.cluener_data`: a records file whose first record has a "text" field and
+  no tokens column): one sentence a record, one word a character, BIO tags from its entity spans.
+
+Tags are "O" or "P-TYPE" for any TYPE (CoNLL's PER, GermEval's LOCderiv, ...) with P one of the letters of
+the BIO, IOB1, BIOES and BMES schemes (`data.tag_schemes`): B, I, E, S, M.
 
 Label lists: with a label file (`read_label_file`, e.g. GermEval's labels.txt), `label_list_from_names`:
 the file's labels in the file's order, a bare TYPE line standing for B-TYPE and I-TYPE, completed with
 the B-/I- tag a listed type lacks and with "O" first when the file lacks it. Without one,
 `build_label_list` over every split read: "O", then B-X, I-X for every type X, sorted.
 
-Tagging schemes: the original CoNLL-2003 files use IOB1 (an entity starts with `I-X`; `B-X` only
-separates two adjacent entities of the same type), most later copies BIO (every entity starts with
-`B-X`). Training always uses BIO labels: `iob1_to_bio` is the identity on valid BIO, so converting
-is safe either way. Predictions are converted back to the file's scheme (`bio_to_iob1`) before they
-are scored (with `keras_bert_impl.metrics.ner_metrics`) and written.
+Tagging schemes (`data.tag_schemes`): the original CoNLL-2003 files use IOB1 (an entity starts with `I-X`;
+`B-X` only separates two adjacent entities of the same type), most later copies BIO (every entity starts
+with `B-X`), Chinese NER sets often BIOES or BMES (E- ends an entity, S- is a one-token entity, BMES's M-
+is I-). Training always uses BIO labels (`to_bio`: `iob1_to_bio` is the identity on valid BIO; BIOES and
+BMES through their entity spans). Predictions are converted back to the file's scheme (`from_bio`) before
+they are scored as entity spans (with `keras_bert_impl.metrics.ner_metrics`) and written.
 
 The sentences become the model's windows in `conll_features` (`convert_sentences_to_features`), whose
 predictions come back as word tags that `evaluate_word_tags` scores and `write_predictions` writes.
@@ -33,12 +38,24 @@ import dataclasses
 import os
 
 from keras_bert_impl.data import dataset_files
+from keras_bert_impl.data.cluener_data import cluener_words_and_tags, is_cluener_record, is_labelled
+from keras_bert_impl.data.tag_schemes import (  # noqa: F401 (the tagging schemes, read with the files)
+    TAGGING_SCHEMES,
+    bio_to_iob1,
+    conlleval_tags,
+    detect_tagging_scheme,
+    iob1_to_bio,
+    is_tag,
+    resolve_tagging_scheme,
+    tag_type,
+    to_bio,
+)
 from keras_bert_impl.metrics.ner_metrics import ner_scores
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, open_text
 
 DOCSTART = "-DOCSTART-"
-TAGGING_SCHEMES = ("auto", "iob1", "bio")
+_EXPECTED_TAGS = "expected 'O' or 'P-TYPE' with P one of B, I, E, S, M (BIO, IOB1, BIOES, BMES)"
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -54,6 +71,8 @@ class ConllSentence:
             JSON lines, CSV) or its record's index as "[i]" (JSON, parquet).
         path: the file it comes from.
         starts_document: True when a -DOCSTART- line precedes it (to write predictions back alike).
+        record: the CLUENER record it was read from (`data.cluener_data`; its predictions are written back
+            into it), else None.
     """
 
     words: list
@@ -62,25 +81,22 @@ class ConllSentence:
     lines: list
     path: str = ""
     starts_document: bool = False
+    record: dict = None
+
+    @property
+    def labelled(self):
+        """Whether the sentence has gold tags (all do but the records of a CLUENER test file)."""
+        return self.record is None or is_labelled(self.record)
 
     def where(self, i):
         """`"path:line"` of word `i`."""
         return f"{self.path}:{self.lines[i]}"
 
 
-def is_tag(tag):
-    """Whether `tag` is "O", "B-TYPE" or "I-TYPE" (a non-empty TYPE).
-
-    >>> is_tag("B-LOCderiv"), is_tag("O"), is_tag("PER"), is_tag("S-PER")
-    (True, True, False, False)
-    """
-    return tag == "O" or (len(tag) >= 3 and tag[:2] in ("B-", "I-"))
-
-
 def _check_tag(tag, path, line_number, line):
     if not is_tag(tag):
         raise UserInputError(
-            f"{path}:{line_number}: malformed tag {tag!r} in line {line!r}: expected 'O', 'B-TYPE' or 'I-TYPE'."
+            f"{path}:{line_number}: malformed tag {tag!r} in line {line!r}: {_EXPECTED_TAGS}."
         )
 
 
@@ -188,6 +204,9 @@ def read_ner_records(path, tokens_column="tokens", tags_column="ner_tags", label
         tags_column: the column holding its list of tags: strings, or integer ids into `label_names`.
         label_names: the names of integer tags (`read_label_file`), or None.
 
+    A CLUENER file (its first record has a "text" field and no `tokens_column`, `cluener_data`) gives one
+    sentence a record: a word a character, BIO tags from its spans, the record kept (`ConllSentence.record`).
+
     Returns:
         list of `ConllSentence` (records without words are skipped), all in document 0 unless a record
         whose first word is `-DOCSTART-` starts the next document.
@@ -206,9 +225,12 @@ def read_ner_records(path, tokens_column="tokens", tags_column="ner_tags", label
     >>> read_ner_records(path, label_names=["O", "B-PER", "I-PER", "B-ORG", "I-ORG"])[0].labels
     ['B-ORG', 'O']
     """
+    records = dataset_files.read_records(path)
+    if records and is_cluener_record(records[0][1], tokens_column):
+        return [_cluener_sentence(where, record, path) for where, record in records if record.get("text")]
     sentences = []
     document, starts_document = -1, False  # as read_conll_file: -DOCSTART- records count the documents
-    for where, record in dataset_files.read_records(path):
+    for where, record in records:
         line = where[len(path) + 1 :]
         words = _list_cell(record, tokens_column, where)
         tags = _list_cell(record, tags_column, where)
@@ -231,6 +253,14 @@ def read_ner_records(path, tokens_column="tokens", tags_column="ner_tags", label
     return sentences
 
 
+def _cluener_sentence(where, record, path):
+    if not isinstance(record.get("text"), str):
+        raise UserInputError(f"{where}: field 'text' holds {record.get('text')!r}; expected a string (CLUENER: "
+                             '{"text": ..., "label": {TYPE: {ENTITY: [[start, end]]}}}).')
+    words, tags = cluener_words_and_tags(record, where)
+    return ConllSentence(words, tags, 0, [where[len(path) + 1 :]] * len(words), path, record=record)
+
+
 def _list_cell(record, column, where):
     value = dataset_files.cell_value(dataset_files.field(record, column, where), where, column)
     if not isinstance(value, (list, tuple)):
@@ -249,7 +279,7 @@ def _tag_name(tag, label_names, where, name):
                                  f"{len(label_names)} labels (ids 0 to {len(label_names) - 1}).")
         tag = label_names[tag]
     if not isinstance(tag, str) or not is_tag(tag):
-        raise UserInputError(f"{where}: malformed tag {tag!r} in {name}: expected 'O', 'B-TYPE' or 'I-TYPE'"
+        raise UserInputError(f"{where}: malformed tag {tag!r} in {name}: {_EXPECTED_TAGS}"
                              + ("" if label_names is None else " (or an integer label id)") + ".")
     return tag
 
@@ -292,11 +322,11 @@ def read_label_file(path):
 
 def label_list_from_names(names, source="the label file"):
     """The model's BIO label list from the labels of a label file (see the module docstring): the
-    names in their order, a bare TYPE standing for B-TYPE and I-TYPE, then the B-/I- tag a listed type
-    lacks, and "O" first when the names lack it.
+    names in their order, a bare TYPE standing for B-TYPE and I-TYPE and a BIOES / BMES tag (E-, S-, M-)
+    for B-TYPE, then the B-/I- tag a listed type lacks, and "O" first when the names lack it.
 
     Raises:
-        UserInputError: a name with another one-letter prefix (IOBES's S-/E-), naming `source`.
+        UserInputError: a name with another one-letter prefix, naming `source`.
 
     Examples:
 
@@ -304,93 +334,27 @@ def label_list_from_names(names, source="the label file"):
     ['B-LOC', 'B-PER', 'I-PER', 'O', 'I-LOC']
     >>> label_list_from_names(["PER", "LOC"])
     ['O', 'B-PER', 'I-PER', 'B-LOC', 'I-LOC']
+    >>> label_list_from_names(["O", "B-PER", "M-PER", "E-PER", "S-PER"])
+    ['O', 'B-PER', 'I-PER']
     """
     labels = []
     for name in names:
         if not is_tag(name) and len(name) >= 2 and name[1] == "-":
-            raise UserInputError(f"{source}: label {name!r}: expected 'O', 'B-TYPE', 'I-TYPE' or a bare TYPE "
-                                 "(the BIO / IOB1 schemes).")
-        for tag in [name] if is_tag(name) else [f"B-{name}", f"I-{name}"]:
+            raise UserInputError(f"{source}: label {name!r}: expected 'O', 'P-TYPE' with P one of B, I, E, S, M, "
+                                 "or a bare TYPE (the BIO, IOB1, BIOES and BMES schemes).")
+        if not is_tag(name):
+            tags = [f"B-{name}", f"I-{name}"]
+        else:
+            tags = [name if name == "O" or name[0] in "BI" else f"B-{tag_type(name)}"]
+        for tag in tags:
             if tag not in labels:
                 labels.append(tag)
-    for type_ in dict.fromkeys(_type(tag) for tag in list(labels) if tag != "O"):
+    for type_ in dict.fromkeys(tag_type(tag) for tag in list(labels) if tag != "O"):
         labels += [tag for tag in (f"B-{type_}", f"I-{type_}") if tag not in labels]
     return labels if "O" in labels else ["O"] + labels
 
 
-# ------------------------------------------------------------------------------------ tagging schemes
-def _type(tag):
-    return tag[2:] if tag != "O" else None
-
-
-def iob1_to_bio(tags):
-    """IOB1 -> BIO: an `I-X` that starts an entity (after `O` or another type) becomes `B-X`.
-
-    The identity on valid BIO tags.
-
-    Examples:
-
-    >>> iob1_to_bio(["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-MISC"])
-    ['B-PER', 'I-PER', 'O', 'B-LOC', 'B-LOC', 'B-MISC']
-    """
-    return _retag(tags, "I-", "B-")
-
-
-def bio_to_iob1(tags):
-    """BIO -> IOB1: `B-X` stays `B-X` only right after a token of type X, else becomes `I-X`.
-
-    A stray `I-X` (after `O` or another type) is read as starting an entity, as conlleval does.
-
-    Examples:
-
-    >>> bio_to_iob1(["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "B-MISC"])
-    ['I-PER', 'I-PER', 'O', 'I-LOC', 'B-LOC', 'I-MISC']
-    """
-    return _retag(tags, "B-", "I-")
-
-
-def _retag(tags, prefix, new_prefix):
-    """`tags` with `prefix` replaced by `new_prefix` on each tag whose type differs from the previous tag's."""
-    out = []
-    previous = "O"
-    for tag in tags:
-        if tag.startswith(prefix) and _type(previous) != _type(tag):
-            tag = new_prefix + tag[2:]
-        out.append(tag)
-        previous = tag
-    return out
-
-
-def detect_tagging_scheme(sentences):
-    """"iob1" when some `I-X` starts an entity (invalid in BIO), else "bio"."""
-    for sentence in sentences:
-        if iob1_to_bio(sentence.labels) != list(sentence.labels):
-            return "iob1"
-    return "bio"
-
-
-def resolve_tagging_scheme(scheme, sentences):
-    """The scheme to use: `scheme` itself, or, for "auto", the one detected in `sentences`.
-
-    With "bio", an `I-X` that starts an entity raises `UserInputError` naming its file and line.
-    """
-    if scheme not in TAGGING_SCHEMES:
-        raise UserInputError(f"unknown tagging scheme {scheme!r}; expected one of {TAGGING_SCHEMES}.")
-    if scheme == "auto":
-        return detect_tagging_scheme(sentences)
-    if scheme == "bio":
-        for sentence in sentences:
-            previous = "O"
-            for tag, line in zip(sentence.labels, sentence.lines):
-                if tag.startswith("I-") and (previous == "O" or _type(previous) != _type(tag)):
-                    raise UserInputError(
-                        f"{sentence.path}:{line}: tag {tag!r} starts an entity, which BIO does not allow; "
-                        "use --tagging_scheme=iob1 (or auto)."
-                    )
-                previous = tag
-    return scheme
-
-
+# ------------------------------------------------------------------------------------------- labels
 def build_label_list(sentences):
     """The BIO label list of sentences (those of every split read): "O", then B-X and I-X for every
     entity type X.
@@ -402,7 +366,7 @@ def build_label_list(sentences):
     >>> build_label_list([ConllSentence(["a", "b"], ["I-PER", "I-LOC"], 0, [1, 2])])
     ['O', 'B-LOC', 'I-LOC', 'B-PER', 'I-PER']
     """
-    types = sorted({_type(tag) for s in sentences for tag in s.labels if tag != "O"})
+    types = sorted({tag_type(tag) for s in sentences for tag in s.labels if tag != "O"})
     labels = ["O"]
     for type_ in types:
         labels += [f"B-{type_}", f"I-{type_}"]
@@ -415,7 +379,7 @@ def check_labels(sentences, label_list, source="the labels of the training data 
     allowed = set(label_list)
     for sentence in sentences:
         for tag, line in zip(sentence.labels, sentence.lines):
-            bio_tag = "B-" + tag[2:] if tag.startswith("I-") else tag
+            bio_tag = tag if tag == "O" else "B-" + tag[2:]
             if bio_tag not in allowed:
                 raise UserInputError(
                     f"{sentence.path}:{line}: unknown label {tag!r}; {source} {', '.join(label_list)}."
@@ -429,13 +393,14 @@ def unknown_labels(sentences, label_list):
     ['B-LOC']
     """
     allowed = set(label_list)
-    return sorted({tag for s in sentences for tag in iob1_to_bio(s.labels) if tag not in allowed})
+    return sorted({tag for s in sentences for tag in to_bio(s.labels) if tag not in allowed})
 
 
 # ------------------------------------------------------------------------------- scoring and writing
 def evaluate_word_tags(sentences, predicted_tags):
-    """Entity-level scores (conlleval rules) of predicted word tags against the sentences' gold tags."""
-    return ner_scores([s.labels for s in sentences], predicted_tags)
+    """Entity-level scores (conlleval rules) of predicted word tags against the sentences' gold tags (any
+    scheme: BMES's M- read as I-, `tag_schemes.conlleval_tags`)."""
+    return ner_scores([conlleval_tags(s.labels) for s in sentences], [conlleval_tags(t) for t in predicted_tags])
 
 
 def write_predictions(path, sentences, predicted_tags):

@@ -20,7 +20,7 @@ import dataclasses
 
 import numpy as np
 
-from keras_bert_impl.data.conll_data import bio_to_iob1, iob1_to_bio
+from keras_bert_impl.data.tag_schemes import from_bio, to_bio
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -66,7 +66,7 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
     """WordPiece-tokenizes the sentences and builds the model windows (see the module docstring).
 
     Args:
-        sentences: list of `ConllSentence` (labels in any scheme; they are converted to BIO).
+        sentences: list of `ConllSentence` (labels in any scheme; they are converted to BIO, `tag_schemes.to_bio`).
         tokenizer: a `BertTokenizer`.
         label_list: the BIO label list (e.g. from `build_label_list`).
         max_seq_length: window length, [CLS] and [SEP] included (>= 3).
@@ -94,7 +94,7 @@ def convert_sentences_to_features(sentences, tokenizer, label_list, max_seq_leng
     label_ids = []  # per sentence, the label id of each word
     for sentence in sentences:
         label_ids.append([])
-        for w, label in enumerate(iob1_to_bio(sentence.labels)):
+        for w, label in enumerate(to_bio(sentence.labels)):
             if label not in label_to_id and strict:
                 raise UserInputError(f"{sentence.where(w)}: unknown label {sentence.labels[w]!r}; the labels are "
                                      f"{', '.join(label_list)}.")
@@ -247,7 +247,7 @@ def predictions_to_word_tags(features, predicted_ids, sentences, label_list, sch
             list of N rows of any length covering the feature's real tokens).
         sentences: the `ConllSentence`s the features were built from.
         label_list: the BIO label list.
-        scheme: "bio" or "iob1": the scheme of the returned tags.
+        scheme: "bio", "iob1", "bioes" or "bmes": the scheme of the returned tags (`tag_schemes.from_bio`).
 
     Returns:
         list (one per sentence) of lists of tag strings (one per word).
@@ -256,7 +256,5 @@ def predictions_to_word_tags(features, predicted_ids, sentences, label_list, sch
     for feature, row in zip(features, predicted_ids):
         for word, position in zip(feature.word_indices, feature.token_positions):
             tags[feature.sentence_index][word] = label_list[int(row[position])]
-    if scheme == "iob1":
-        tags = [bio_to_iob1(t) for t in tags]
-    return tags
+    return [from_bio(t, scheme) for t in tags]
 

@@ -4,8 +4,9 @@
    lines, JSON, CSV, parquet: id, title, context, question, answers {"text", "answer_start"}) turned into
    the original's nested layout, which the reading below and the official evaluation take.
 1. `read_squad_examples`: each question becomes a `SquadExample` (`squad_example`): the context is split on
-   whitespace into "doc tokens", with `char_to_word_offset` mapping every character to its doc token; a
-   training answer's character span becomes a doc-token span. An answer whose text is not found at its
+   whitespace into "doc tokens", every CJK ideograph a doc token of its own (Chinese QA: CMRC2018, DRCD),
+   with `char_to_word_offset` mapping every character to its doc token; a training answer's character span
+   (at its `answer_start`) becomes a doc-token span. An answer whose text is not found at its
    `answer_start` (the original's "Could not find answer" check) is warned about with its question id,
    counted in the returned stats, and its example skipped for training (never mislabeled).
 
@@ -32,18 +33,19 @@ import warnings
 
 from keras_bert_impl.data import dataset_files
 from keras_bert_impl.data.dataset_files import cell_value
+from keras_bert_impl.tokenizers.basic_tokenizer import is_cjk_char
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import open_text
 
 
 @dataclasses.dataclass
 class SquadExample:
-    """One question about one paragraph, with the paragraph split on whitespace.
+    """One question about one paragraph, with the paragraph split on whitespace (and CJK ideographs).
 
     Attributes:
         qas_id: the question id.
         question_text: the question.
-        doc_tokens: the whitespace-separated words of the context.
+        doc_tokens: the whitespace-separated words of the context, each CJK ideograph a word of its own.
         context_text: the context itself.
         doc_token_char_starts: for each doc token, the index of its first character in `context_text`
             (used to give predicted answers character offsets).
@@ -72,27 +74,59 @@ def _is_whitespace(c):
 
 
 def split_context(paragraph_text):
-    """Whitespace split of a context, as the original does it.
+    """Whitespace split of a context, as the original does it, with every CJK ideograph a doc token of its
+    own (as the CMRC2018 baseline splits Chinese): a text without CJK ideographs is split exactly as the
+    original splits it, and an unspaced Chinese paragraph becomes one doc token a character, so that an
+    answer is an exact span of doc tokens.
 
     Returns:
         (doc_tokens, char_to_word_offset, doc_token_char_starts): the words; for every character of the
         text, the index of the word it belongs to (a whitespace character maps to the previous word, -1
         before the first); for every word, the index of its first character.
+
+    Examples:
+
+    >>> split_context("Ann sang 杭州2019年.")[0]
+    ['Ann', 'sang', '杭', '州', '2019', '年', '.']
     """
     doc_tokens, char_to_word_offset, doc_token_char_starts = [], [], []
-    prev_is_whitespace = True
+    prev_is_whitespace = True  # the next character starts a new doc token
     for i, c in enumerate(paragraph_text):
         if _is_whitespace(c):
             prev_is_whitespace = True
         else:
-            if prev_is_whitespace:
+            cjk = is_cjk_char(c)
+            if prev_is_whitespace or cjk:
                 doc_tokens.append(c)
                 doc_token_char_starts.append(i)
             else:
                 doc_tokens[-1] += c
-            prev_is_whitespace = False
+            prev_is_whitespace = cjk
         char_to_word_offset.append(len(doc_tokens) - 1)
     return doc_tokens, char_to_word_offset, doc_token_char_starts
+
+
+def join_doc_tokens(doc_tokens, char_starts, start, end):
+    """The doc tokens `start`..`end` (inclusive) as one text, the original's `" ".join`, except that two doc
+    tokens adjacent in the context (a CJK ideograph and its neighbours) are joined without a space: the
+    context's own characters for a Chinese span. `char_starts` None: every pair joined by a space.
+
+    >>> tokens, _, starts = split_context("Ann sang 杭州2019年.")
+    >>> join_doc_tokens(tokens, starts, 0, 5), join_doc_tokens(tokens, None, 0, 3)
+    ('Ann sang 杭州2019年', 'Ann sang 杭 州')
+    """
+    parts = []
+    for i in range(start, end + 1):
+        if i > start and is_spaced(doc_tokens, char_starts, i):
+            parts.append(" ")
+        parts.append(doc_tokens[i])
+    return "".join(parts)
+
+
+def is_spaced(doc_tokens, char_starts, i):
+    """Whether whitespace separates doc token `i` from doc token `i - 1` in the context (always, without
+    `char_starts`)."""
+    return char_starts is None or char_starts[i] > char_starts[i - 1] + len(doc_tokens[i - 1])
 
 
 class SquadFormatError(UserInputError):
@@ -261,9 +295,9 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
     """`read_squad_examples` on an already parsed SQuAD JSON object (the dict with "data").
 
     An answer whose text is not at its `answer_start` (the original's check: the doc tokens covering the
-    answer's characters, joined by spaces, do not contain the whitespace-normalized answer text; or the
-    offsets fall outside the context) is reported with a warning naming the question id, counted, and
-    the example skipped. Only training reads answers, so only training checks them (as the original).
+    answer's characters, joined by spaces (`join_doc_tokens`), do not contain the whitespace-normalized
+    answer text; or the offsets fall outside the context) is reported with a warning naming the question
+    id, counted, and the example skipped. Only training reads answers, so only training checks them (as the original).
 
     Args:
         data: the parsed JSON: {"data": [{"paragraphs": [{"context", "qas": [...]}]}]}.
@@ -341,7 +375,9 @@ def squad_example(qas_id, question_text, context, answer_text="", answer_start=N
 
     For training, an answerable question's answer (its text and the character offset `answer_start` in
     `context`) becomes the doc tokens it spans, checked as the original checks it: the doc tokens covering
-    the answer's characters, joined by spaces, must contain the whitespace-normalized answer text.
+    the answer's characters, joined by spaces (`join_doc_tokens`: none between adjacent doc tokens), must
+    contain the whitespace-normalized answer text. The answer's doc tokens are those of its characters at
+    `answer_start`, so an answer that occurs twice is trained where `answer_start` puts it.
 
     Args:
         qas_id, question_text, context: the question's id, its text and its context.
@@ -376,7 +412,7 @@ def squad_example(qas_id, question_text, context, answer_text="", answer_start=N
     else:
         start_position = char_to_word_offset[answer_start]
         end_position = char_to_word_offset[answer_start + len(answer_text) - 1]
-        actual_text = " ".join(doc_tokens[max(start_position, 0) : end_position + 1])
+        actual_text = join_doc_tokens(doc_tokens, char_starts, max(start_position, 0), end_position)
         cleaned_answer_text = " ".join(answer_text.split())
         if actual_text.find(cleaned_answer_text) == -1:
             return None, f"could not find answer: {actual_text!r} vs. {cleaned_answer_text!r}"

@@ -33,17 +33,17 @@ the SavedModel truncates a too long pair by the tokenizer's rule, not the recipe
 
 * the answer text: the SavedModel returns the context's characters from the first token's start to the
   last token's end; the recipe maps the tokens back with `get_final_text`, which joins the words by one
-  space (a run of whitespace inside an answer becomes " "), takes the first occurrence of the predicted text
-  among the span's words (e.g. "Apple" rather than "apple" for the second word of "Apple-apple" when
-  lower-casing), and answers the span's whole words when lower-casing / accent stripping changes their
-  length (e.g. decomposed accents, "İ");
+  space (a run of whitespace inside an answer becomes " "; adjacent CJK words are joined without one),
+  takes the first occurrence of the predicted text among the span's words (e.g. "Apple" rather than
+  "apple" for the second word of "Apple-apple" when lower-casing), and answers the span's whole words
+  when lower-casing / accent stripping changes their length (e.g. decomposed accents, "İ");
 * no valid candidate (every top start / end in the question or crossed): the recipe answers its nonce
   "empty" (score 0) when score_null <= threshold, the SavedModel answers "" with `has_answer` false;
 * exact ties between logits or span scores may be broken differently (floating-point sums in float32 in
   the graph, float64 in the recipe).
 
 `export_config.json`, written in the SavedModel directory, records how it was exported (task, labels,
-max_seq_length, do_lower_case, use_crf, the SQuAD rule's settings).
+max_seq_length, do_lower_case, `normalize` when set, use_crf, the SQuAD rule's settings).
 
 Every export also has `serving_token_ids`, on `token_ids`, `segment_ids`, `padding_mask` [B, T] int32,
 returning the model's raw outputs.
@@ -340,6 +340,8 @@ def export_saved_model(
         "text_pair": bool(text_pair),
         "do_lower_case": bool(exporter.tokenizer.do_lower_case),
     }
+    if exporter.tokenizer.normalize is not None:
+        record["normalize"] = exporter.tokenizer.normalize
     if task == "token_classifier":
         record["use_crf"] = bool(getattr(model, "use_crf", False))
     if task == "span_qa":
@@ -377,8 +379,8 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
     lower-cased by default).
 
     Returns:
-        dict: task, model_class, labels (list or None), vocab_file, do_lower_case, checkpoint (its
-        `ModelDirectory`).
+        dict: task, model_class, labels (list or None), vocab_file, do_lower_case, normalize
+        (tokenizer_config.json's, None without it), checkpoint (its `ModelDirectory`).
     """
     checkpoint = model_io.open_checkpoint(os.fspath(model_dir).rstrip("/"))
     config_path = os.path.join(checkpoint.directory, model_files.CONFIG_FILE)
@@ -416,7 +418,8 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
                              "(or pass --do_lower_case true/false).")
         do_lower_case = checkpoint.tokenizer_config["do_lower_case"]
     return {"task": task, "model_class": model_class, "labels": labels, "vocab_file": vocab_file,
-            "do_lower_case": bool(do_lower_case), "checkpoint": checkpoint}
+            "do_lower_case": bool(do_lower_case), "normalize": checkpoint.tokenizer_config.get("normalize"),
+            "checkpoint": checkpoint}
 
 
 def squad_settings(config, version_2_with_negative=None, null_score_diff_threshold=None, max_answer_length=None,
@@ -468,7 +471,8 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
 
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
     task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
-    tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"])
+    tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
+                              normalize=settings["normalize"])
     max_seq_length = int(max_seq_length or checkpoint.setting("max_seq_length") or 128)
     squad = {"null_score_diff_threshold": None, "max_answer_length": SQUAD_DEFAULTS["max_answer_length"],
              "n_best_size": SQUAD_DEFAULTS["n_best_size"]}

@@ -1,8 +1,9 @@
-"""Evaluation metrics for the BERT fine-tuning tasks: GLUE, NER (conlleval) and SQuAD v1.1 / v2.0.
+"""Evaluation metrics for the BERT fine-tuning tasks: GLUE, NER (conlleval), SQuAD v1.1 / v2.0 and CMRC 2018.
 
 Pure numpy / python (scipy for the correlations); no deep-learning backend is needed.
 """
 
+from keras_bert_impl.metrics.cmrc2018_metrics import cmrc2018_evaluate
 from keras_bert_impl.metrics.glue_metrics import (
     GLUE_TASKS,
     accuracy,
@@ -29,6 +30,7 @@ __all__ = [
     "GLUE_TASKS",
     "accuracy",
     "apply_no_ans_threshold",
+    "cmrc2018_evaluate",
     "compute_exact",
     "compute_f1",
     "f1",

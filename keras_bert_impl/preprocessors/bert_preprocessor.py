@@ -90,8 +90,9 @@ class BertPreprocessor:
         return cls(BertTokenizer.from_pretrained(checkpoint.directory), sequence_length=sequence_length, **kwargs)
 
     def save_pretrained(self, directory):
-        """Writes vocab.txt and tokenizer_config.json (casing and `sequence_length`) for `from_pretrained`
-        here and transformers' `BertTokenizer` (which ignores `sequence_length`)."""
+        """Writes vocab.txt and tokenizer_config.json (casing, `normalize` when set and `sequence_length`) for
+        `from_pretrained` here and transformers' `BertTokenizer` (which ignores `sequence_length` and
+        `normalize`)."""
         self.tokenizer.save_pretrained(directory, sequence_length=self.sequence_length)
 
     # ------------------------------------------------------------------------------ .keras files
@@ -112,14 +113,17 @@ class BertPreprocessor:
         return {}
 
     def get_config(self):
-        """The settings; the vocabulary is not among them: a `.keras` file holds it in its assets
-        (`save_vocabulary`, called by the task model's `save_assets`)."""
-        return {
+        """The settings (the tokenizer's `normalize` only when set); the vocabulary is not among them: a
+        `.keras` file holds it in its assets (`save_vocabulary`, called by the task model's `save_assets`)."""
+        config = {
             "do_lower_case": self.tokenizer.do_lower_case,
             "split_special_tokens": self.tokenizer.split_special_tokens,
             "sequence_length": self.sequence_length,
             **self.task_config(),
         }
+        if self.tokenizer.normalize is not None:  # NFKC (`BertTokenizer(normalize=...)`), off by default
+            config["normalize"] = self.tokenizer.normalize
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -130,6 +134,7 @@ class BertPreprocessor:
             config.pop("vocabulary", None),
             do_lower_case=config.pop("do_lower_case"),
             split_special_tokens=config.pop("split_special_tokens", True),
+            normalize=config.pop("normalize", None),
         )
         return cls(tokenizer, **config)
 

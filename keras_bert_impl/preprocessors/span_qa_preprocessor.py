@@ -17,8 +17,9 @@ class BertSpanQAPreprocessor(BertPreprocessor):
     `x` is a tuple of two lists of str, the questions and their contexts. Each question becomes the windows
     that run_squad.py makes of it (`data.squad_data.squad_example`, then
     `data.squad_features.convert_examples_to_features`, the recipe's own code): the question cut to
-    `max_query_length` WordPiece tokens, the context split on whitespace into words, tokenized word by word
-    and cut into windows of `sequence_length` tokens, a new window every `doc_stride` tokens. `fit`,
+    `max_query_length` WordPiece tokens, the context split on whitespace into words (every CJK ideograph a
+    word), tokenized word by word and cut into windows of `sequence_length` tokens, a new window every
+    `doc_stride` tokens. `fit`,
     `evaluate` and `predict` get one row per window: a long context gives several rows (`predict` returns the
     logits of each window), a context without a token none.
 

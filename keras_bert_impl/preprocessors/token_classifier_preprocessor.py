@@ -6,6 +6,7 @@ import numpy as np
 
 from keras_bert_impl.data.conll_features import IGNORE_LABEL_ID, features_to_arrays, words_to_features
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, per_window
+from keras_bert_impl.tokenizers.basic_tokenizer import split_words
 from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 
 
@@ -13,9 +14,11 @@ from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 class BertTokenClassifierPreprocessor(BertPreprocessor):
     """Sentences of words -> `[CLS] pieces [SEP]` windows, each word's label at its first piece and -100 elsewhere.
 
-    `x` is a list of sentences, each a str (split on whitespace into words, as CoNLL files are) or a list
-    of words. `y` holds each sentence's word labels (int ids, -100 for a word without one): a list of lists,
-    or an int array [batch, words] padded with -100. The labels come back as int32 [windows, sequence_length],
+    `x` is a list of sentences, each a str or a list of words. A str is split on whitespace into words, as
+    CoNLL files are, and every CJK ideograph is a word of its own, as the NER SavedModel splits it
+    (`tokenizers.basic_tokenizer.split_words`: unspaced Chinese is one word a character). `y` holds each
+    sentence's word labels (int ids, -100 for a word without one): a list of lists, or an int array
+    [batch, words] padded with -100. The labels come back as int32 [windows, sequence_length],
     -100 at the other pieces, [CLS], [SEP] and padding: the positions the task's loss and accuracy leave out.
 
     The windows are the NER recipe's (`data.conll_features.words_to_features`, which its
@@ -48,6 +51,14 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
     ([[2, 4, 5, 6, 3], [2, 7, 3, 0, 0]], [[-100, 1, 2, -100, -100], [-100, 0, -100, -100, -100]])
     >>> [(w.sentence_index, w.word_indices, w.token_positions) for w in preprocessor.windows(["Peter Blackburn ran"])]
     [(0, [0, 1], [1, 2]), (0, [2], [1])]
+
+    Unspaced Chinese is one word a character:
+
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "周", "杰", "在", "广", "州"])
+    >>> preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=8)
+    >>> x, y, _ = preprocessor(["周杰在广州"], [[1, 2, 0, 3, 4]])
+    >>> x["token_ids"].tolist(), y.tolist()
+    ([[2, 4, 5, 6, 7, 8, 3, 0]], [[-100, 1, 2, 0, 3, 4, -100, -100]])
     """
 
     def _words(self, x):
@@ -61,7 +72,7 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         sentences = []
         for i, sentence in enumerate(x):
             words = as_text_list(sentence, f"x[{i}]")
-            sentences.append(words[0].split() if isinstance(sentence, (str, bytes)) else words)
+            sentences.append(split_words(words[0]) if isinstance(sentence, (str, bytes)) else words)
         return sentences
 
     def _word_labels(self, y, sentences):

@@ -8,9 +8,10 @@ and one call of `run_finetuning`. The settings are a task's config (`tasks.base.
 field per flag of the same name; the flag names below are those fields.
 
 Order of a run: the settings are checked (`task.check_flags`, `tasks.base.check_model_flags`), the tokenizer
-loaded, every data file the config names read and checked (`task.setup`, `task.training_set`), and only then
-the checkpoint loaded (`task.build_model`), so a user's mistake is reported within seconds
-(`UserInputError`, printed as one line by `runners.cli.run_main`).
+loaded, every data file the config names read and checked (`task.setup`, `task.training_set`), its [UNK]
+tokens reported (`tokenizers.unknown_tokens.report_unknown_tokens` on `task.texts_read()`: one line, and a
+warning above 1%), and only then the checkpoint loaded (`task.build_model`), so a user's mistake is
+reported within seconds (`UserInputError`, printed as one line by `runners.cli.run_main`).
 
 What a training run leaves in `--output_dir` (printed at the end):
 
@@ -67,6 +68,7 @@ from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of t
     load_backbone,
     load_tokenizer,
 )
+from keras_bert_impl.tokenizers.unknown_tokens import report_unknown_tokens
 from keras_bert_impl.training import checkpoint_store, distribute, divergence, metrics_log
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
@@ -465,6 +467,7 @@ def finetune(task, distribution, select_on_dev=False):
     keras.utils.set_random_seed(config.seed)
     tokenizer = load_tokenizer(config)
     task.setup(tokenizer)
+    report_unknown_tokens(tokenizer, task.texts_read(), "the data read")
     if select_on_dev and not task.can_evaluate:
         raise UserInputError(f"--learning_rate_grid / --num_restarts select the best run on the dev set's "
                              f"{task.main_metric}: this task has no labelled dev set with these flags (--do_eval; "

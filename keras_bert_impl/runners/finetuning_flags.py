@@ -53,6 +53,9 @@ def finetuning_flag_parser(description, max_seq_length=128):
     p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
     p.add_argument("--vocab_file", default=None, help="vocab.txt; default: the checkpoint directory's vocab.txt.")
     p.add_bool_flag("do_lower_case", None, "Lower-case the input (uncased models). Default: the checkpoint's.")
+    p.add_bool_flag("nfkc", None, "Replace every character by its NFKC form before tokenizing (full-width letters, "
+                    "digits and punctuation as ASCII; not the original's), saved with the model. Default: the "
+                    "checkpoint's tokenizer_config.json, else off.")
     p.add_argument("--output_dir", required=True, help="Where checkpoints, logs, metrics and predictions go; "
                    "a run interrupted there resumes from its last epoch when started again.")
     p.add_argument("--max_seq_length", type=positive_int, default=max_seq_length,

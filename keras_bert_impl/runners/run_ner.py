@@ -12,7 +12,7 @@ from keras_bert_impl.tasks.ner import NerTask
 
 
 def build_parser():
-    p = finetuning_flag_parser("Fine-tune BERT for named-entity recognition (CoNLL-2003 format).")
+    p = finetuning_flag_parser("Fine-tune BERT for named-entity recognition (CoNLL-2003 format, records, CLUENER).")
     add_data_file_flags(p)  # CoNLL text too; default: train.txt, dev.txt, test.txt (and others) in --data_dir
     p.add_argument("--dev_file", dest="validation_file", metavar="DEV_FILE", default=None,
                    help="Same as --validation_file.")
@@ -23,7 +23,8 @@ def build_parser():
     p.add_bool_flag("use_crf", False, "Add a linear-chain CRF over the word sequence (a checkpoint with CRF transitions keeps its CRF).")
     p.add_bool_flag("use_document_context", False, "Fill each window with the surrounding document context.")
     p.add_argument("--tagging_scheme", default="auto", choices=conll_data.TAGGING_SCHEMES,
-                   help="Tagging scheme of the files: auto (detected from the training file), iob1 or bio.")
+                   help="Tagging scheme of the files: auto (detected from the training file's tags), iob1, bio, bioes "
+                   "(IOBES) or bmes (BMES, BMEO).")
     p.add_bool_flag("feature_based", False, "Frozen BERT features + BiLSTM tagger (the paper's Table 7).")
     # The feature-based tagger's settings default to the saved tagger's when --init_checkpoint holds one.
     p.add_argument("--feature_layers", default=None,

@@ -5,7 +5,7 @@
 
 from keras_bert_impl.runners.finetuning import finetuning_recipe
 from keras_bert_impl.runners.finetuning_flags import add_task_flags, finetuning_flag_parser
-from keras_bert_impl.tasks.squad import SquadTask
+from keras_bert_impl.tasks.squad import EVAL_METRICS, SquadTask
 
 
 def build_parser():
@@ -20,6 +20,10 @@ def build_parser():
     p.add_bool_flag("version_2_with_negative", False, "SQuAD v2.0: some questions have no answer.")
     p.add_argument("--null_score_diff_threshold", type=float, default=0.0,
                    help="v2.0: predict no answer when score_null - best_non_null > this.")
+    p.add_argument("--eval_metric", default="auto", choices=EVAL_METRICS,
+                   help="Evaluation of --predict_file: squad (the official SQuAD v1.1 / v2.0 script), cmrc2018 "
+                   "(CMRC 2018's character-level F1 and EM, for Chinese), or auto: cmrc2018 when its contexts are "
+                   "mostly CJK ideographs, else squad.")
     p.add_bool_flag("verbose_logging", False, "Print the data statistics and the misaligned answers' ids.")
     return add_task_flags(p, "feature", bilstm=True)
 

@@ -65,6 +65,7 @@ class FinetuningConfig:
     bert_config_file: Optional[str] = None
     vocab_file: Optional[str] = None
     do_lower_case: Optional[bool] = setting(None, optional(BOOLEAN))  # None: the checkpoint's
+    nfkc: Optional[bool] = setting(None, optional(BOOLEAN))  # NFKC before tokenizing; None: the checkpoint's
     output_dir: str
     max_seq_length: int = setting(128, POSITIVE_INT)
     # What the run does.
@@ -154,8 +155,12 @@ def check_model_flags(config):
 
 def load_tokenizer(config):
     """The tokenizer of `--vocab_file`, else of the `--init_checkpoint` directory (`config`: a
-    `FinetuningConfig`, or any settings with `vocab_file`, `init_checkpoint` and `do_lower_case`)."""
+    `FinetuningConfig`, or any settings with `vocab_file`, `init_checkpoint`, `do_lower_case` and optionally
+    `nfkc`); `do_lower_case` and `nfkc` None: the directory's tokenizer_config.json's (else uncased, no NFKC)."""
     kwargs = {} if config.do_lower_case is None else {"do_lower_case": config.do_lower_case}
+    nfkc = getattr(config, "nfkc", None)
+    if nfkc is not None:
+        kwargs["normalize"] = "nfkc" if nfkc else None
     if config.vocab_file:
         if not os.path.isfile(config.vocab_file):
             raise UserInputError(f"--vocab_file: no file at {config.vocab_file}")
@@ -262,7 +267,8 @@ class FinetuningTask:
     """One family of fine-tuning runs on its config, driven by `run_finetuning(task)` in this order:
 
     `check_flags()` (and the driver's `check_model_flags`); `setup(tokenizer)` (reads and checks every
-    file the config names, raising `UserInputError`); with --do_train `training_set(distribution)`;
+    file the config names, raising `UserInputError`; the driver then reports the [UNK] tokens of
+    `texts_read()`); with --do_train `training_set(distribution)`;
     `build_model()` (loads the checkpoint); with --do_train: `model.compile` with BERT's optimizer and the
     model's loss, `fit` (with `evaluate` after every epoch and the best weights kept when `can_evaluate`;
     resumed from output_dir/checkpoints after a crash), `best_results(metrics)`, `save_model(...)`;
@@ -305,6 +311,11 @@ class FinetuningTask:
     def can_evaluate(self):
         """Whether there is a labelled dev set: then every epoch is evaluated and the best one kept."""
         return bool(self.config.do_eval)
+
+    def texts_read(self):
+        """The texts of every file `setup` read (training, dev and test), for the [UNK] report
+        (`tokenizers.unknown_tokens.report_unknown_tokens`): a list of str."""
+        return []
 
     def build_model(self):
         raise NotImplementedError

@@ -102,6 +102,12 @@ class GlueTask(FinetuningTask):
         if self.config.do_predict:
             self.test_sets = {split: self.load_split(split, path) for split, path in self.split_files("test")}
 
+    def texts_read(self):
+        """Both sequences of every example of every split read."""
+        splits = [self.train_set] if self.train_set else []
+        splits += [*self.dev_sets.values(), *self.test_sets.values()]
+        return [text for _, _, examples in splits for e in examples for text in (e.text_a, e.text_b) if text]
+
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has a matching one."""
         return self.load_model(BertClassifier, num_classes=glue_data.num_outputs(self.task),

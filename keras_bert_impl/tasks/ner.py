@@ -1,12 +1,15 @@
-"""Named-entity recognition (the paper's Section 5.3) on CoNLL-2003 text or the datasets ecosystem's
-JSON lines / JSON / CSV / parquet records, with any label set (`--labels`, else the labels of every
-split read).
+"""Named-entity recognition (the paper's Section 5.3) on CoNLL-2003 text (one word a line: also MSRA's and
+People's Daily's one character a line), the datasets ecosystem's JSON lines / JSON / CSV / parquet
+records or CLUENER2020 JSON lines, in any tagging scheme (BIO, IOB1, BIOES, BMES, recognized from the
+files), with any label set (`--labels`, else the labels of every split read).
 
 Two models: a `BertTokenClassifier` (fine-tuned; optionally a linear-chain CRF over the words) and the
 paper's feature-based approach, a `BertFeatureBasedTagger` (frozen BERT, concatenated hidden layers,
 BiLSTMs). Words are tagged by their first sub-token; see `data/conll_data.py` for the file formats, the
-label lists, the tagging schemes and the windows. Evaluates entity precision / recall / F1 (conlleval
-rules); writes test_predictions.txt (`token gold pred` lines).
+label lists and the windows, `data/tag_schemes.py` for the schemes. Evaluates entity precision / recall /
+F1 (conlleval rules); writes test_predictions.txt (`token gold pred` lines, the predictions in the scheme
+of the files), or for a CLUENER test file test_predictions.json (its records with the predicted entities as
+their "label", `data/cluener_data.py`).
 """
 
 import dataclasses
@@ -16,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
-from keras_bert_impl.data import batching, conll_data, conll_features
+from keras_bert_impl.data import batching, cluener_data, conll_data, conll_features
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
@@ -34,9 +37,9 @@ from keras_bert_impl.utils.file_io import atomic_path, write_json
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
 SPLIT_FILE_NAMES = {
-    "train": ("train.txt", "eng.train"),
-    "dev": ("dev.txt", "valid.txt", "eng.testa"),
-    "test": ("test.txt", "eng.testb"),
+    "train": ("train.txt", "eng.train", "train.json"),
+    "dev": ("dev.txt", "valid.txt", "eng.testa", "dev.json"),
+    "test": ("test.txt", "eng.testb", "test.json"),
 }
 SPLIT_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 # The file of a fine-tuned NER model directory holding its label list and tagging scheme.
@@ -199,6 +202,10 @@ class NerTask(FinetuningTask):
         for split in wanted:
             if not sentences[split]:
                 raise UserInputError(f"{paths[split]}: no sentences; expected the {split} set.")
+            unlabelled = next((s for s in sentences[split] if not s.labelled), None)
+            if unlabelled is not None and split != "test":
+                raise UserInputError(f"{unlabelled.where(0)}: a record without 'label'; the {split} set needs the "
+                                     "entities of every text.")
         everything = [s for split in wanted for s in sentences[split]]
         strict = True
         if label_names is not None:
@@ -219,6 +226,10 @@ class NerTask(FinetuningTask):
                 print(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
             self.splits[split] = NerSplit(paths[split], tokenizer, label_list, config, sentences=sentences[split],
                                           strict=strict)
+
+    def texts_read(self):
+        """The words of every sentence of every split read."""
+        return [word for split in self.splits.values() for s in split.sentences for word in s.words]
 
     def build_model(self):
         config, num_classes = self.config, len(self.label_list)
@@ -271,16 +282,22 @@ class NerTask(FinetuningTask):
             LABEL_LIST_FILE: {"labels": self.label_list, "tagging_scheme": self.scheme}})
 
     def predict(self, model, results):
-        """Writes test_predictions.txt and adds the test set's entity scores as results["test"]."""
+        """Writes test_predictions.txt (test_predictions.json for a CLUENER test file) and, when the test set
+        has its entities, adds its entity scores as results["test"]."""
         test = self.splits["test"]
         tags = self.word_tags(model, test)
-        test_scores = conll_data.evaluate_word_tags(test.sentences, tags)
-        path = os.path.join(self.config.output_dir, "test_predictions.txt")
-        with atomic_path(path) as tmp:
-            conll_data.write_predictions(tmp, test.sentences, tags)
-        results["test"] = test_scores
-        print(f"wrote {len(test.sentences)} test sentences' predictions to {path}; "
-              f"test entity F1 = {100 * test_scores['f1']:.2f}")
+        if all(s.record is not None for s in test.sentences):
+            path = os.path.join(self.config.output_dir, "test_predictions.json")
+            cluener_data.write_cluener_predictions(path, [s.record for s in test.sentences], tags)
+        else:
+            path = os.path.join(self.config.output_dir, "test_predictions.txt")
+            with atomic_path(path) as tmp:
+                conll_data.write_predictions(tmp, test.sentences, tags)
+        message = f"wrote {len(test.sentences)} test sentences' predictions to {path}"
+        if all(s.labelled for s in test.sentences):
+            results["test"] = conll_data.evaluate_word_tags(test.sentences, tags)
+            message += f"; test entity F1 = {100 * results['test']['f1']:.2f}"
+        print(message)
         return results
 
     def write_results(self, results):

@@ -4,7 +4,9 @@
 Reads `--train_file` / `--predict_file` (the original SQuAD JSON or the datasets ecosystem's flattened
 records, `data/squad_data.py`), turns the logits into answers (`tasks/squad_postprocessing.py`) and
 scores them with the official v1.1 / v2.0 evaluation (v2.0 with the null odds as no-answer
-probabilities and `--null_score_diff_threshold` as the threshold). Writes predictions.json,
+probabilities and `--null_score_diff_threshold` as the threshold), or, for Chinese data, with CMRC 2018's
+character-level F1 and EM (`--eval_metric`: `auto` picks it when the contexts of `--predict_file` are mostly
+CJK ideographs; its results are named `cmrc2018_f1`, `cmrc2018_em`, ...). Writes predictions.json,
 nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 """
 
@@ -13,6 +15,7 @@ import os
 from typing import Optional
 
 from keras_bert_impl.data import squad_data, squad_features
+from keras_bert_impl.metrics.cmrc2018_metrics import cmrc2018_evaluate, mostly_chinese
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
@@ -23,7 +26,10 @@ from keras_bert_impl.tasks.squad_postprocessing import (
 )
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, optional, setting
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
+
+# --eval_metric: the official SQuAD evaluation, CMRC 2018's (Chinese), or the one that fits the contexts.
+EVAL_METRICS = ("auto", "squad", "cmrc2018")
 
 
 def has_answers(dataset):
@@ -47,13 +53,19 @@ class SquadConfig(FinetuningConfig):
     null_score_diff_threshold: float = setting(0.0, NUMBER)
     verbose_logging: bool = setting(False, BOOLEAN)
     bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
+    eval_metric: str = setting("auto", one_of(EVAL_METRICS))
+
+
+def contexts(dataset):
+    """The contexts of a SQuAD JSON dataset."""
+    return [p["context"] for article in dataset["data"] for p in article["paragraphs"]]
 
 
 class SquadTask(FinetuningTask):
-    """SQuAD v1.1, or v2.0 with `--version_2_with_negative`. Evaluates `--predict_file` when it has answers."""
+    """SQuAD v1.1, or v2.0 with `--version_2_with_negative`. Evaluates `--predict_file` when it has answers:
+    with the official SQuAD evaluation, or CMRC 2018's (`eval_metric`)."""
 
     name = "SQuAD"
-    main_metric = "f1"
     config_class = SquadConfig
 
     def __init__(self, config):
@@ -62,6 +74,24 @@ class SquadTask(FinetuningTask):
         self.train = None  # (examples, features, stats) of --train_file, read by setup
         self.latest = None  # the SquadPredictions of the last evaluation (after training: of the best epoch)
         self.best_f1, self.best_predictions = float("-inf"), None
+        self._eval_metric = None if self.config.eval_metric == "auto" else self.config.eval_metric
+
+    @property
+    def eval_metric(self):
+        """"squad" or "cmrc2018": `--eval_metric`, or for "auto" "cmrc2018" when the contexts of
+        `--predict_file` are mostly CJK ideographs (`metrics.cmrc2018_metrics.mostly_chinese`)."""
+        if self._eval_metric is None:
+            dataset = self.eval_dataset
+            if dataset is None and self.config.predict_file:
+                dataset = squad_data.load_squad_dataset(self.config.predict_file)
+            chinese = dataset is not None and mostly_chinese(contexts(dataset))
+            self._eval_metric = "cmrc2018" if chinese else "squad"
+        return self._eval_metric
+
+    @property
+    def main_metric(self):
+        """The metric that picks the best epoch: the F1 of the evaluation (`eval_metric`)."""
+        return "cmrc2018_f1" if self.eval_metric == "cmrc2018" else "f1"
 
     def check_flags(self):
         config = self.config
@@ -106,6 +136,12 @@ class SquadTask(FinetuningTask):
             self.eval_examples, self.eval_features, _ = self.load_features(
                 self.config.predict_file, is_training=False, dataset=self.eval_dataset)
 
+    def texts_read(self):
+        """The questions of every example read and each context once."""
+        examples = (self.train[0] if self.train else []) + (self.eval_examples or [])
+        contexts = {id(e.context_text): e.context_text for e in examples}  # a paragraph's questions share it
+        return [e.question_text for e in examples] + list(contexts.values())
+
     @property
     def can_evaluate(self):
         return self.eval_dataset is not None and has_answers(self.eval_dataset)
@@ -146,17 +182,21 @@ class SquadTask(FinetuningTask):
         )
 
     def evaluate(self, model):
-        """The official v1.1 / v2.0 metrics of the predictions (v2.0 with null odds as na_probs)."""
+        """The official v1.1 / v2.0 metrics of the predictions (v2.0 with null odds as na_probs), or CMRC
+        2018's (`cmrc2018_f1`, `cmrc2018_em`, `cmrc2018_average`, `cmrc2018_total`, `cmrc2018_skip`)."""
         squad_predictions = self.predictions(model)
-        if self.config.version_2_with_negative:
+        if self.eval_metric == "cmrc2018":
+            metrics = {f"cmrc2018_{key}": value
+                       for key, value in cmrc2018_evaluate(self.eval_dataset, squad_predictions.predictions).items()}
+        elif self.config.version_2_with_negative:
             metrics = squad_v2_evaluate(self.eval_dataset, squad_predictions.predictions,
                                         na_probs=squad_predictions.null_odds,
                                         na_prob_thresh=self.config.null_score_diff_threshold)
         else:
             metrics = squad_v1_evaluate(self.eval_dataset, squad_predictions.predictions)
         self.latest = squad_predictions
-        if metrics["f1"] > self.best_f1:
-            self.best_f1, self.best_predictions = metrics["f1"], squad_predictions
+        if metrics[self.main_metric] > self.best_f1:
+            self.best_f1, self.best_predictions = metrics[self.main_metric], squad_predictions
         return metrics
 
     def save_model(self, model, directory):

@@ -8,7 +8,9 @@ For every example, over all its features (document windows):
 2. v2.0: the null candidate scores `score_null` = min over features of start_logits[0] + end_logits[0]
    (the [CLS] position) and joins the candidates;
 3. candidates are sorted by start_logit + end_logit; the first `n_best_size` distinct answer texts form
-   the n-best list, each text mapped back to the original context by `get_final_text`, with
+   the n-best list, each text mapped back to the original context by `get_final_text` (on the span's doc
+   tokens joined by `squad_data.join_doc_tokens`: by one space, or none between the adjacent doc tokens of
+   CJK text, so a Chinese answer is the context's own characters, [UNK] characters included), with
    probabilities = softmax of the total scores over the n-best list;
 4. v1.1: the answer is the top of the n-best list. v2.0: with `best_non_null` the best non-empty entry,
    the answer is "" when `score_null - (best_non_null.start_logit + best_non_null.end_logit)` is greater
@@ -30,8 +32,9 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.data.squad_data import is_spaced, join_doc_tokens
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
+from keras_bert_impl.utils.file_io import write_json
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
 _PrelimPrediction = collections.namedtuple(
@@ -173,7 +176,8 @@ def get_final_text(pred_text, orig_text, do_lower_case):
 
     Args:
         pred_text: the predicted tokens joined, "##" removed, e.g. "steve smith".
-        orig_text: the doc tokens of the span joined by spaces, e.g. "Steve Smith's".
+        orig_text: the doc tokens of the span joined by spaces, e.g. "Steve Smith's" (those of a CJK span
+            without spaces, `squad_data.join_doc_tokens`).
         do_lower_case: the tokenizer's setting.
 
     Returns:
@@ -184,19 +188,27 @@ def get_final_text(pred_text, orig_text, do_lower_case):
 
     >>> get_final_text("steve smith", "Steve Smith's", do_lower_case=True)
     'Steve Smith'
+
+    Tokens that are not the text's (an [UNK]) give the whole span, the context's characters:
+
+    >>> get_final_text("[UNK] 州", "杭州", do_lower_case=True)
+    '杭州'
     """
     start, end = final_text_span(pred_text, orig_text, do_lower_case)
     return orig_text[start:end]
 
 
 def _orig_text_char_to_context(example, orig_doc_start, orig_doc_end, position):
-    """The context index of character `position` of " ".join(doc_tokens[orig_doc_start:orig_doc_end + 1])."""
+    """The context index of character `position` of the doc tokens `orig_doc_start`..`orig_doc_end` joined
+    (`squad_data.join_doc_tokens`)."""
     offset = 0
     for word_index in range(orig_doc_start, orig_doc_end + 1):
+        if word_index > orig_doc_start and is_spaced(example.doc_tokens, example.doc_token_char_starts, word_index):
+            offset += 1  # the joining space maps to the start of the next word
         word = example.doc_tokens[word_index]
         if position < offset + len(word):
             return example.doc_token_char_starts[word_index] + max(position - offset, 0)
-        offset += len(word) + 1  # the joining space maps to the start of the next word
+        offset += len(word)
     last = example.doc_tokens[orig_doc_end]
     return example.doc_token_char_starts[orig_doc_end] + len(last)
 
@@ -314,11 +326,11 @@ def compute_predictions(
                 tok_tokens = feature.tokens[pred.start_index : pred.end_index + 1]
                 orig_doc_start = feature.token_to_orig_map[pred.start_index]
                 orig_doc_end = feature.token_to_orig_map[pred.end_index]
-                orig_tokens = example.doc_tokens[orig_doc_start : orig_doc_end + 1]
                 # De-tokenize WordPieces: "##" continuations glued, spaces normalized.
                 tok_text = " ".join(tok_tokens).replace(" ##", "").replace("##", "")
                 tok_text = " ".join(tok_text.strip().split())
-                orig_text = " ".join(orig_tokens)
+                orig_text = join_doc_tokens(example.doc_tokens, example.doc_token_char_starts, orig_doc_start,
+                                            orig_doc_end)
                 start, end = final_text_span(tok_text, orig_text, do_lower_case)
                 final_text = orig_text[start:end]
                 if final_text in seen_predictions:

@@ -72,6 +72,11 @@ class SwagTask(FinetuningTask):
         self.dev = self.load_split("dev") if self.config.do_eval else None
         self.test = self.load_split("test") if self.config.do_predict else None
 
+    def texts_read(self):
+        """The context, the start of the ending and the endings of every example of every split read."""
+        return [text for split in (self.train, self.dev, self.test) if split for e in split[2]
+                for text in (e.context, e.start_ending, *e.endings)]
+
     def build_model(self):
         """A BertMultipleChoice on the checkpoint, with its scoring head when it has one."""
         return self.load_model(BertMultipleChoice, num_choices=swag_data.NUM_CHOICES)

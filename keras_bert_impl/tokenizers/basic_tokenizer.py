@@ -9,6 +9,10 @@ The text is processed as the original does it, before WordPiece:
 4. Per word, when `do_lower_case`: `str.lower()`, then NFD and drop the nonspacing marks (Mn).
 5. Split off every punctuation character (ASCII 33-47, 58-64, 91-96, 123-126 and categories P*).
 
+Not the original's, and off by default: `BertTokenizer(normalize="nfkc")` first replaces every character
+by its NFKC form alone (`nfkc_char`). `split_words` is the word split of the word-level tasks' raw
+strings (whitespace, and every CJK ideograph a word).
+
 `basic_tokenize` applies them to a text; `BertTokenizer` (bert_tokenizer.py) applies them word by word
 with character offsets, then WordPiece; the in-graph twin (tf_bert_tokenizer.py) builds its tables from
 these same predicates.
@@ -64,6 +68,11 @@ def _is_chinese_char(cp):
     return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
 
 
+def is_cjk_char(char):
+    """Whether the character `char` is a CJK ideograph (`_is_chinese_char` of its code point)."""
+    return _is_chinese_char(ord(char))
+
+
 def _is_removed(char):
     """Whether cleaning deletes `char`: U+0000, U+FFFD and control characters."""
     return char in ("\x00", "\ufffd") or _is_control(char)
@@ -94,6 +103,13 @@ def normalize_char(char, do_lower_case):
     return normalize_word(char, do_lower_case)
 
 
+@functools.lru_cache(maxsize=65536)
+def nfkc_char(char):
+    """The NFKC form of one character alone (`BertTokenizer(normalize="nfkc")`): full-width letters, digits
+    and punctuation become their ASCII forms, ligatures and squared words expand ("ﬁ" -> "fi", "㍿" -> "株式会社")."""
+    return unicodedata.normalize("NFKC", char)
+
+
 def _char_class(chars):
     """A regex character class (without brackets) of the given characters."""
     return "".join(re.escape(c) for c in chars)
@@ -111,6 +127,33 @@ def word_regex():
     separators = [chr(cp) for cp in range(0x10000) if _is_separator(chr(cp))]
     sep, cjk = _char_class(separators), _cjk_class()
     return re.compile(f"[^{sep}{cjk}]+|[{cjk}]")
+
+
+@functools.lru_cache(maxsize=None)
+def _cjk_split_regex():
+    cjk = _cjk_class()
+    return re.compile(f"[{cjk}]|[^{cjk}]+")
+
+
+def split_cjk(word):
+    """A word cut into its CJK ideographs, each alone, and the runs of other characters between them.
+
+    >>> split_cjk("2019年在杭州"), split_cjk("Hangzhou")
+    (['2019', '年', '在', '杭', '州'], ['Hangzhou'])
+    """
+    if word.isascii():
+        return [word]
+    return _cjk_split_regex().findall(word)
+
+
+def split_words(text):
+    """The words of a text for word-level tasks: split on whitespace (`str.split`), every CJK ideograph a
+    word of its own (unspaced Chinese becomes one word a character, as the NER SavedModel splits it).
+
+    >>> split_words("周杰昨天从广州回来了。 Peter ran")
+    ['周', '杰', '昨', '天', '从', '广', '州', '回', '来', '了', '。', 'Peter', 'ran']
+    """
+    return [piece for word in text.split() for piece in split_cjk(word)]
 
 
 # ASCII punctuation split for the fast path: a run of non-punctuation, or one punctuation character.

@@ -5,7 +5,8 @@ It tokenizes as the original `FullTokenizer`: the basic rules of `basic_tokenize
 whitespace, lower-casing and accents, punctuation), then WordPiece: greedy longest-match-first with `##`
 continuations; a word becomes a single `[UNK]` when some part of it has no match or when it is longer
 than 200 characters. Its vocabulary comes from `vocabulary` (vocab.txt, tokenizer.json); `__call__`
-packs batches through `packing`.
+packs batches through `packing`. With `normalize="nfkc"` (off by default) every character is first replaced
+by its NFKC form (full-width forms, ligatures), the offsets still pointing into the original text.
 
 Batch encoding is fast because the text is cut into raw words by one compiled regex and every distinct
 raw word is tokenized once and cached (word -> pieces and their offsets); a per-character Python loop
@@ -26,6 +27,7 @@ from keras_bert_impl.tokenizers.basic_tokenizer import (
     MAX_INPUT_CHARS_PER_WORD,
     _is_removed,
     check_text,
+    nfkc_char,
     normalize_char,
     normalize_word,
     split_on_punctuation,
@@ -38,6 +40,8 @@ from keras_bert_impl.utils.file_io import atomic_open
 from keras_bert_impl.utils.model_names import resolve_model_path
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# The `normalize` settings: None (the original's tokenization) or "nfkc".
+NORMALIZATIONS = (None, "nfkc")
 _REQUIRED_TOKENS = ("[UNK]", "[CLS]", "[SEP]")
 
 
@@ -72,6 +76,11 @@ class BertTokenizer:
             `"[CLS]"` inside the input text are plain text (`"[", "cl", "##s", "]"`). If False, such
             strings in the text become the special token itself.
         cache_size: Number of distinct raw words whose pieces are cached.
+        normalize: None (default: the original's tokenization) or "nfkc": every character is first replaced
+            by its NFKC form (`basic_tokenizer.nfkc_char`: full-width letters, digits and punctuation become
+            ASCII, "ﬁ" becomes "fi", "㍿" the four ideographs of 株式会社), then tokenized by the rules
+            above; offsets still point into the original text (a token of an expanded character spans that
+            character). Saved in tokenizer_config.json (`"normalize": "nfkc"`).
 
     Examples:
 
@@ -90,11 +99,21 @@ class BertTokenizer:
     ['padding_mask', 'segment_ids', 'token_ids']
     >>> batch["token_ids"].tolist(), batch["segment_ids"].tolist()
     ([[2, 4, 5, 6, 3, 8, 3]], [[0, 0, 0, 0, 0, 1, 1]])
+
+    Full-width forms with `normalize="nfkc"`, offsets into the original text:
+
+    >>> tokenizer = BertTokenizer(vocab_file, normalize="nfkc")
+    >>> tokenizer.tokenize_with_offsets("ＲＵＮＮＩＮＧ，una")
+    (['running', ',', 'una'], [(0, 7), (7, 8), (8, 11)])
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, split_special_tokens=True, cache_size=1_000_000):
+    def __init__(self, vocab_file, do_lower_case=True, split_special_tokens=True, cache_size=1_000_000,
+                 normalize=None):
+        if normalize not in NORMALIZATIONS:
+            raise ValueError(f"BertTokenizer: normalize must be one of {NORMALIZATIONS}, got {normalize!r}.")
         self.do_lower_case = bool(do_lower_case)
         self.split_special_tokens = bool(split_special_tokens)
+        self.normalize = normalize
         self._cache_size = cache_size
         self._word_re = word_regex()
         self.vocab = None
@@ -173,15 +192,22 @@ class BertTokenizer:
         config = model_files.read_tokenizer_config(path)
         if "do_lower_case" not in kwargs and "do_lower_case" in config:
             kwargs["do_lower_case"] = bool(config["do_lower_case"])
+        if "normalize" not in kwargs and config.get("normalize") is not None:
+            if config["normalize"] not in NORMALIZATIONS:
+                raise UserInputError(f"{os.path.join(path, model_files.TOKENIZER_CONFIG_FILE)}: 'normalize' is "
+                                     f"{config['normalize']!r}; expected one of {NORMALIZATIONS}.")
+            kwargs["normalize"] = config["normalize"]
         return cls(vocab_file, **kwargs)
 
     def save_pretrained(self, directory, sequence_length=None):
-        """Writes vocab.txt and tokenizer_config.json (do_lower_case and, when given, the packed
-        `sequence_length` a fine-tuned model uses), each atomically, for `from_pretrained`."""
+        """Writes vocab.txt and tokenizer_config.json (do_lower_case, `normalize` when set and, when given,
+        the packed `sequence_length` a fine-tuned model uses), each atomically, for `from_pretrained`."""
         os.makedirs(directory, exist_ok=True)
         with atomic_open(os.path.join(directory, model_files.VOCAB_FILE)) as f:
             f.write("".join(token + "\n" for token in self._id_to_token))
         config = {"do_lower_case": self.do_lower_case, "tokenizer_class": "BertTokenizer"}
+        if self.normalize is not None:
+            config["normalize"] = self.normalize
         if sequence_length is not None:
             config[model_files.SEQUENCE_LENGTH_KEY] = int(sequence_length)
         with atomic_open(os.path.join(directory, model_files.TOKENIZER_CONFIG_FILE)) as f:
@@ -219,7 +245,27 @@ class BertTokenizer:
 
     def _tokenize_raw_word(self, raw):
         """Tokenizes one raw word (a run of non-separator characters of the original text, or one CJK
-        ideograph). Returns (tokens, ids, starts, ends) with character offsets relative to `raw`."""
+        ideograph), first normalized by `normalize`. Returns (tokens, ids, starts, ends) with character
+        offsets relative to `raw`."""
+        if self.normalize is None or raw.isascii():
+            return self._tokenize_word(raw)
+        pieces = [nfkc_char(c) for c in raw]
+        text = "".join(pieces)
+        if text == raw:
+            return self._tokenize_word(raw)
+        origin = [i for i, piece in enumerate(pieces) for _ in piece]  # normalized index -> index in `raw`
+        tokens, ids, starts, ends = [], [], [], []
+        # NFKC may make CJK ideographs ("㍿") or spaces ("¨"): the normalized text's own raw words.
+        for match in self._word_re.finditer(text):
+            word_tokens, word_ids, word_starts, word_ends = self._tokenize_word(match.group())
+            tokens += word_tokens
+            ids += word_ids
+            starts += [origin[match.start() + start] for start in word_starts]
+            ends += [origin[match.start() + end - 1] + 1 for end in word_ends]
+        return tuple(tokens), tuple(ids), tuple(starts), tuple(ends)
+
+    def _tokenize_word(self, raw):
+        """`_tokenize_raw_word` of a raw word without normalization (the original's rules)."""
         lower = self.do_lower_case
         if raw.isascii() and not ASCII_CONTROL_RE.search(raw):
             norm = raw.lower() if lower else raw

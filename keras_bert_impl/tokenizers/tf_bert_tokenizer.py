@@ -11,6 +11,7 @@ table computed once from Python's own `unicodedata` with the very predicates of 
 
     code point -> its normalized text, with spaces around punctuation and CJK ideographs,
                   "" for removed characters, " " for whitespace
+                  (with `normalize="nfkc"`: the same of each character of its NFKC form)
 
 (only the ~15k code points that change are stored; CJK ideographs not in the table are spaced by a
 range test). A character-by-character normalization equals the word-by-word one of the original
@@ -29,6 +30,8 @@ Residual differences from the Python tokenizer (none occur in ordinary text):
       musical symbols); the Python path uses the whole-word NFD.
     * Invalid UTF-8 bytes decode to U+FFFD (removed); the Python API takes `str` only.
     * `split_special_tokens=False` is not supported in-graph ("[CLS]" in text is always plain text).
+    * With `normalize="nfkc"`, a character whose NFKC form is a capital sigma follows the final-sigma rule
+      of the character itself (none).
 """
 
 import functools
@@ -46,9 +49,12 @@ _CAPITAL_SIGMA, _FINAL_SIGMA = 0x3A3, "\u03c2"
 _IGNORABLE, _CASED = 1, 2  # Classes of the final-sigma rule; 0 is any other character.
 
 
-def _piece(char, do_lower_case):
+def _piece(char, do_lower_case, normalize=None):
     """What the original makes of one character: "" if removed, " " if whitespace, else its normalized
-    text with every punctuation character (and a CJK ideograph itself) set apart by spaces."""
+    text with every punctuation character (and a CJK ideograph itself) set apart by spaces. With
+    `normalize="nfkc"`, the pieces of the characters of its NFKC form."""
+    if normalize == "nfkc":
+        return "".join(_piece(c, do_lower_case) for c in tokenization.nfkc_char(char))
     if tokenization._is_removed(char):
         return ""
     if tokenization._is_separator(char):
@@ -69,8 +75,8 @@ def _sigma_class(char):
     return 0
 
 
-@functools.lru_cache(maxsize=2)
-def character_tables(do_lower_case):
+@functools.lru_cache(maxsize=4)
+def character_tables(do_lower_case, normalize=None):
     """(keys, values, sigma_classes): code points whose piece differs from the character itself (CJK:
     from the character between spaces), their pieces, and a dense uint8 table of final-sigma classes.
 
@@ -81,7 +87,7 @@ def character_tables(do_lower_case):
         char = chr(cp)
         if unicodedata.category(char) in ("Cn", "Cs", "Co"):
             continue  # Unassigned, surrogate, private use: kept as they are (spaced when CJK).
-        piece = _piece(char, do_lower_case)
+        piece = _piece(char, do_lower_case, normalize)
         default = f" {char} " if tokenization._is_chinese_char(cp) else char
         if piece != default:
             keys.append(cp)
@@ -101,6 +107,8 @@ class TFBertTokenizer(tf.Module):
         vocab_file: Path of a vocab.txt, or a `BertTokenizer` whose vocabulary and casing to use.
         do_lower_case: Whether to lower-case and strip accents; ignored when `vocab_file` is a
             `BertTokenizer`.
+        normalize: None or "nfkc" (`BertTokenizer`'s `normalize`); ignored when `vocab_file` is a
+            `BertTokenizer`.
         name: Module name.
 
     Examples:
@@ -118,9 +126,10 @@ class TFBertTokenizer(tf.Module):
     [[2, 7, 8, 3, 4, 3]]
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, name=None):
+    def __init__(self, vocab_file, do_lower_case=True, name=None, normalize=None):
         super().__init__(name=name)
-        python = vocab_file if isinstance(vocab_file, BertTokenizer) else BertTokenizer(vocab_file, do_lower_case)
+        python = (vocab_file if isinstance(vocab_file, BertTokenizer)
+                  else BertTokenizer(vocab_file, do_lower_case, normalize=normalize))
         tokens = python._id_to_token
         if len(set(tokens)) != len(tokens):
             raise ValueError(
@@ -129,12 +138,13 @@ class TFBertTokenizer(tf.Module):
             )
         self.vocab_file = python.vocab_file
         self.do_lower_case = python.do_lower_case
+        self.normalize = python.normalize
         self.vocab_size = python.vocab_size
         self.cls_token_id = python.cls_token_id
         self.sep_token_id = python.sep_token_id
         self.pad_token_id = python.pad_token_id
         self.unk_token_id = python.unk_token_id
-        keys, values, classes = character_tables(self.do_lower_case)
+        keys, values, classes = character_tables(self.do_lower_case, self.normalize)
         self._char_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.constant([v.encode("utf-8") for v in values])),
             default_value=_MISSING,
