@@ -13,12 +13,14 @@ original chose "[MASK]" / keep / random token independently for every WordPiece 
 all its pieces (a random replacement draws one random vocabulary word per piece). Also, a "##" piece only
 joins the word right before it (the original could glue the first piece of a front-truncated B segment to
 the last word of A across the [SEP]). Without whole-word masking every word is one piece and the draws are
-exactly the original's.
+exactly the original's. Chinese words come from a segmenter (`word_segmentation`): the characters after the
+first of a word join it as "##" pieces do.
 """
 
 import random
 from typing import List, Sequence
 
+from keras_bert_impl.data.word_segmentation import continues_word
 from keras_bert_impl.utils.errors import UserInputError
 
 CLS_TOKEN = "[CLS]"
@@ -48,7 +50,8 @@ def num_masked_lm_predictions(num_tokens: int, masked_lm_prob: float, max_predic
 
 
 def word_start_flags(tokens: Sequence[str]) -> List[int]:
-    """1 where a token starts a word, 0 for a "##" continuation piece (the whole-word-masking groups).
+    """1 where a token starts a word, 0 for a "##" continuation piece or a character that continues a
+    segmenter word (`word_segmentation.continues_word`): the whole-word-masking groups.
 
     Args:
         tokens: WordPiece tokens.
@@ -58,7 +61,7 @@ def word_start_flags(tokens: Sequence[str]) -> List[int]:
     >>> word_start_flags(["[CLS]", "phil", "##am", "##mon", "is", "[SEP]"])
     [1, 1, 0, 0, 1, 1]
     """
-    return [0 if token.startswith("##") else 1 for token in tokens]
+    return [0 if continues_word(token) else 1 for token in tokens]
 
 
 def check_masking_split(mask_token_prob: float, keep_token_prob: float, random_token_prob: float) -> None:
@@ -146,9 +149,10 @@ def create_masked_lm_predictions(
     for i, token in enumerate(tokens):
         if token == CLS_TOKEN or token == SEP_TOKEN:
             continue
-        # Whole Word Masking: all the WordPieces of a word are masked together. A "##" piece joins the
-        # previous candidate only if that candidate ends right before it (never across a [SEP]).
-        if do_whole_word_mask and cand_indexes and token.startswith("##") and cand_indexes[-1][-1] == i - 1:
+        # Whole Word Masking: all the WordPieces of a word are masked together. A "##" piece (or a character
+        # continuing a segmenter word) joins the previous candidate only if that candidate ends right before it
+        # (never across a [SEP]).
+        if do_whole_word_mask and cand_indexes and continues_word(token) and cand_indexes[-1][-1] == i - 1:
             cand_indexes[-1].append(i)
         else:
             cand_indexes.append([i])

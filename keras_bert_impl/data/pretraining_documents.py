@@ -19,6 +19,7 @@ Differences from the original, deliberate:
 
 from typing import Callable, Iterable, Iterator, List, Optional
 
+from keras_bert_impl.data.word_segmentation import mark_whole_words
 from keras_bert_impl.utils.file_io import open_text
 
 # A document is a list of sentences; a sentence is a list of WordPiece tokens.
@@ -39,7 +40,7 @@ def is_wikiextractor_markup(line: str) -> bool:
 
 
 def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Callable] = None,
-                   stats: Optional[dict] = None) -> Iterator[Document]:
+                   stats: Optional[dict] = None, word_segmenter: Optional[Callable] = None) -> Iterator[Document]:
     """Yields the tokenized documents of text files, one at a time (never the whole corpus).
 
     As the original: each line is stripped; a blank line ends the current document; a line whose
@@ -53,6 +54,9 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
         open_fn: `open_fn(path)` returning a text file object; defaults to `file_io.open_text(path)` (UTF-8).
             Pass `tf.io.gfile.GFile` to read from GCS and other TensorFlow file systems.
         stats: Optional dict whose `markup_lines_dropped` counts the WikiExtractor lines dropped.
+        word_segmenter: None, or `text -> [(word, start, end)]` (`word_segmentation.get_segmenter`): the
+            characters after the first of a segmenter's Chinese word are marked as continuing it, for
+            whole-word masking (`word_segmentation.mark_whole_words`; `tokenizer` needs `tokenize_with_offsets`).
 
     Yields:
         Documents: lists of sentences, each a non-empty list of tokens.
@@ -95,7 +99,10 @@ def read_documents(input_files: Iterable[str], tokenizer, open_fn: Optional[Call
                         yield document
                     document = []
                     continue
-                tokens = tokenizer.tokenize(line)
+                if word_segmenter is None:
+                    tokens = tokenizer.tokenize(line)
+                else:
+                    tokens = mark_whole_words(line, tokenizer, word_segmenter)
                 if tokens:
                     document.append(tokens)
         if document:

@@ -42,6 +42,10 @@ def build_parser():
     p.add_argument("--vocab_file", required=True, help="The vocabulary file that the BERT model was trained on.")
     flag_bool("do_lower_case", True, "Lower case the input (True for uncased models, False for cased).")
     flag_bool("do_whole_word_mask", False, "Mask whole words rather than single WordPieces.")
+    p.add_argument("--word_segmenter", default=None, choices=("jieba",),
+                   help="With --do_whole_word_mask: the words of Chinese text from this segmenter (all characters "
+                   "of a word masked together, as HFL's Chinese-BERT-wwm); needs the jieba package. Default: none "
+                   "(words are WordPieces and their ## pieces, the original's rule).")
     p.add_argument("--max_seq_length", type=int, default=128, help="Maximum sequence length.")
     p.add_argument(
         "--max_predictions_per_seq", type=int, default=20, help="Maximum masked-LM predictions per sequence."
@@ -126,9 +130,18 @@ def run(args, tokenizer=None):
         if parent:
             tf.io.gfile.makedirs(parent)
 
+    segmenter = None
+    if args.word_segmenter:
+        if not args.do_whole_word_mask:
+            raise UserInputError("--word_segmenter groups the characters of whole words for --do_whole_word_mask; "
+                                 "pass --do_whole_word_mask too.")
+        from keras_bert_impl.data.word_segmentation import get_segmenter
+
+        segmenter = get_segmenter(args.word_segmenter)
     stats = {}
     documents = pretraining_documents.read_documents(
-        input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"), stats=stats)
+        input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"), stats=stats,
+        word_segmenter=segmenter)
     instances = pretraining_instances.create_training_instances(
         documents, list(tokenizer.vocab.keys()), random.Random(args.random_seed),
         max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
