@@ -160,11 +160,13 @@ class SquadTask(FinetuningTask):
         return metrics
 
     def save_model(self, model, directory):
-        """The model directory, with the decoding settings that `export_from_directory` serves with."""
+        """The model directory, with the windows' and the decoding settings in config.json's "squad" entry,
+        which the question-answering pipeline and `export_from_directory` answer with."""
         config = self.config
         squad = {"version_2_with_negative": bool(config.version_2_with_negative), "n_best_size": config.n_best_size,
                  "max_answer_length": config.max_answer_length,
-                 "null_score_diff_threshold": config.null_score_diff_threshold}
+                 "null_score_diff_threshold": config.null_score_diff_threshold,
+                 "doc_stride": config.doc_stride, "max_query_length": config.max_query_length}
         super().save_model(model, directory, extra_config={"squad": squad})
 
     def best_results(self, best_metrics):
