@@ -39,6 +39,8 @@ from keras_bert_impl.utils.errors import UserInputError
 # What `--long_input` does with a text longer than `--max_seq_length`: cut it (the original), or classify its
 # windows and pool their logits by their mean or their maximum.
 LONG_INPUT_MODES = ("truncate", "mean", "max")
+# config.json's entry of the `--long_input` mode a model was fine-tuned with.
+LONG_INPUT_KEY = "long_input"
 
 # The text columns taken when none is named: a pair, else one text.
 DEFAULT_PAIR_COLUMNS = ("sentence1", "sentence2")

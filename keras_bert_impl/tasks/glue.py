@@ -29,7 +29,7 @@ import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching, glue_data, text_classification_data
-from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
@@ -37,14 +37,12 @@ from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import NUMBER, one_of, optional, setting
+from keras_bert_impl.utils.settings import NUMBER, one_of, setting
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 # The prediction file of your own data's test split.
 TEST_PREDICTIONS_FILE = "test_predictions.tsv"
-# config.json's entry of the `--long_input` mode a model was fine-tuned with.
-LONG_INPUT_KEY = "long_input"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

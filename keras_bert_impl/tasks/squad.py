@@ -49,6 +49,36 @@ class SquadConfig(FinetuningConfig):
     bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
 
 
+# The settings a fine-tuned span QA model answers with (config.json's "squad" entry, written by `save_model`).
+DECODING_SETTINGS = ("version_2_with_negative", "null_score_diff_threshold", "max_answer_length", "n_best_size",
+                     "doc_stride", "max_query_length")
+
+
+def decoding_settings(stored=None, **given):
+    """The windows' and the answers' settings of a span QA model: those `given` (not None) first, then the
+    model directory's (`stored`: config.json's "squad" entry), then run_squad.py's defaults (`SquadConfig`'s).
+
+    A null-score threshold given makes the model SQuAD v2.0 unless `version_2_with_negative=False` is given.
+
+    Returns:
+        dict of `DECODING_SETTINGS`.
+
+    Examples:
+
+    >>> decoding_settings({"version_2_with_negative": True, "n_best_size": 7}, max_answer_length=5)["n_best_size"]
+    7
+    >>> decoding_settings(null_score_diff_threshold=1.0)["version_2_with_negative"]
+    True
+    """
+    stored = stored or {}
+    defaults = {field.name: field.default for field in dataclasses.fields(SquadConfig) if field.name in DECODING_SETTINGS}
+    settings = {key: next(value for value in (given.get(key), stored.get(key), defaults[key]) if value is not None)
+                for key in DECODING_SETTINGS}
+    if given.get("version_2_with_negative") is None and given.get("null_score_diff_threshold") is not None:
+        settings["version_2_with_negative"] = True
+    return settings
+
+
 class SquadTask(FinetuningTask):
     """SQuAD v1.1, or v2.0 with `--version_2_with_negative`. Evaluates `--predict_file` when it has answers."""
 
