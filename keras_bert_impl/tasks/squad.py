@@ -58,7 +58,7 @@ def decoding_settings(stored=None, **given):
     """The windows' and the answers' settings of a span QA model: those `given` (not None) first, then the
     model directory's (`stored`: config.json's "squad" entry), then run_squad.py's defaults (`SquadConfig`'s).
 
-    A null-score threshold given makes the model SQuAD v2.0 unless `version_2_with_negative=False` is given.
+    Neither given nor stored, `version_2_with_negative` is whether a null-score threshold is (given or stored).
 
     Returns:
         dict of `DECODING_SETTINGS`.
@@ -74,8 +74,9 @@ def decoding_settings(stored=None, **given):
     defaults = {field.name: field.default for field in dataclasses.fields(SquadConfig) if field.name in DECODING_SETTINGS}
     settings = {key: next(value for value in (given.get(key), stored.get(key), defaults[key]) if value is not None)
                 for key in DECODING_SETTINGS}
-    if given.get("version_2_with_negative") is None and given.get("null_score_diff_threshold") is not None:
-        settings["version_2_with_negative"] = True
+    if given.get("version_2_with_negative") is None and stored.get("version_2_with_negative") is None:
+        settings["version_2_with_negative"] = any(
+            source.get("null_score_diff_threshold") is not None for source in (given, stored))
     return settings
 
 
