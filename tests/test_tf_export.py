@@ -18,6 +18,7 @@ starting TensorFlow is most of an export's time.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -108,12 +109,29 @@ def _softmax(logits):
     return e / e.sum(-1, keepdims=True)
 
 
-def _word_mask(tokenizer, batch):
-    """1 at the first token of every word of segment A (a token that is not special, padding or `##`)."""
-    tokens = [tokenizer.convert_ids_to_tokens([int(i) for i in row]) for row in batch["token_ids"]]
-    special = (batch["offsets"][..., 0] == 0) & (batch["offsets"][..., 1] == 0)
-    pieces = np.array([[t.startswith("##") for t in row] for row in tokens])
-    return ((batch["padding_mask"] == 1) & ~special & ~pieces & (batch["segment_ids"] == 0)).astype("int32")
+def _whitespace_words(texts, batch):
+    """Per text, its whitespace-separated words that have tokens in `batch` (segment A): (first token position,
+    word start, word end: the end of its last token)."""
+    words = []
+    for row, text in enumerate(texts):
+        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+        found = {}
+        for position in range(batch["token_ids"].shape[1]):
+            start, end = (int(v) for v in batch["offsets"][row, position])
+            if batch["padding_mask"][row, position] == 0 or (start, end) == (0, 0) or batch["segment_ids"][row, position]:
+                continue
+            word = next(i for i, (s, e) in enumerate(spans) if s <= start < e)
+            found.setdefault(word, [position, spans[word][0], end])[2] = end
+        words.append([tuple(found[word]) for word in sorted(found)])
+    return words
+
+
+def _word_mask(texts, batch):
+    """1 at the first token of every whitespace-separated word of segment A (run_ner.py's words)."""
+    mask = np.zeros_like(batch["token_ids"])
+    for row, words in enumerate(_whitespace_words(texts, batch)):
+        mask[row, [first for first, _, _ in words]] = 1
+    return mask.astype("int32")
 
 
 def _squad_dataset():
@@ -178,6 +196,8 @@ def _every_task_models(root, tokenizer):
             model.save_pretrained(directory, label_names=["negative", "neutral", "positive"])
         elif name in ("token_classifier", "feature_based_tagger"):
             model.save_pretrained(directory, label_names=TAGS)
+        elif name == "span_qa":  # the windows' settings, as run_squad.py writes them
+            model.save_pretrained(directory, settings={"squad": {"doc_stride": 16, "max_query_length": 16}})
         else:
             model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
@@ -239,7 +259,8 @@ def served(minilm_path, tmp_path_factory):
     predict_file.write_text(json.dumps(_squad_dataset()), encoding="utf-8")
     odds, one_window = _null_odds(qa, uncased, str(predict_file))
     threshold = _threshold_between(odds)
-    qa.save_pretrained(str(root / "qa"))
+    qa.save_pretrained(str(root / "qa"), settings={"squad": {key: SQUAD_FLAGS[key] for key in ("doc_stride",
+                                                                                               "max_query_length")}})
     uncased.save_pretrained(str(root / "qa"))
 
     exports += [
@@ -311,29 +332,19 @@ def test_classifier_export_serves_the_same_probabilities_and_label_names(served)
 
 @pytest.mark.parametrize("name", ["token_classifier", "feature_based_tagger"])
 def test_token_classifier_export_serves_word_tags_with_character_offsets(served, name):
+    """A word is a whitespace-separated word (run_ner.py's), tagged at its first token; its span runs from its
+    start to its last token's end."""
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32, return_offsets=True)
     tag_ids = inference(models[name], _model_inputs(batch)).argmax(-1)
-    for row, text in enumerate(TEXTS):
-        words, tags, starts, ends = [], [], [], []
-        for position, token_id in enumerate(batch["token_ids"][row]):
-            start, end = batch["offsets"][row, position]
-            if batch["padding_mask"][row, position] == 0 or (start, end) == (0, 0):
-                continue
-            if tokenizer.convert_ids_to_tokens([int(token_id)])[0].startswith("##"):
-                ends[-1] = int(end)  # a continuation extends the current word
-                continue
-            starts.append(int(start))
-            ends.append(int(end))
-            tags.append(TAGS[tag_ids[row, position]])
-        words = [text[s:e] for s, e in zip(starts, ends)]
+    for row, (text, words) in enumerate(zip(TEXTS, _whitespace_words(TEXTS, batch))):
         n = len(words)
-        assert served[name]["words"][row][:n] == words
-        assert served[name]["tags"][row][:n] == tags
-        assert served[name]["word_start"][row][:n] == starts
-        assert served[name]["word_end"][row][:n] == ends
+        assert served[name]["words"][row][:n] == [text[start:end] for _, start, end in words]
+        assert served[name]["tags"][row][:n] == [TAGS[tag_ids[row, first]] for first, _, _ in words]
+        assert served[name]["word_start"][row][:n] == [start for _, start, _ in words]
+        assert served[name]["word_end"][row][:n] == [end for _, _, end in words]
         assert set(served[name]["words"][row][n:]) <= {""}
-    assert served[name]["words"][0][:4] == ["John", "Smith", "moved", "to"]
+    assert served[name]["words"][0] == ["John", "Smith", "moved", "to", "Zürich", "in", "2019!"]
     assert len(set(tag for row in served[name]["tags"] for tag in row) - {""}) > 1  # not one tag everywhere
 
 
@@ -395,7 +406,7 @@ def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
     tagger, tokenizer = served["tagger"], served["uncased"]
     batch = tokenizer(TAG_TEXTS, max_length=32, return_offsets=True)
     logits = inference(tagger, _model_inputs(batch))
-    word_mask = _word_mask(tokenizer, batch)
+    word_mask = _word_mask(TAG_TEXTS, batch)
     tags = tagger.decode(logits, word_mask)
     argmax = np.where(word_mask > 0, logits.argmax(-1), IGNORE_LABEL_ID)
     assert (tags != argmax).any()  # the transitions change the path: argmax serving would fail
@@ -421,7 +432,8 @@ def test_squad_v2_saved_model_answers_equal_run_squad_predictions(served):
     config = json.loads((served["root"] / "saved" / "qa" / "export_config.json").read_text(encoding="utf-8"))
     assert config["squad"] == {"version_2_with_negative": True, "null_score_diff_threshold": served["threshold"],
                                "max_answer_length": SQUAD_FLAGS["max_answer_length"],
-                               "n_best_size": SQUAD_FLAGS["n_best_size"]}
+                               "n_best_size": SQUAD_FLAGS["n_best_size"], "doc_stride": SQUAD_FLAGS["doc_stride"],
+                               "max_query_length": SQUAD_FLAGS["max_query_length"]}
 
 
 def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
@@ -546,12 +558,16 @@ def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
     from keras_bert_impl.export.tf_saved_model import squad_settings
 
     stored = {"squad": {"version_2_with_negative": True, "null_score_diff_threshold": -1.5,
-                        "max_answer_length": 12, "n_best_size": 7}}
-    assert squad_settings(stored) == {"null_score_diff_threshold": -1.5, "max_answer_length": 12, "n_best_size": 7}
-    assert squad_settings(stored, null_score_diff_threshold=2.0, max_answer_length=3, n_best_size=5) == {
-        "null_score_diff_threshold": 2.0, "max_answer_length": 3, "n_best_size": 5}
+                        "max_answer_length": 12, "n_best_size": 7, "doc_stride": 48}}
+    windows = {"doc_stride": 48, "max_query_length": 64}  # doc_stride stored, max_query_length run_squad.py's
+    assert squad_settings(stored) == {"null_score_diff_threshold": -1.5, "max_answer_length": 12, "n_best_size": 7,
+                                      **windows}
+    assert squad_settings(stored, null_score_diff_threshold=2.0, max_answer_length=3, n_best_size=5,
+                          max_query_length=20) == {"null_score_diff_threshold": 2.0, "max_answer_length": 3,
+                                                   "n_best_size": 5, "doc_stride": 48, "max_query_length": 20}
     assert squad_settings(stored, version_2_with_negative=False)["null_score_diff_threshold"] is None
-    assert squad_settings({}) == {"null_score_diff_threshold": None, "max_answer_length": 30, "n_best_size": 20}
+    assert squad_settings({}) == {"null_score_diff_threshold": None, "max_answer_length": 30, "n_best_size": 20,
+                                  "doc_stride": 128, "max_query_length": 64}
     assert squad_settings({}, version_2_with_negative=True)["null_score_diff_threshold"] == 0.0
     assert squad_settings({}, null_score_diff_threshold=1.0)["null_score_diff_threshold"] == 1.0
 

@@ -161,6 +161,7 @@ def _word_groups(text, offsets, padding_mask, segment_ids):
     chars = tf.strings.unicode_decode(tf.reshape(text, [-1]), "UTF-8", errors="replace")  # [B, (C)]
     space = tf.reduce_any(tf.equal(chars.flat_values[:, None], tf.constant(_WHITESPACE, tf.int32)), axis=1)
     space = chars.with_flat_values(space).to_tensor(default_value=True)  # [B, C]
+    space = tf.pad(space, [[0, 0], [0, 1]], constant_values=True)  # [B, C + 1]: an empty text has a column too
     before = tf.concat([tf.ones_like(space[:, :1]), space[:, :-1]], axis=1)
     word_of_char = tf.cumsum(tf.cast(~space & before, tf.int32), axis=1)  # 1 + the word of each character
     special = (offsets[..., 0] == 0) & (offsets[..., 1] == 0)
