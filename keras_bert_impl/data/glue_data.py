@@ -202,6 +202,22 @@ def get_labels(task_name):
     return GLUE_LABELS[canonical_task(task_name)]
 
 
+def model_label_names(task_name):
+    """The label names a fine-tuned model of the task keeps (config.json's `id2label`): the task's, where they
+    are digits ("0", "1": CoLA, SST-2, MRPC, QQP, WNLI) the names of Hugging Face's `glue` datasets for them
+    (as transformers' run_glue.py saves them); None for STS-B.
+
+    Examples:
+
+    >>> model_label_names("sst2"), model_label_names("rte")
+    (['negative', 'positive'], ['entailment', 'not_entailment'])
+    """
+    labels = get_labels(task_name)
+    if labels is None or not all(label.isdigit() for label in labels):
+        return labels
+    return DATASET_LABEL_NAMES[canonical_task(task_name)]
+
+
 def num_outputs(task_name):
     """Outputs of the task's classifier: the number of labels, 1 for STS-B."""
     labels = get_labels(task_name)

@@ -6,7 +6,8 @@ a split from `--train_file` / `--validation_file` / `--test_file` (JSON lines, J
 columns named by `--text_column`, `--text_pair_column`, `--label_column`), which replaces --data_dir's
 file(s) of that split (MNLI: a --validation_file is its one dev set, a --test_file its one test set). It
 evaluates the task's GLUE metrics (MNLI's mismatched ones prefixed "mm_") and writes the GLUE server's
-submission files.
+submission files; the model directory names the labels readably (SST-2's "negative" and "positive", not
+"0" and "1": `glue_data.model_label_names`).
 
 Without `--task_name`, the files are your own data (`data/text_classification_data.py`): labels of any
 count, integers or strings, read from --train_file (float labels: a regression), kept as names in the model
@@ -224,8 +225,11 @@ class GlueTask(FinetuningTask):
         return metrics
 
     def save_model(self, model, directory):
+        """The model directory, its labels' names in config.json's `id2label` (a GLUE task's
+        `glue_data.model_label_names`: SST-2's "negative" and "positive"), the `--long_input` mode."""
         extra_config = {} if self.config.long_input == "truncate" else {LONG_INPUT_KEY: self.config.long_input}
-        super().save_model(model, directory, label_names=self.label_names, extra_config=extra_config)
+        names = glue_data.model_label_names(self.task) if self.task else self.label_names
+        super().save_model(model, directory, label_names=names, extra_config=extra_config)
 
     def predict(self, model, results):
         """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv); your
