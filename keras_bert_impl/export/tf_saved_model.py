@@ -273,13 +273,9 @@ class _Exporter:
 
     def serve_qa(self, question, context):
         """The SQuAD rule over the context's doc-stride windows, as run_squad.py (module docstring)."""
-        from keras_bert_impl.tokenizers.tf_bert_tokenizer import doc_stride_windows
-
         question_ids = self.tokenizer.tokenize(tf.reshape(question, [-1]))[:, : self.max_query_length]
         context_ids, char_starts, char_ends = self.tokenizer.tokenize_with_offsets(tf.reshape(context, [-1]))
-        windows = doc_stride_windows(question_ids, context_ids, self.max_seq_length, self.doc_stride,
-                                     self.tokenizer.cls_token_id, self.tokenizer.sep_token_id,
-                                     self.tokenizer.pad_token_id)
+        windows = self.tokenizer.doc_stride_windows(question_ids, context_ids, self.max_seq_length, self.doc_stride)
         start_logits, end_logits = (tf.cast(x, tf.float32) for x in _span_logits(self.run_model(windows)))
         positions = tf.range(tf.shape(windows["token_ids"])[1])[None, :] - windows["doc_offset"][:, None]
         in_doc = (positions >= 0) & (positions < windows["doc_length"][:, None])  # [W, T]

@@ -270,6 +270,12 @@ class TFBertTokenizer(tf.Module):
         return out
 
 
+    def doc_stride_windows(self, first, document, max_length, doc_stride):
+        """SQuAD's windows of token ids with this vocabulary's special tokens (`doc_stride_windows`)."""
+        return doc_stride_windows(first, document, max_length, doc_stride, self.cls_token_id, self.sep_token_id,
+                                  self.pad_token_id)
+
+
 def _as_batch(texts, name):
     texts = tf.convert_to_tensor(texts)
     if texts.dtype != tf.string:
