@@ -6,7 +6,6 @@ tests/test_tf_export.py, which exports and serves them.)
 """
 
 import json
-import os
 import re
 
 import numpy as np

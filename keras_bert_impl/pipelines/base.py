@@ -70,13 +70,18 @@ class Pipeline:
         stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
         return stored if stored in self.model_classes else self.model_classes[0]
 
-    def load_model(self, checkpoint):
-        """The task model of a `ModelDirectory` (`from_pretrained`)."""
+    def check_checkpoint(self, checkpoint):
+        """Refuses (`UserInputError`) a directory holding a fine-tuned model of another task; a plain BERT
+        (or pretraining) checkpoint is taken, its head starting random."""
         stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
         if stored is not None and stored not in self.model_classes and stored.__name__ not in ("BertBackbone",
                                                                                                   "BertPretrainer"):
             raise UserInputError(f"{checkpoint.path} holds a {checkpoint.architecture} ({stored.__name__}); "
                                  f"pipeline({self.task!r}) runs a {' or '.join(c.__name__ for c in self.model_classes)}.")
+
+    def load_model(self, checkpoint):
+        """The task model of a `ModelDirectory` (`from_pretrained`)."""
+        self.check_checkpoint(checkpoint)
         return self.model_class(checkpoint).from_pretrained(checkpoint)
 
     def load_tokenizer(self, tokenizer, options):
@@ -151,7 +156,8 @@ class Pipeline:
         """The answer of one input, or the list of answers of a list of inputs."""
         settings = {**self.settings, **self.check_options(options)}
         single = self.is_single(inputs)
-        answers = self.run([inputs] if single else list(inputs), settings)
+        inputs = [inputs] if single else list(inputs)
+        answers = self.run(inputs, settings) if inputs else []
         return answers[0] if single else answers
 
     def is_single(self, inputs):

@@ -31,6 +31,7 @@ class MultipleChoicePipeline(Pipeline):
     options = {"top_k": 1}
 
     def load_model(self, checkpoint):
+        self.check_checkpoint(checkpoint)
         return BertMultipleChoice.from_pretrained(checkpoint, num_choices=int(checkpoint.setting(NUM_CHOICES_KEY)
                                                                               or NUM_CHOICES))
 
@@ -49,7 +50,7 @@ class MultipleChoicePipeline(Pipeline):
                 raise UserInputError(f"multiple-choice: input {i} has {len(record['endings'])} endings; the model "
                                      f"scores {self.model.num_choices}.")
         settings = {**self.settings, **self.check_options(options)}
-        answers = self.run(records, settings)
+        answers = self.run(records, settings) if records else []
         return answers[0] if single else answers
 
     def run(self, records, settings):

@@ -56,7 +56,7 @@ class QuestionAnsweringPipeline(Pipeline):
                                      f"{1 if isinstance(context, str) else len(contexts)} contexts; they must pair up.")
             pairs = list(zip(questions, contexts))
         settings = {**self.settings, **self.check_options(options)}
-        answers = self.run(pairs, settings)
+        answers = self.run(pairs, settings) if pairs else []
         return answers[0] if single else answers
 
     def run(self, pairs, settings):
