@@ -26,6 +26,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_impl import pipeline
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data import conll_data, squad_data, squad_features
 from keras_bert_impl.models.backbone import BertBackbone
@@ -221,6 +222,9 @@ def _every_task_models(root, tokenizer):
 # answers spread) through the recipe's prediction file, the pipeline and the SavedModel.
 SHIPPED = os.path.join(REPO, "data")
 SENTIMENT_LABELS = ["negative", "positive"]
+# The sentiment classifier reads a sentence longer than 12 tokens by its windows, their logits averaged (as
+# run_glue.py --long_input=mean fine-tunes it).
+SENTIMENT_WINDOWS = {"max_seq_length": 12, "long_input": "mean"}
 NER_LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
 # Windows of the NER recipe: the longer test sentences become two (the SavedModel reads the first only).
 NER_MAX_SEQ_LENGTH = 16
@@ -284,14 +288,18 @@ def _shipped_models(root, tokenizer, rng):
     qa_file = str(root / "qa_dev.json")
     (root / "qa_dev.json").write_text(json.dumps(qa_data), encoding="utf-8")
     texts = [line.split("\t", 1)[1] for line in _lines(sentiment_file)[1:]]
-    # The classifier's bias centres its logits' differences: half the sentences are "negative", half "positive".
-    difference = np.diff(inference(classifier, tokenizer(texts, max_length=32)), axis=-1)
+    # The classifier's bias centres its pooled logits' differences: half the sentences are "negative", half
+    # "positive".
+    logits = pipeline("text-classification", model=classifier, tokenizer=tokenizer, function_to_apply="none",
+                      **SENTIMENT_WINDOWS)(texts, top_k=None)
+    difference = [{a["label"]: a["score"] for a in answer}["LABEL_1"] - {a["label"]: a["score"] for a in answer}[
+        "LABEL_0"] for answer in logits]
     classifier.output_dense.bias.assign(np.array([0.0, -float(np.median(difference))], "float32"))
     threshold = _threshold_between(_null_odds(qa, tokenizer, qa_file, SHIPPED_QA)[0])
     squad = dict(SHIPPED_QA, version_2_with_negative=True, null_score_diff_threshold=threshold)
     directories = {
         "sentiment": _save(classifier, root / "sentiment", tokenizer, label_names=SENTIMENT_LABELS,
-                           settings={"max_seq_length": 32}),
+                           settings=SENTIMENT_WINDOWS),
         "ner": _save(tagger, root / "ner", tokenizer, label_names=NER_LABELS,
                      settings={"max_seq_length": NER_MAX_SEQ_LENGTH}),
         "qa": _save(qa, root / "squad", tokenizer, settings={"max_seq_length": SHIPPED_QA["max_seq_length"],
@@ -306,7 +314,7 @@ def _shipped_models(root, tokenizer, rng):
 
     common = {"do_predict": True, "verbose": 0, "predict_batch_size": 16, "eval_batch_size": 16}
     run_finetuning(GlueTask(GlueConfig(init_checkpoint=directories["sentiment"], output_dir=str(root / "sentiment_out"),
-                                       test_file=str(sentiment_file), max_seq_length=32,
+                                       test_file=str(sentiment_file), **SENTIMENT_WINDOWS,
                                        **common)))
     run_finetuning(NerTask(NerConfig(init_checkpoint=directories["ner"], output_dir=str(root / "ner_out"),
                                      data_dir=os.path.join(SHIPPED, "ner"), max_seq_length=NER_MAX_SEQ_LENGTH,
@@ -705,15 +713,15 @@ def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(se
 
 # ------------------------------------------------------------------- the shipped data: pipeline, recipe, SavedModel
 def _shipped_pipeline(served, name, task, **options):
-    from keras_bert_impl import pipeline
-
     # The recipes' batch size: the same batch shapes (compiled once under JAX).
     return pipeline(task, model=served["shipped"]["directories"][name], predict_batch_size=16, **options)
 
 
 def test_sentiment_pipeline_answers_run_glues_test_predictions_and_the_saved_models(served):
     """data/sentiment/test.tsv: the labels of the text-classification pipeline are those of run_glue.py's
-    test_predictions.tsv (your own data: no --task_name, the checkpoint's label names) and the SavedModel's."""
+    test_predictions.tsv (your own data: no --task_name, the checkpoint's label names) and the SavedModel's;
+    the longer sentences are classified by their windows' mean logits, as the directory was saved
+    (`long_input`), by all three."""
     shipped = served["shipped"]
     answers = _shipped_pipeline(served, "sentiment", "text-classification")(shipped["inputs"]["sentiment"]["text"])
     labels = [answer["label"] for answer in answers]
@@ -723,6 +731,10 @@ def test_sentiment_pipeline_answers_run_glues_test_predictions_and_the_saved_mod
     assert set(labels) == set(SENTIMENT_LABELS)  # both answers occur
     np.testing.assert_allclose([answer["score"] for answer in answers], np.max(saved["probabilities"], axis=-1),
                                atol=1e-5)
+    from keras_bert_impl.tokenizers import packing
+
+    _, example_index = packing.pack_windows(served["uncased"], shipped["inputs"]["sentiment"]["text"], 12)
+    assert len(example_index) > len(set(example_index.tolist()))  # some sentences are several windows
 
 
 def _word_tags(text, entities):
@@ -810,7 +822,6 @@ def test_multiple_choice_pipeline_answers_run_swags_test_predictions_and_the_sav
 def test_feature_extraction_pipeline_equals_extract_features_and_the_saved_backbone(served):
     """The last layer's features of every token (transformers' default), those extract_features.py writes for
     --layers=-1 and the SavedModel's sequence_output; a Table 7 preset concatenates its layers."""
-    from keras_bert_impl import pipeline
     from keras_bert_impl.tasks.feature_extraction import extract_features
 
     directory = str(served["root"] / "every_task" / "backbone")

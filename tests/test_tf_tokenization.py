@@ -189,3 +189,18 @@ def test_in_graph_doc_stride_windows_are_the_packers():
                 assert out["max_context"][row].tolist() == expected.tolist()
                 row += 1
         assert row == len(out["example_index"])
+
+
+def test_in_graph_text_windows_are_the_packers(python_tokenizer, graph_tokenizer):
+    """`TFBertTokenizer.text_windows` (the SavedModel's pooled classification windows) equals
+    `packing.pack_windows` (run_glue.py's --long_input=mean|max), an empty text one window too."""
+    from keras_bert_impl.tokenizers import packing
+
+    texts = ["John Smith moved to Zürich in 2019 and then to Paris, where he opened a small bakery.", "", "ok",
+             "a b c d e f"]
+    rows, example_index = packing.pack_windows(python_tokenizer, texts, max_length=8)
+    out = graph_tokenizer.text_windows(tf.constant(texts), max_length=8)
+    assert out["example_index"].numpy().tolist() == example_index.tolist()
+    lengths = out["padding_mask"].numpy().sum(axis=1)
+    for key in ("token_ids", "segment_ids", "padding_mask"):
+        assert [row[:n].tolist() for row, n in zip(out[key].numpy(), lengths)] == [r.tolist() for r in rows[key]]

@@ -23,7 +23,10 @@ The answers are those of the recipes' prediction files and of `keras_bert_impl.p
 here in the graph):
 
 * Classifier and multiple choice: the softmax of the logits and their argmax (`tasks.class_scores`), each
-  choice packed `[CLS] context [SEP] ending [SEP]` as run_swag.py packs it.
+  choice packed `[CLS] context [SEP] ending [SEP]` as run_swag.py packs it. A classifier fine-tuned with
+  run_glue.py's `--long_input=mean|max` (config.json's `long_input`) classifies a text by its windows of
+  `max_seq_length` tokens (in the graph, `tokenizers.tf_bert_tokenizer.text_windows`, the twin of
+  `tokenizers.packing.pack_windows`), their logits pooled by their mean or maximum.
 * Token classifier: the words are the text's whitespace-separated words (`str.split()`'s), as run_ner.py's
   CoNLL words and the token-classification pipeline's; a word's tag is decided at its first token by
   `models.token_classifier.decode_tags`, the rule of `BertTokenClassifier.decode`: argmax, or with a CRF
@@ -42,10 +45,8 @@ here in the graph):
 
 What still differs between the SavedModel and the recipes (and pipelines):
 
-* Long inputs of the classifier and the token classifier: the SavedModel reads a text's first
-  `max_seq_length` tokens (the classifier: as run_glue.py's default `--long_input=truncate`); run_ner.py
-  and the pipeline tag every word of a longer text (its windows of whole words), and a classifier
-  fine-tuned with `--long_input=mean|max` pools its windows there.
+* Long inputs of the token classifier: the SavedModel reads a text's first `max_seq_length` tokens;
+  run_ner.py and the pipeline tag every word of a longer text (its windows of whole words).
 * Token classifier: a word that the tokenizer reduces to nothing (only control or format characters) has
   no token here and is left out; the recipe tags it (as one [UNK] position).
 * Span QA's answer text: the SavedModel returns the context's characters from the first token's start to
@@ -61,7 +62,7 @@ What still differs between the SavedModel and the recipes (and pipelines):
   the graph, float64 in the recipe).
 
 `export_config.json`, written in the SavedModel directory, records how it was exported (task, labels,
-max_seq_length, do_lower_case, use_crf, num_choices, the SQuAD windows' and rule's settings).
+max_seq_length, do_lower_case, use_crf, num_choices, long_input, the SQuAD windows' and rule's settings).
 
 Every export also has `serving_token_ids`, on `token_ids`, `segment_ids`, `padding_mask` [B, T] int32
 ([B, C, T] for multiple choice), returning the model's raw outputs.
@@ -78,6 +79,7 @@ import tensorflow as tf
 
 from keras_bert_impl.checkpoints import model_io, task_layouts
 from keras_bert_impl.data.swag_data import NUM_CHOICES
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.tasks.squad import decoding_settings
 from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
@@ -191,7 +193,7 @@ def _serve_any_batch(endpoint, *texts):
 
 class _Exporter:
     def __init__(self, model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                 null_score_diff_threshold, n_best_size, doc_stride, max_query_length):
+                 null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input):
         if task not in TASKS:
             raise ValueError(f"Unknown task {task!r}; allowed: {', '.join(TASKS)}.")
         if keras.backend.backend() != "tensorflow":
@@ -212,6 +214,11 @@ class _Exporter:
         self.n_best_size = n_best_size
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
+        self.long_input = long_input
+        if long_input not in LONG_INPUT_MODES or (long_input != "truncate" and (
+                text_pair or task not in ("classifier", "regressor"))):
+            raise ValueError(f"long_input={long_input!r}: a classifier of single texts pools its windows by 'mean' or "
+                             "'max'; every export can 'truncate'.")
         if task == "span_qa" and max_seq_length <= self.max_query_length + 3:
             raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than max_query_length "
                              f"({self.max_query_length}) + 3: a window needs room for the context.")
@@ -225,6 +232,8 @@ class _Exporter:
 
     # ------------------------------------------------------------------------------- endpoints
     def serve_texts(self, text, text_pair=None):
+        if self.long_input != "truncate":
+            return self.serve_windows(text)
         packed = self.pack(text, text_pair)
         outputs = self.run_model(packed)
         if self.task == "backbone":
@@ -233,17 +242,24 @@ class _Exporter:
                 "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
                 "padding_mask": packed["padding_mask"],
             }
-        if self.task == "regressor":
-            return {"score": tf.reshape(tf.cast(_first_output(outputs, "logits", "score"), tf.float32), [-1])}
-        if self.task == "classifier":
-            logits = tf.cast(_first_output(outputs, "logits"), tf.float32)
-            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            return {
-                "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label_id": label_id,
-                "label": tf.gather(self.labels, label_id),
-            }
+        if self.task in ("classifier", "regressor"):
+            return self.serve_classes(tf.cast(_first_output(outputs, "logits", "score"), tf.float32))
         return self.serve_tags(text, packed, outputs)
+
+    def serve_classes(self, logits):
+        """A classifier's answers of its logits [B, C] (`tasks.class_scores`' rule); a regressor's score."""
+        if self.task == "regressor":
+            return {"score": tf.reshape(logits, [-1])}
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
+                "label": tf.gather(self.labels, label_id)}
+
+    def serve_windows(self, text):
+        """A classifier's answers of a text's windows' pooled logits (run_glue.py's `--long_input=mean|max`)."""
+        windows = self.tokenizer.text_windows(tf.reshape(text, [-1]), self.max_seq_length)
+        logits = tf.cast(_first_output(self.run_model(windows), "logits", "score"), tf.float32)  # [W, C]
+        pool = tf.math.unsorted_segment_mean if self.long_input == "mean" else tf.math.unsorted_segment_max
+        return self.serve_classes(pool(logits, windows["example_index"], tf.shape(tf.reshape(text, [-1]))[0]))
 
     def serve_tags(self, text, packed, outputs):
         from keras_bert_impl.models.token_classifier import decode_tags
@@ -346,6 +362,7 @@ def export_saved_model(
     n_best_size=20,
     doc_stride=128,
     max_query_length=64,
+    long_input="truncate",
 ):
     """Writes a SavedModel whose `serving_default` takes raw strings (see the module docstring).
 
@@ -364,6 +381,8 @@ def export_saved_model(
             run_squad.py's `--n_best_size`); None: every start and end.
         doc_stride, max_query_length: QA windows: the question cut to `max_query_length` tokens, the context
             cut into windows of `max_seq_length` tokens every `doc_stride` tokens (run_squad.py's flags).
+        long_input: a classifier of single texts: "truncate" (the first `max_seq_length` tokens), or "mean" /
+            "max": a text's windows of `max_seq_length` tokens, their logits pooled (run_glue.py's flag).
 
     Examples (skipped by the docstring tests: exporting needs KERAS_BACKEND=tensorflow;
     tests/test_tf_export.py exports and serves every task):
@@ -374,7 +393,7 @@ def export_saved_model(
     >>> served.signatures["serving_default"](text=tf.constant(["A joy to watch."]))  # doctest: +SKIP
     """
     exporter = _Exporter(model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                         null_score_diff_threshold, n_best_size, doc_stride, max_query_length)
+                         null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(exporter.tokenizer)
@@ -414,6 +433,8 @@ def export_saved_model(
         record["use_crf"] = bool(getattr(model, "use_crf", False))
     if task == "multiple_choice":
         record["num_choices"] = int(model.num_choices)
+    if task in ("classifier", "regressor"):
+        record["long_input"] = long_input
     if task == "span_qa":
         record["squad"] = {
             "version_2_with_negative": null_score_diff_threshold is not None,
@@ -553,6 +574,7 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
         model = settings["model_class"].from_pretrained(checkpoint, num_classes=len(labels))
         if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
             task = "regressor"
+    long_input = checkpoint.setting(LONG_INPUT_KEY, "truncate") if task in ("classifier", "regressor") else "truncate"
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
-                       text_pair=text_pair, **squad)
+                       text_pair=text_pair, long_input=long_input, **squad)
     return task, export_dir

@@ -270,6 +270,11 @@ class TFBertTokenizer(tf.Module):
         return out
 
 
+    def text_windows(self, texts, max_length):
+        """The windows of long texts with this vocabulary's special tokens (`text_windows`)."""
+        return text_windows(self.tokenize(_as_batch(texts, "texts")[0]), max_length, self.cls_token_id,
+                            self.sep_token_id, self.pad_token_id)
+
     def doc_stride_windows(self, first, document, max_length, doc_stride):
         """SQuAD's windows of token ids with this vocabulary's special tokens (`doc_stride_windows`)."""
         return doc_stride_windows(first, document, max_length, doc_stride, self.cls_token_id, self.sep_token_id,
@@ -392,11 +397,7 @@ def doc_stride_windows(first, document, max_length, doc_stride, cls_id, sep_id, 
     starts = window * tf.gather(step, example_index)  # [W]
     lengths = tf.minimum(tf.gather(doc_length, example_index) - starts, tf.gather(room, example_index))  # [W]
 
-    # The windows' document ids: rows of the flat document values.
-    positions = tf.ragged.range(starts, starts + lengths)  # [W, (length)]
-    row_starts = tf.gather(tf.cast(document.row_splits[:-1], tf.int32), example_index)
-    flat = positions.flat_values + tf.repeat(row_starts, lengths)
-    window_ids = positions.with_flat_values(tf.gather(document.flat_values, flat))
+    window_ids = _slices(document, example_index, starts, lengths)
     window_first = tf.gather(first, example_index)
     packed = pack([(window_first,) * 3, (window_ids,) * 3], max_length, "longest", cls_id, sep_id, pad_id)
 
@@ -424,3 +425,33 @@ def doc_stride_windows(first, document, max_length, doc_stride, cls_id, sep_id, 
     max_context = in_doc & tf.equal(tf.gather(owner, token_index, batch_dims=1), window[:, None])
     return {**packed, "example_index": example_index, "doc_start": starts, "doc_offset": doc_offset,
             "doc_length": lengths, "max_context": max_context}
+
+
+def _slices(rows, row_index, starts, lengths):
+    """`rows[row_index[i]][starts[i] : starts[i] + lengths[i]]` for every i: a `RaggedTensor` [slices, (length)]."""
+    positions = tf.ragged.range(starts, starts + lengths)  # [S, (length)]
+    row_starts = tf.gather(tf.cast(rows.row_splits[:-1], tf.int32), row_index)
+    return positions.with_flat_values(tf.gather(rows.flat_values, positions.flat_values + tf.repeat(row_starts, lengths)))
+
+
+@tf.autograph.experimental.do_not_convert
+def text_windows(ids, max_length, cls_id, sep_id, pad_id):
+    """In-graph `packing.pack_windows`: each text's token ids cut into consecutive windows of `max_length - 2`
+    tokens, each packed `[CLS] window [SEP]` (a text without tokens: one window `[CLS] [SEP]`).
+
+    Args:
+        ids: int32 `RaggedTensor` [batch, (tokens)].
+        max_length: the packed length of a window.
+        cls_id, sep_id, pad_id: special token ids.
+
+    Returns:
+        dict: `token_ids`, `segment_ids`, `padding_mask` int32 [windows, seq]; `example_index` int32 [windows].
+    """
+    budget = max_length - 2
+    lengths = tf.cast(ids.row_lengths(), tf.int32)
+    num_windows = tf.maximum(1, (lengths + budget - 1) // budget)
+    example_index = tf.repeat(tf.range(tf.size(num_windows)), num_windows)
+    starts = tf.ragged.range(num_windows).flat_values * budget
+    window_lengths = tf.minimum(tf.gather(lengths, example_index) - starts, budget)
+    windows = _slices(ids, example_index, starts, window_lengths)
+    return {**pack([(windows,) * 3], max_length, "longest", cls_id, sep_id, pad_id), "example_index": example_index}
