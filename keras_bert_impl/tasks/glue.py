@@ -160,19 +160,20 @@ class GlueTask(FinetuningTask):
         return ClassificationSplit(features, labels, examples, example_index)
 
     def own_label_names(self, examples):
-        """Your own data's label set: the training labels' (`label_set`); without --do_train the checkpoint's
-        `id2label` (a one-output or regression checkpoint: None), else the dev / test labels'."""
-        if self.config.do_train or not self.config.init_checkpoint:
-            return text_classification_data.label_set(examples.get("train") or examples.get("dev")
-                                                      or examples["test"])
-        checkpoint = ModelDirectory(self.config.init_checkpoint)
-        if checkpoint.setting("problem_type") == "regression":
-            return None
-        names = checkpoint.label_names
-        if names is None:
-            labelled = examples.get("dev") or examples.get("test")
-            return text_classification_data.label_set(labelled) if labelled[0].label is not None else None
-        return names
+        """Your own data's label set (`text_classification_data.label_set`): without --do_train the checkpoint's
+        (a regression: None; its `id2label`), else, or when it has none, that of the training (else dev)
+        examples; `examples`: {"train" / "dev" / "test": examples}."""
+        if not self.config.do_train and self.config.init_checkpoint:
+            checkpoint = ModelDirectory(self.config.init_checkpoint)
+            if checkpoint.setting("problem_type") == "regression":
+                return None
+            if checkpoint.label_names:
+                return checkpoint.label_names
+        labelled = examples.get("train") or examples.get("dev")
+        if labelled is None:
+            raise UserInputError(f"--init_checkpoint={self.config.init_checkpoint}: no label names (config.json's "
+                                 "id2label); --train_file or --validation_file gives them.")
+        return text_classification_data.label_set(labelled)
 
     def setup(self, tokenizer):
         """Reads and validates every split the flags ask for (train, dev, test), settles the label set (your
