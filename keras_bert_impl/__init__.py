@@ -4,7 +4,7 @@ The subpackages form tiers; a module imports only from lower tiers (and, within 
 folder), which `tests/test_architecture.py` checks:
 
     utils, backends < config, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
-    < training < tasks < export < runners
+    < training < tasks < pipelines < export < runners
 
 `backends/` holds the backend-specific fast paths: one function per operation (`backends.dense`,
 `backends.attention`, ...) chooses the path, the fast paths are one module per backend, imported only under
@@ -12,7 +12,8 @@ that backend; everything else is keras and keras.ops only. The private Keras API
 `utils/keras_compat.py` only. What is TensorFlow by nature (in-graph tokenization,
 tf.data pipelines, TFRecords, TF1 checkpoints, tf.distribute, SavedModel export) is in the modules named
 `tf_*` and in `export/`, `training/distribute.py` and `checkpoints/tf1_checkpoint.py`, imported on demand.
-The public classes below are backend-neutral.
+The public classes below are backend-neutral; `pipeline(task, model)` answers raw inputs with a fine-tuned
+model (`keras_bert_impl.pipelines`).
 """
 
 from keras_bert_impl.config import BertConfig
@@ -34,6 +35,7 @@ from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
+from keras_bert_impl.pipelines import pipeline
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
 from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
 from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
@@ -76,4 +78,5 @@ __all__ = [
     "ScalarMix",
     "WarmupLinearDecay",
     "create_optimizer",
+    "pipeline",
 ]

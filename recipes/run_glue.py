@@ -11,13 +11,25 @@ test_mismatched.tsv), or a split in a file of the datasets ecosystem (`--train_f
 `--test_file`: JSON lines, JSON, CSV, TSV with a header, parquet), which replaces --data_dir's file(s) of
 that split; the columns are named by `--text_column`, `--text_pair_column` and `--label_column` (default:
 the `glue` datasets' names, e.g. sentence1/sentence2/label for MRPC, premise/hypothesis for MNLI; labels
-are label names, datasets ClassLabel ids, or -1 for none). Writes to `--output_dir`:
+are label names, datasets ClassLabel ids, or -1 for none).
+
+Your own data: without `--task_name`, `--train_file` / `--validation_file` / `--test_file` hold labels of
+any count, integers or strings (floats: a regression), read from the training file and kept as names in
+model/config.json's `id2label` and in test_predictions.tsv; text columns `sentence1`/`sentence2`, else `text`
+or `sentence` (or `--text_column`).
+
+    python recipes/run_glue.py --train_file=train.jsonl --validation_file=dev.jsonl --init_checkpoint=... \
+        --output_dir=/tmp/mine --do_train --do_eval
+
+`--long_input=mean|max` classifies a text longer than `--max_seq_length` by its windows, their logits
+pooled (default `truncate`, the original). Writes to `--output_dir`:
 
     eval_results.json          dev metrics of the best epoch (MNLI: matched and mismatched)
     dev_metrics_per_epoch.json, best.weights.h5    (BestCheckpoint, by the task's main dev metric)
     model/                     the fine-tuned model as a Hugging Face BertForSequenceClassification, with
                                vocab.txt, tokenizer_config.json and max_seq_length in config.json
     CoLA.tsv, SST-2.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv    test predictions for the GLUE server
+    test_predictions.tsv       your own data's test predictions (index, label name or score)
 
 Batches are padded to their own longest example and bucketed by length (`--dynamic_padding`, on by
 default), see keras_bert_impl/data/batching.py. The task itself is keras_bert_impl/tasks/glue.py.

@@ -23,6 +23,7 @@ TIERS = [
     ("models",),
     ("training",),
     ("tasks",),
+    ("pipelines",),
     ("export",),
     ("runners",),
 ]

@@ -11,6 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
+from keras_bert_impl import pipeline
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
@@ -62,6 +63,10 @@ def test_a_cached_hub_name_loads_offline_in_every_from_pretrained(offline_cache)
                                atol=1e-6)
     assert BertConfig.from_pretrained("test-org/tiny-bert") == BertConfig(**TINY)
     assert BertTokenizer.from_pretrained("test-org/tiny-bert").vocabulary == VOCAB
+    logits = to_numpy(model(x))[0].astype("float64")
+    probabilities = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    answer = pipeline("text-classification", model="test-org/tiny-bert")("hello world", top_k=None)
+    assert {a["label"]: a["score"] for a in answer} == pytest.approx(dict(zip(["neg", "pos"], probabilities)), abs=1e-5)
 
 
 def test_an_uncached_name_offline_fails_in_one_line_naming_the_model_and_the_cache(offline_cache, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
+from keras_bert_impl.data import conll_data
 from keras_bert_impl.data.conll_data import read_conll_file
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
@@ -62,7 +63,18 @@ def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, 
     model_dir = os.path.join(output_dir, "model")
     config = json.load(open(os.path.join(model_dir, "config.json"), encoding="utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"] and config["id2label"]["7"] == "B-PER"
-    assert BertTokenClassifier.from_pretrained(model_dir).num_classes == 9
+    model = BertTokenClassifier.from_pretrained(model_dir)
+    assert model.num_classes == 9
+    # Rebuilt with the sequence length it was fine-tuned at (--max_seq_length=64, config.json), not the default 128.
+    assert config["max_seq_length"] == 64 and model.preprocessor.sequence_length == 64
+    from keras_bert_impl import pipeline
+
+    ner = pipeline("ner", model=model_dir, aggregation_strategy="first")
+    assert ner.settings["max_seq_length"] == 64
+    text = " ".join(test[0].words)
+    predicted = [p for _, _, p in rows[: len(test[0].words)]]
+    entities = [p[2:] for p in conll_data.iob1_to_bio(predicted) if p.startswith("B-")]
+    assert [group["entity_group"] for group in ner(text)] == entities  # the recipe's words, grouped
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ starting TensorFlow is most of an export's time.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -25,8 +26,9 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_impl import pipeline
 from keras_bert_impl.config import BertConfig
-from keras_bert_impl.data import squad_data, squad_features
+from keras_bert_impl.data import conll_data, squad_data, squad_features
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
@@ -108,12 +110,29 @@ def _softmax(logits):
     return e / e.sum(-1, keepdims=True)
 
 
-def _word_mask(tokenizer, batch):
-    """1 at the first token of every word of segment A (a token that is not special, padding or `##`)."""
-    tokens = [tokenizer.convert_ids_to_tokens([int(i) for i in row]) for row in batch["token_ids"]]
-    special = (batch["offsets"][..., 0] == 0) & (batch["offsets"][..., 1] == 0)
-    pieces = np.array([[t.startswith("##") for t in row] for row in tokens])
-    return ((batch["padding_mask"] == 1) & ~special & ~pieces & (batch["segment_ids"] == 0)).astype("int32")
+def _whitespace_words(texts, batch):
+    """Per text, its whitespace-separated words that have tokens in `batch` (segment A): (first token position,
+    word start, word end: the end of its last token)."""
+    words = []
+    for row, text in enumerate(texts):
+        spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+        found = {}
+        for position in range(batch["token_ids"].shape[1]):
+            start, end = (int(v) for v in batch["offsets"][row, position])
+            if batch["padding_mask"][row, position] == 0 or (start, end) == (0, 0) or batch["segment_ids"][row, position]:
+                continue
+            word = next(i for i, (s, e) in enumerate(spans) if s <= start < e)
+            found.setdefault(word, [position, spans[word][0], end])[2] = end
+        words.append([tuple(found[word]) for word in sorted(found)])
+    return words
+
+
+def _word_mask(texts, batch):
+    """1 at the first token of every whitespace-separated word of segment A (run_ner.py's words)."""
+    mask = np.zeros_like(batch["token_ids"])
+    for row, words in enumerate(_whitespace_words(texts, batch)):
+        mask[row, [first for first, _, _ in words]] = 1
+    return mask.astype("int32")
 
 
 def _squad_dataset():
@@ -129,15 +148,15 @@ def _squad_dataset():
     return {"version": "v2.0", "data": articles}
 
 
-def _null_odds(model, tokenizer, predict_file):
+def _null_odds(model, tokenizer, predict_file, flags=SQUAD_FLAGS):
     """{qas_id: null odds} of the Keras model by the recipe's rule, and whether every context fits one window."""
     examples, _ = squad_data.read_squad_examples(predict_file, is_training=False, version_2_with_negative=True)
     features = squad_features.convert_examples_to_features(
-        examples, tokenizer, max_seq_length=SQUAD_FLAGS["max_seq_length"], doc_stride=SQUAD_FLAGS["doc_stride"],
-        max_query_length=SQUAD_FLAGS["max_query_length"], is_training=False)
+        examples, tokenizer, max_seq_length=flags["max_seq_length"], doc_stride=flags["doc_stride"],
+        max_query_length=flags["max_query_length"], is_training=False)
     predictions = compute_predictions(
-        examples, features, predict_raw_results(model, features), n_best_size=SQUAD_FLAGS["n_best_size"],
-        max_answer_length=SQUAD_FLAGS["max_answer_length"], version_2_with_negative=True)
+        examples, features, predict_raw_results(model, features), n_best_size=flags["n_best_size"],
+        max_answer_length=flags["max_answer_length"], version_2_with_negative=True)
     return predictions.null_odds, len(features) == len(examples)
 
 
@@ -178,6 +197,8 @@ def _every_task_models(root, tokenizer):
             model.save_pretrained(directory, label_names=["negative", "neutral", "positive"])
         elif name in ("token_classifier", "feature_based_tagger"):
             model.save_pretrained(directory, label_names=TAGS)
+        elif name == "span_qa":  # the windows' settings, as run_squad.py writes them
+            model.save_pretrained(directory, settings={"squad": {"doc_stride": 16, "max_query_length": 16}})
         else:
             model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
@@ -195,6 +216,129 @@ def _every_task_models(root, tokenizer):
          {k: batch[k].tolist() for k in ("token_ids", "segment_ids", "padding_mask")}],
     ]
     return models, exports, jobs
+
+
+# The shipped data sets and a few SWAG examples, each answered by a tiny model (its head large, so that its
+# answers spread) through the recipe's prediction file, the pipeline and the SavedModel.
+SHIPPED = os.path.join(REPO, "data")
+SENTIMENT_LABELS = ["negative", "positive"]
+# The sentiment classifier reads a sentence longer than 12 tokens by its windows, their logits averaged (as
+# run_glue.py --long_input=mean fine-tunes it).
+SENTIMENT_WINDOWS = {"max_seq_length": 12, "long_input": "mean"}
+NER_LABELS = ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
+# Windows of the NER recipe: the longer test sentences become two (the SavedModel reads the first only).
+NER_MAX_SEQ_LENGTH = 16
+# Windows of the SQuAD recipe: every context of data/qa/dev.json becomes several (the question cut to 16 tokens).
+SHIPPED_QA = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 16, "n_best_size": 10,
+              "max_answer_length": 8}
+# The sentences of data/sentiment/test.tsv and the paragraphs of data/qa/dev.json the test reads (the first ones).
+SHIPPED_SENTENCES = 48
+SHIPPED_PARAGRAPHS = 6
+SWAG_EXAMPLES = [
+    ("She opens the fridge.", "She", ["takes out the milk.", "swims to the shore.", "sings to the moon.",
+                                      "closes her laptop."]),
+    ("A man is standing on a ladder.", "He", ["paints the wall.", "falls asleep on a cloud.", "eats the ladder.",
+                                             "reads a newspaper."]),
+    ("The kids run to the beach.", "They", ["build a sandcastle.", "fly to Paris.", "write an essay.",
+                                           "jump into the waves."]),
+]
+
+
+def _lines(path):
+    return open(path, encoding="utf-8").read().splitlines()
+
+
+def _spread(variable, rng, scale=1.0):
+    variable.assign(rng.normal(0.0, scale, tuple(variable.shape)).astype("float32"))
+
+
+def _save(model, directory, tokenizer, **kwargs):
+    model.save_pretrained(str(directory), **kwargs)
+    tokenizer.save_pretrained(str(directory))
+    return str(directory)
+
+
+def _shipped_models(root, tokenizer, rng):
+    """The shipped data's tiny models, saved as the recipes save theirs; their recipe runs under this backend
+    (in this process); returns {name: directory}, the exports' flags and the serving jobs."""
+    from keras_bert_impl.models.multiple_choice import BertMultipleChoice
+    from keras_bert_impl.runners.finetuning import run_finetuning
+    from keras_bert_impl.tasks.glue import GlueConfig, GlueTask
+    from keras_bert_impl.tasks.ner import NerConfig, NerTask
+    from keras_bert_impl.tasks.squad import SquadConfig, SquadTask
+    from keras_bert_impl.tasks.swag import SwagConfig, SwagTask
+
+    vocab_size = tokenizer.vocab_size
+    classifier = BertClassifier(_tiny_backbone(vocab_size), num_classes=2, dropout=0.0)
+    _spread(classifier.output_dense.kernel, rng)
+    tagger = BertTokenClassifier(_tiny_backbone(vocab_size), num_classes=len(NER_LABELS), dropout=0.0, use_crf=True)
+    _spread(tagger.classifier.kernel, rng)
+    _spread(tagger.crf.transitions, rng)
+    qa = BertSpanQA(_tiny_backbone(vocab_size))
+    _spread(qa.qa_outputs.kernel, rng)
+    choices = BertMultipleChoice(_tiny_backbone(vocab_size), num_choices=4, dropout=0.0)
+    _spread(choices.output_dense.kernel, rng, scale=3.0)
+    # Parts of the shipped files (their first lines, paragraphs), as files of the same format.
+    os.makedirs(root)
+    sentiment_file = root / "sentiment_test.tsv"
+    sentiment_file.write_text("\n".join(_lines(os.path.join(SHIPPED, "sentiment", "test.tsv"))[: 1 + SHIPPED_SENTENCES])
+                              + "\n", encoding="utf-8")
+    qa_data = json.load(open(os.path.join(SHIPPED, "qa", "dev.json"), encoding="utf-8"))
+    qa_data["data"][0]["paragraphs"] = qa_data["data"][0]["paragraphs"][:SHIPPED_PARAGRAPHS]
+    qa_file = str(root / "qa_dev.json")
+    (root / "qa_dev.json").write_text(json.dumps(qa_data), encoding="utf-8")
+    texts = [line.split("\t", 1)[1] for line in _lines(sentiment_file)[1:]]
+    # The classifier's bias centres its pooled logits' differences: half the sentences are "negative", half
+    # "positive".
+    logits = pipeline("text-classification", model=classifier, tokenizer=tokenizer, function_to_apply="none",
+                      **SENTIMENT_WINDOWS)(texts, top_k=None)
+    difference = [{a["label"]: a["score"] for a in answer}["LABEL_1"] - {a["label"]: a["score"] for a in answer}[
+        "LABEL_0"] for answer in logits]
+    classifier.output_dense.bias.assign(np.array([0.0, -float(np.median(difference))], "float32"))
+    threshold = _threshold_between(_null_odds(qa, tokenizer, qa_file, SHIPPED_QA)[0])
+    squad = dict(SHIPPED_QA, version_2_with_negative=True, null_score_diff_threshold=threshold)
+    directories = {
+        "sentiment": _save(classifier, root / "sentiment", tokenizer, label_names=SENTIMENT_LABELS,
+                           settings=SENTIMENT_WINDOWS),
+        "ner": _save(tagger, root / "ner", tokenizer, label_names=NER_LABELS,
+                     settings={"max_seq_length": NER_MAX_SEQ_LENGTH}),
+        "qa": _save(qa, root / "squad", tokenizer, settings={"max_seq_length": SHIPPED_QA["max_seq_length"],
+                                                            "squad": {k: v for k, v in squad.items()
+                                                                      if k != "max_seq_length"}}),
+        "swag": _save(choices, root / "swag", tokenizer, settings={"max_seq_length": 32, "num_choices": 4}),
+    }
+    (root / "ner" / "label_list.json").write_text(json.dumps({"labels": NER_LABELS, "tagging_scheme": "iob1"}))
+    swag_file = root / "swag_test.jsonl"
+    swag_file.write_text("".join(json.dumps({"sent1": c, "sent2": s, **{f"ending{i}": e for i, e in enumerate(es)}})
+                                 + "\n" for c, s, es in SWAG_EXAMPLES), encoding="utf-8")
+
+    common = {"do_predict": True, "verbose": 0, "predict_batch_size": 16, "eval_batch_size": 16}
+    run_finetuning(GlueTask(GlueConfig(init_checkpoint=directories["sentiment"], output_dir=str(root / "sentiment_out"),
+                                       test_file=str(sentiment_file), **SENTIMENT_WINDOWS,
+                                       **common)))
+    run_finetuning(NerTask(NerConfig(init_checkpoint=directories["ner"], output_dir=str(root / "ner_out"),
+                                     data_dir=os.path.join(SHIPPED, "ner"), max_seq_length=NER_MAX_SEQ_LENGTH,
+                                     **common)))
+    run_finetuning(SquadTask(SquadConfig(init_checkpoint=directories["qa"], output_dir=str(root / "squad_out"),
+                                         predict_file=qa_file, **squad, **common)))
+    run_finetuning(SwagTask(SwagConfig(init_checkpoint=directories["swag"], output_dir=str(root / "swag_out"),
+                                       test_file=str(swag_file), max_seq_length=32, **common)))
+
+    exports = [[f"--model_dir={directory}", f"--export_dir={root / 'saved' / name}"]  # settings: config.json's
+               for name, directory in directories.items()]
+    sentences = [" ".join(s.words) for s in conll_data.read_ner_file(os.path.join(SHIPPED, "ner", "test.txt"))]
+    paragraphs = [p for article in qa_data["data"] for p in article["paragraphs"]]
+    questions = [dict(q, context=paragraph["context"]) for paragraph in paragraphs for q in paragraph["qas"]]
+    inputs = {
+        "sentiment": {"text": texts},
+        "ner": {"text": sentences},
+        "qa": {"question": [q["question"] for q in questions], "context": [q["context"] for q in questions]},
+        "swag": {"context": [c for c, _, _ in SWAG_EXAMPLES], "endings": [[f"{s} {e}" for e in es]
+                                                                         for _, s, es in SWAG_EXAMPLES]},
+    }
+    jobs = [[str(root / "saved" / name), "serving_default", inputs[name]] for name in directories]
+    return {"directories": directories, "inputs": inputs, "qa_ids": [q["id"] for q in questions],
+            "root": root}, exports, jobs
 
 
 @pytest.fixture(scope="module")
@@ -239,10 +383,14 @@ def served(minilm_path, tmp_path_factory):
     predict_file.write_text(json.dumps(_squad_dataset()), encoding="utf-8")
     odds, one_window = _null_odds(qa, uncased, str(predict_file))
     threshold = _threshold_between(odds)
-    qa.save_pretrained(str(root / "qa"))
+    qa.save_pretrained(str(root / "qa"), settings={"squad": {key: SQUAD_FLAGS[key] for key in ("doc_stride",
+                                                                                               "max_query_length")}})
     uncased.save_pretrained(str(root / "qa"))
 
-    exports += [
+    # d. The shipped data's models; their recipes run here.
+    shipped, shipped_exports, shipped_jobs = _shipped_models(root / "shipped", uncased, rng)
+
+    exports += shipped_exports + [
         [f"--model_dir={root / 'classifier'}", f"--export_dir={root / 'saved' / 'classifier'}", "--max_seq_length=16"],
         [f"--model_dir={root / 'tagger'}", f"--export_dir={root / 'saved' / 'tagger'}"],
         [f"--model_dir={root / 'qa'}", f"--export_dir={root / 'saved' / 'qa'}",
@@ -278,12 +426,14 @@ def served(minilm_path, tmp_path_factory):
     names += [f"empty {name}" for name, (_, signature, _) in zip(names, jobs) if signature == "serving_default"]
     jobs += [[export_dir, signature, {name: [] for name in inputs}]
              for export_dir, signature, inputs in jobs if signature == "serving_default"]
+    jobs += shipped_jobs
+    names += [f"shipped {name}" for name in shipped["directories"]]
     out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
     results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
     return {
         "models": models, "root": root, "classifier": classifier, "cased": cased, "tagger": tagger,
         "uncased": uncased, "qa_ids": [qas_id for qas_id, _, _ in questions], "threshold": threshold,
-        "one_window": one_window, "recipe": recipe, "served": dict(zip(names, results)),
+        "one_window": one_window, "recipe": recipe, "served": dict(zip(names, results)), "shipped": shipped,
     }
 
 
@@ -311,29 +461,19 @@ def test_classifier_export_serves_the_same_probabilities_and_label_names(served)
 
 @pytest.mark.parametrize("name", ["token_classifier", "feature_based_tagger"])
 def test_token_classifier_export_serves_word_tags_with_character_offsets(served, name):
+    """A word is a whitespace-separated word (run_ner.py's), tagged at its first token; its span runs from its
+    start to its last token's end."""
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32, return_offsets=True)
     tag_ids = inference(models[name], _model_inputs(batch)).argmax(-1)
-    for row, text in enumerate(TEXTS):
-        words, tags, starts, ends = [], [], [], []
-        for position, token_id in enumerate(batch["token_ids"][row]):
-            start, end = batch["offsets"][row, position]
-            if batch["padding_mask"][row, position] == 0 or (start, end) == (0, 0):
-                continue
-            if tokenizer.convert_ids_to_tokens([int(token_id)])[0].startswith("##"):
-                ends[-1] = int(end)  # a continuation extends the current word
-                continue
-            starts.append(int(start))
-            ends.append(int(end))
-            tags.append(TAGS[tag_ids[row, position]])
-        words = [text[s:e] for s, e in zip(starts, ends)]
+    for row, (text, words) in enumerate(zip(TEXTS, _whitespace_words(TEXTS, batch))):
         n = len(words)
-        assert served[name]["words"][row][:n] == words
-        assert served[name]["tags"][row][:n] == tags
-        assert served[name]["word_start"][row][:n] == starts
-        assert served[name]["word_end"][row][:n] == ends
+        assert served[name]["words"][row][:n] == [text[start:end] for _, start, end in words]
+        assert served[name]["tags"][row][:n] == [TAGS[tag_ids[row, first]] for first, _, _ in words]
+        assert served[name]["word_start"][row][:n] == [start for _, start, _ in words]
+        assert served[name]["word_end"][row][:n] == [end for _, _, end in words]
         assert set(served[name]["words"][row][n:]) <= {""}
-    assert served[name]["words"][0][:4] == ["John", "Smith", "moved", "to"]
+    assert served[name]["words"][0] == ["John", "Smith", "moved", "to", "Zürich", "in", "2019!"]
     assert len(set(tag for row in served[name]["tags"] for tag in row) - {""}) > 1  # not one tag everywhere
 
 
@@ -395,7 +535,7 @@ def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
     tagger, tokenizer = served["tagger"], served["uncased"]
     batch = tokenizer(TAG_TEXTS, max_length=32, return_offsets=True)
     logits = inference(tagger, _model_inputs(batch))
-    word_mask = _word_mask(tokenizer, batch)
+    word_mask = _word_mask(TAG_TEXTS, batch)
     tags = tagger.decode(logits, word_mask)
     argmax = np.where(word_mask > 0, logits.argmax(-1), IGNORE_LABEL_ID)
     assert (tags != argmax).any()  # the transitions change the path: argmax serving would fail
@@ -421,7 +561,8 @@ def test_squad_v2_saved_model_answers_equal_run_squad_predictions(served):
     config = json.loads((served["root"] / "saved" / "qa" / "export_config.json").read_text(encoding="utf-8"))
     assert config["squad"] == {"version_2_with_negative": True, "null_score_diff_threshold": served["threshold"],
                                "max_answer_length": SQUAD_FLAGS["max_answer_length"],
-                               "n_best_size": SQUAD_FLAGS["n_best_size"]}
+                               "n_best_size": SQUAD_FLAGS["n_best_size"], "doc_stride": SQUAD_FLAGS["doc_stride"],
+                               "max_query_length": SQUAD_FLAGS["max_query_length"]}
 
 
 def test_decode_tags_in_keras_ops_equals_numpy_viterbi_decode():
@@ -546,12 +687,16 @@ def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
     from keras_bert_impl.export.tf_saved_model import squad_settings
 
     stored = {"squad": {"version_2_with_negative": True, "null_score_diff_threshold": -1.5,
-                        "max_answer_length": 12, "n_best_size": 7}}
-    assert squad_settings(stored) == {"null_score_diff_threshold": -1.5, "max_answer_length": 12, "n_best_size": 7}
-    assert squad_settings(stored, null_score_diff_threshold=2.0, max_answer_length=3, n_best_size=5) == {
-        "null_score_diff_threshold": 2.0, "max_answer_length": 3, "n_best_size": 5}
+                        "max_answer_length": 12, "n_best_size": 7, "doc_stride": 48}}
+    windows = {"doc_stride": 48, "max_query_length": 64}  # doc_stride stored, max_query_length run_squad.py's
+    assert squad_settings(stored) == {"null_score_diff_threshold": -1.5, "max_answer_length": 12, "n_best_size": 7,
+                                      **windows}
+    assert squad_settings(stored, null_score_diff_threshold=2.0, max_answer_length=3, n_best_size=5,
+                          max_query_length=20) == {"null_score_diff_threshold": 2.0, "max_answer_length": 3,
+                                                   "n_best_size": 5, "doc_stride": 48, "max_query_length": 20}
     assert squad_settings(stored, version_2_with_negative=False)["null_score_diff_threshold"] is None
-    assert squad_settings({}) == {"null_score_diff_threshold": None, "max_answer_length": 30, "n_best_size": 20}
+    assert squad_settings({}) == {"null_score_diff_threshold": None, "max_answer_length": 30, "n_best_size": 20,
+                                  "doc_stride": 128, "max_query_length": 64}
     assert squad_settings({}, version_2_with_negative=True)["null_score_diff_threshold"] == 0.0
     assert squad_settings({}, null_score_diff_threshold=1.0)["null_score_diff_threshold"] == 1.0
 
@@ -564,3 +709,133 @@ def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(se
     for name, outputs in empty.items():
         assert sorted(outputs) == sorted(results[name]), name  # the same outputs as on a real batch
         assert all(value == [] for value in outputs.values()), (name, outputs)
+
+
+# ------------------------------------------------------------------- the shipped data: pipeline, recipe, SavedModel
+def _shipped_pipeline(served, name, task, **options):
+    # The recipes' batch size: the same batch shapes (compiled once under JAX).
+    return pipeline(task, model=served["shipped"]["directories"][name], predict_batch_size=16, **options)
+
+
+def test_sentiment_pipeline_answers_run_glues_test_predictions_and_the_saved_models(served):
+    """data/sentiment/test.tsv: the labels of the text-classification pipeline are those of run_glue.py's
+    test_predictions.tsv (your own data: no --task_name, the checkpoint's label names) and the SavedModel's;
+    the longer sentences are classified by their windows' mean logits, as the directory was saved
+    (`long_input`), by all three."""
+    shipped = served["shipped"]
+    answers = _shipped_pipeline(served, "sentiment", "text-classification")(shipped["inputs"]["sentiment"]["text"])
+    labels = [answer["label"] for answer in answers]
+    recipe = [line.split("\t")[1] for line in _lines(shipped["root"] / "sentiment_out" / "test_predictions.tsv")[1:]]
+    saved = served["served"]["shipped sentiment"]
+    assert labels == recipe == saved["label"]
+    assert set(labels) == set(SENTIMENT_LABELS)  # both answers occur
+    np.testing.assert_allclose([answer["score"] for answer in answers], np.max(saved["probabilities"], axis=-1),
+                               atol=1e-5)
+    from keras_bert_impl.tokenizers import packing
+
+    _, example_index = packing.pack_windows(served["uncased"], shipped["inputs"]["sentiment"]["text"], 12)
+    assert len(example_index) > len(set(example_index.tolist()))  # some sentences are several windows
+
+
+def _word_tags(text, entities):
+    """The tag of every whitespace word of `text`: the entity of its first sub-token (aggregation "none")."""
+    first = {entity["start"]: entity["entity"] for entity in entities}
+    return [first[m.start()] for m in re.finditer(r"\S+", text)]
+
+
+def test_ner_pipeline_tags_every_word_as_run_ners_test_predictions_and_the_saved_model(served):
+    """data/ner/test.txt with a CRF tagger at max_seq_length 16: the longer sentences are two windows for the
+    recipe and the pipeline (each word tagged once); the pipeline's word tags are test_predictions.txt's (in
+    the file's IOB1 scheme), and the SavedModel's for the sentences that fit in one window."""
+    from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
+
+    shipped = served["shipped"]
+    texts = shipped["inputs"]["ner"]["text"]
+    ner = _shipped_pipeline(served, "ner", "token-classification", ignore_labels=[])
+    tags = [_word_tags(text, entities) for text, entities in zip(texts, ner(texts))]
+    recipe = [line.split(" ")[2] for line in _lines(shipped["root"] / "ner_out" / "test_predictions.txt")
+              if line and not line.startswith("-DOCSTART-")]
+    assert [tag for row in tags for tag in conll_data.bio_to_iob1(row)] == recipe
+    assert len({tag for row in tags for tag in row}) > 3
+    windows = BertTokenClassifierPreprocessor(served["uncased"], NER_MAX_SEQ_LENGTH).windows(texts)
+    one_window = [i for i in range(len(texts)) if sum(w.sentence_index == i for w in windows) == 1]
+    assert 0 < len(texts) - len(one_window) < len(one_window)  # long sentences occur, most fit
+    saved = served["served"]["shipped ner"]
+    for i in one_window:
+        assert saved["tags"][i][: len(tags[i])] == tags[i]
+    groups = _shipped_pipeline(served, "ner", "ner", aggregation_strategy="first")(texts[0])
+    assert all(texts[0][g["start"]:g["end"]] == g["word"] and g["entity_group"] != "O" for g in groups)
+
+
+def test_qa_pipeline_answers_run_squads_predictions_and_the_saved_models_over_windows(served):
+    """data/qa/dev.json (SQuAD v2.0), every context several windows long: the question-answering pipeline, with
+    the settings the directory was saved with (max_seq_length, doc_stride, max_query_length, n_best_size,
+    max_answer_length, the null threshold), answers as run_squad.py's predictions.json, and so does the
+    SavedModel, whose windows are cut in the graph; answers are found in later windows too."""
+    from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
+
+    shipped = served["shipped"]
+    inputs, ids = shipped["inputs"]["qa"], shipped["qa_ids"]
+    qa = _shipped_pipeline(served, "qa", "question-answering")
+    answers = qa(question=inputs["question"], context=inputs["context"])
+    recipe = json.loads((shipped["root"] / "squad_out" / "predictions.json").read_text(encoding="utf-8"))
+    nbest = json.loads((shipped["root"] / "squad_out" / "nbest_predictions.json").read_text(encoding="utf-8"))
+    assert [answer["answer"] for answer in answers] == [recipe[qas_id] for qas_id in ids]
+    assert "" in recipe.values() and any(recipe.values())  # both kinds occur
+    for answer, qas_id, context in zip(answers, ids, inputs["context"]):
+        entry = next(e for e in nbest[qas_id] if e["text"] == answer["answer"])
+        assert answer["score"] == pytest.approx(entry["probability"], abs=1e-6)
+        if answer["answer"]:
+            assert context[answer["start"]:answer["end"]] == answer["answer"]
+    saved = served["served"]["shipped qa"]
+    assert saved["answer"] == [recipe[qas_id] for qas_id in ids]
+    # The windows: several per context, and answers beyond the first window.
+    preprocessor = BertSpanQAPreprocessor(served["uncased"], SHIPPED_QA["max_seq_length"],
+                                          doc_stride=SHIPPED_QA["doc_stride"],
+                                          max_query_length=SHIPPED_QA["max_query_length"])
+    examples, features = preprocessor.windows((inputs["question"], inputs["context"]))
+    first_window_end = {}
+    for feature in features:
+        example = examples[feature.example_index]
+        last_word = max(feature.token_to_orig_map.values())
+        first_window_end.setdefault(feature.example_index, example.doc_token_char_starts[last_word])
+    assert len(features) >= 2 * len(examples)
+    assert any(answer["start"] > first_window_end[i] for i, answer in enumerate(answers) if answer["answer"])
+
+
+def test_multiple_choice_pipeline_answers_run_swags_test_predictions_and_the_saved_models(served):
+    shipped = served["shipped"]
+    inputs = shipped["inputs"]["swag"]
+    choose = _shipped_pipeline(served, "swag", "multiple-choice")
+    answers = choose([{"context": c, "endings": e} for c, e in zip(inputs["context"], inputs["endings"])])
+    recipe = [int(line.split(",")[1]) for line in _lines(shipped["root"] / "swag_out" / "test_predictions.csv")[1:]]
+    saved = served["served"]["shipped swag"]
+    assert [answer["label"] for answer in answers] == recipe == saved["label_id"]
+    assert [answer["ending"] for answer in answers] == [e[i] for e, i in zip(inputs["endings"], recipe)]
+    np.testing.assert_allclose([answer["score"] for answer in answers], np.max(saved["probabilities"], axis=-1),
+                               atol=1e-5)
+    one = choose(context=inputs["context"][0], endings=inputs["endings"][0])  # one example: a batch of its own
+    assert (one["label"], one["ending"]) == (answers[0]["label"], answers[0]["ending"])
+    assert one["score"] == pytest.approx(answers[0]["score"], abs=1e-5)
+
+
+def test_feature_extraction_pipeline_equals_extract_features_and_the_saved_backbone(served):
+    """The last layer's features of every token (transformers' default), those extract_features.py writes for
+    --layers=-1 and the SavedModel's sequence_output; a Table 7 preset concatenates its layers."""
+    from keras_bert_impl.tasks.feature_extraction import extract_features
+
+    directory = str(served["root"] / "every_task" / "backbone")
+    extract = pipeline("feature-extraction", model=directory, max_seq_length=32)
+    features = extract(TEXTS, return_tensors=True)
+    saved = np.asarray(served["served"]["backbone"]["sequence_output"])
+    backbone = BertBackbone.from_pretrained(directory, output_hidden_states=True)
+    records = list(extract_features(backbone, served["uncased"], TEXTS, layer_indexes=[-1], max_seq_length=32))
+    for row, (values, record) in enumerate(zip(features, records)):
+        assert values.shape == (1, len(record["features"]), 32)
+        np.testing.assert_allclose(values[0], saved[row, : values.shape[1]], atol=1e-5)
+        np.testing.assert_allclose(values[0], [f["layers"][0]["values"] for f in record["features"]], atol=2e-6)
+    both = extract("ok", layers=[-1, -2], return_tensors=True)
+    np.testing.assert_allclose(both[..., :32], features[2], atol=1e-6)  # "ok": TEXTS[2]
+    assert both.shape == (1, 3, 64)
+    average = extract("ok", feature_mode="sum_all", return_tensors=True)
+    np.testing.assert_allclose(average, (both[..., :32] + both[..., 32:]) / 2, atol=1e-6)  # the 2 layers' mean

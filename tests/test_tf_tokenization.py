@@ -157,3 +157,50 @@ def test_packer_takes_a_pathlib_directory_as_it_takes_its_str(minilm_path):
     texts = tf.constant(["Hello there, world!"])
     np.testing.assert_array_equal(BertTextPacker(pathlib.Path(minilm_path), max_length=12)(texts)["token_ids"],
                                   BertTextPacker(minilm_path, max_length=12)(texts)["token_ids"])
+
+
+def test_in_graph_doc_stride_windows_are_the_packers():
+    """`tf_bert_tokenizer.doc_stride_windows` (the SavedModel's SQuAD windows) lays out, numbers and flags the
+    windows as `packing.doc_stride_windows` (run_squad.py's), on random lengths, strides and empty documents."""
+    from keras_bert_impl.tokenizers import packing
+    from keras_bert_impl.tokenizers.tf_bert_tokenizer import doc_stride_windows
+
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        max_length, stride = int(rng.integers(6, 20)), int(rng.integers(1, 8))
+        firsts = [rng.integers(10, 99, int(rng.integers(0, max_length - 3))).tolist() for _ in range(3)]
+        documents = [rng.integers(100, 999, int(rng.choice([0, rng.integers(1, 40)]))).tolist() for _ in range(3)]
+        out = doc_stride_windows(tf.ragged.constant(firsts, tf.int32), tf.ragged.constant(documents, tf.int32),
+                                 max_length, stride, cls_id=2, sep_id=3, pad_id=0)
+        out = {key: value.numpy() for key, value in out.items()}
+        row = 0
+        for b, (first, document) in enumerate(zip(firsts, documents)):
+            windows = packing.doc_stride_windows(first, document, max_length, stride) if document else [
+                packing.DocWindow(0, 0, *packing.pack_tokens(first), len(first) + 2, [])]
+            for window in windows:
+                n = int(out["padding_mask"][row].sum())
+                tokens = [{"[CLS]": 2, "[SEP]": 3}.get(t, t) for t in window.tokens]
+                assert out["token_ids"][row, :n].tolist() == tokens and out["example_index"][row] == b
+                assert out["segment_ids"][row, :n].tolist() == window.segment_ids
+                assert (out["doc_start"][row], out["doc_length"][row], out["doc_offset"][row]) == (
+                    window.start, window.length, window.doc_offset)
+                expected = np.zeros(out["max_context"].shape[1], bool)
+                expected[window.doc_offset : window.doc_offset + window.length] = window.max_context
+                assert out["max_context"][row].tolist() == expected.tolist()
+                row += 1
+        assert row == len(out["example_index"])
+
+
+def test_in_graph_text_windows_are_the_packers(python_tokenizer, graph_tokenizer):
+    """`TFBertTokenizer.text_windows` (the SavedModel's pooled classification windows) equals
+    `packing.pack_windows` (run_glue.py's --long_input=mean|max), an empty text one window too."""
+    from keras_bert_impl.tokenizers import packing
+
+    texts = ["John Smith moved to Zürich in 2019 and then to Paris, where he opened a small bakery.", "", "ok",
+             "a b c d e f"]
+    rows, example_index = packing.pack_windows(python_tokenizer, texts, max_length=8)
+    out = graph_tokenizer.text_windows(tf.constant(texts), max_length=8)
+    assert out["example_index"].numpy().tolist() == example_index.tolist()
+    lengths = out["padding_mask"].numpy().sum(axis=1)
+    for key in ("token_ids", "segment_ids", "padding_mask"):
+        assert [row[:n].tolist() for row, n in zip(out[key].numpy(), lengths)] == [r.tolist() for r in rows[key]]

@@ -309,7 +309,7 @@ def share_of_batch(batch, index, count):
 
 
 def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_length=None, pad_to_multiple_of=8,
-                     padding_values=None):
+                     padding_values=None, output_length=None, select=None, progress=False):
     """`model`'s outputs for every example, in the original order, from length-sorted padded batches.
 
     Args:
@@ -321,18 +321,32 @@ def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_l
         max_length: fixed length when `dynamic_padding=False`.
         pad_to_multiple_of: rounding of dynamic lengths.
         padding_values: dict name -> padding value.
+        output_length: None, or the length every batch's outputs get on axis 1 (padded with zeros, or their
+            padding positions cut), so that batches of different lengths join: for outputs that are all per
+            position (e.g. a tagger's logits [B, T_batch, K]); at least the longest example's length.
+        select: None, or a function of a batch's outputs to the outputs kept (e.g. a backbone's
+            `hidden_states` only).
+        progress: show a progress bar over the batches (`keras.utils.Progbar`, with its time left).
 
     Returns:
         numpy array [N, ...] (or a dict of them when the model returns a dict).
     """
     lengths = example_lengths(features)
     plan = plan_batches(lengths, batch_size, shuffle=False, sort_by_length=dynamic_padding)
+    bar = keras.utils.Progbar(len(plan), unit_name="batch") if progress else None
     outputs = []
-    for indices in plan:
+    for step, indices in enumerate(plan):
         x = pad_batch(features, indices, length=None if dynamic_padding else max_length,
                       pad_to_multiple_of=pad_to_multiple_of, padding_values=padding_values)
         out = model.predict_on_batch(x)
-        outputs.append(keras.tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)), out))
+        if select is not None:
+            out = select(out)
+        out = keras.tree.map_structure(lambda t: np.asarray(keras.ops.convert_to_numpy(t)), out)
+        if output_length is not None:
+            out = keras.tree.map_structure(lambda a: _pad_axis1(a, output_length), out)
+        outputs.append(out)
+        if bar is not None:
+            bar.update(step + 1)
     order = np.concatenate(plan) if plan else np.zeros(0, np.int64)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))
@@ -341,3 +355,10 @@ def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_l
         return np.concatenate(parts, axis=0)[inverse]
 
     return keras.tree.map_structure(restore, *outputs)
+
+
+def _pad_axis1(array, length):
+    """`array` [B, T, ...] as [B, length, ...]: cut, or padded with zeros."""
+    if array.shape[1] >= length:
+        return array[:, :length]
+    return np.pad(array, [(0, 0), (0, length - array.shape[1])] + [(0, 0)] * (array.ndim - 2))

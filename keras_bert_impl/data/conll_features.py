@@ -234,12 +234,37 @@ def features_to_lists(features):
 
 
 # --------------------------------------------------------------------------------- back to the words
+def word_predictions(features, predicted_ids, word_counts):
+    """Each word's predicted label id: the prediction at its first sub-token, in the window that predicts it
+    (every word is predicted by exactly one window: long sentences are split, not cut).
+
+    Args:
+        features: the `NerFeature`s the predictions are for.
+        predicted_ids: per feature, the predicted label id of every position (an int array [N, T'] or a
+            list of N rows of any length covering the feature's real tokens).
+        word_counts: the number of words of every sentence the features were built from.
+
+    Returns:
+        list (one per sentence) of lists (one per word) of int label ids, None for a word no window predicts.
+
+    Examples:
+
+    >>> feature = NerFeature(0, [0, 1], [1, 3], None, None, None, None, None, None)
+    >>> word_predictions([feature], [[-100, 4, -100, 2]], [3])
+    [[4, 2, None]]
+    """
+    ids = [[None] * count for count in word_counts]
+    for feature, row in zip(features, predicted_ids):
+        for word, position in zip(feature.word_indices, feature.token_positions):
+            ids[feature.sentence_index][word] = int(row[position])
+    return ids
+
+
 def predictions_to_word_tags(features, predicted_ids, sentences, label_list, scheme="bio"):
     """Maps token-level predictions back to one tag per word, in the file's tagging scheme.
 
-    Each word takes the prediction at its first sub-token, in the window that predicts it. Every
-    word is predicted by exactly one window (long sentences are split, not cut); a word that
-    nevertheless received no prediction would be tagged "O".
+    Each word takes the prediction at its first sub-token, in the window that predicts it
+    (`word_predictions`); a word that nevertheless received no prediction would be tagged "O".
 
     Args:
         features: the `NerFeature`s the predictions are for.
@@ -252,9 +277,6 @@ def predictions_to_word_tags(features, predicted_ids, sentences, label_list, sch
     Returns:
         list (one per sentence) of lists of tag strings (one per word).
     """
-    tags = [["O"] * len(s.words) for s in sentences]
-    for feature, row in zip(features, predicted_ids):
-        for word, position in zip(feature.word_indices, feature.token_positions):
-            tags[feature.sentence_index][word] = label_list[int(row[position])]
+    ids = word_predictions(features, predicted_ids, [len(s.words) for s in sentences])
+    tags = [["O" if i is None else label_list[i] for i in row] for row in ids]
     return [from_bio(t, scheme) for t in tags]
-

@@ -202,6 +202,22 @@ def get_labels(task_name):
     return GLUE_LABELS[canonical_task(task_name)]
 
 
+def model_label_names(task_name):
+    """The label names a fine-tuned model of the task keeps (config.json's `id2label`): the task's, where they
+    are digits ("0", "1": CoLA, SST-2, MRPC, QQP, WNLI) the names of Hugging Face's `glue` datasets for them
+    (as transformers' run_glue.py saves them); None for STS-B.
+
+    Examples:
+
+    >>> model_label_names("sst2"), model_label_names("rte")
+    (['negative', 'positive'], ['entailment', 'not_entailment'])
+    """
+    labels = get_labels(task_name)
+    if labels is None or not all(label.isdigit() for label in labels):
+        return labels
+    return DATASET_LABEL_NAMES[canonical_task(task_name)]
+
+
 def num_outputs(task_name):
     """Outputs of the task's classifier: the number of labels, 1 for STS-B."""
     labels = get_labels(task_name)
@@ -333,7 +349,7 @@ def read_glue_records(task_name, path, split, text_column=None, text_pair_column
     text_pair_column = default_pair if text_pair_column is None else text_pair_column
     labelled = not split.startswith("test")
     if path.lower().endswith(".tsv"):
-        records = _tsv_records(path, [text_column, text_pair_column, label_column if labelled else ""])
+        records = tsv_records(path, [text_column, text_pair_column, label_column if labelled else ""])
         if records is None:
             return read_glue_file(task, path, split)
     else:
@@ -349,9 +365,9 @@ def read_glue_records(task_name, path, split, text_column=None, text_pair_column
     return require_examples(examples, path)
 
 
-def _tsv_records(path, columns):
-    """(where, record) of a TSV whose header names every one of `columns` ("" entries are ignored), read
-    without quoting as the original; None when the header lacks one of them (an original GLUE layout)."""
+def tsv_records(path, columns=()):
+    """(where, record) of a TSV with a header line, read without quoting as the original reads TSVs; None when
+    the header lacks one of `columns` ("" entries are ignored; an original GLUE layout)."""
     if not file_io.isfile(path):
         raise GlueDataError(f"{path}: no such file.")
     rows = iter(_read_tsv(path))
@@ -467,15 +483,16 @@ def encode_examples(tokenizer, examples, max_seq_length):
                                  max_seq_length)
 
 
-def write_submission(path, task_name, predictions):
+def write_submission(path, labels, predictions):
     """Writes GLUE-server predictions: a header `index\\tprediction`, then one line per test example.
 
     Args:
         path: the file (see `GLUE_SUBMISSION_FILES` for the names the server expects).
-        task_name: the task.
-        predictions: class ids [N] (written as label names) or, for STS-B, float scores [N].
+        labels: a GLUE task name, or the label names in class-id order (None: a regression).
+        predictions: class ids [N] (written as label names) or, for STS-B and other regressions, float
+            scores [N].
     """
-    labels = get_labels(task_name)
+    labels = get_labels(labels) if isinstance(labels, str) else labels
     predictions = np.asarray(predictions)
     with file_io.atomic_open(path) as f:
         f.write("index\tprediction\n")

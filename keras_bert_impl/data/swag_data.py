@@ -133,17 +133,33 @@ def _label(value, where):
 
 
 def encode_swag_examples(tokenizer, examples, max_seq_length):
-    """Packs every choice as `[CLS] context [SEP] start_ending ending_i [SEP]` (`tokenizers.packing`,
-    through `BertTokenizer.__call__`), unpadded.
+    """Packs every choice as `[CLS] context [SEP] start_ending ending_i [SEP]` (`pack_choices`), unpadded.
 
     Returns:
         dict {"token_ids", "segment_ids", "padding_mask"} -> list of N lists of 4 int32 arrays (one per
         choice, each of its own length), the input of `keras_bert_impl.data.batching`.
     """
-    contexts = [e.context for e in examples for _ in range(NUM_CHOICES)]
-    endings = [f"{e.start_ending} {ending}" for e in examples for ending in e.endings]
-    flat = packing.pack_unpadded(tokenizer, contexts, endings, max_seq_length)
-    return {key: [rows[i : i + NUM_CHOICES] for i in range(0, len(rows), NUM_CHOICES)] for key, rows in flat.items()}
+    return pack_choices(tokenizer, [e.context for e in examples],
+                        [[f"{e.start_ending} {ending}" for ending in e.endings] for e in examples], max_seq_length)
+
+
+def pack_choices(tokenizer, contexts, endings, max_seq_length):
+    """Packs every choice of every example as `[CLS] context [SEP] ending [SEP]` (`tokenizers.packing`, through
+    `BertTokenizer.__call__`), unpadded.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        contexts: N str.
+        endings: N lists of C str (the same C for every example).
+        max_seq_length: the packed length of a choice.
+
+    Returns:
+        dict {"token_ids", "segment_ids", "padding_mask"} -> list of N lists of C int32 arrays.
+    """
+    num_choices = len(endings[0]) if endings else 0
+    flat = packing.pack_unpadded(tokenizer, [c for c, choices in zip(contexts, endings) for _ in choices],
+                                 [e for choices in endings for e in choices], max_seq_length)
+    return {key: [rows[i : i + num_choices] for i in range(0, len(rows), num_choices)] for key, rows in flat.items()}
 
 
 def swag_labels(examples):

@@ -15,38 +15,57 @@ Signatures by task:
 | "regressor" | `text` (+ `text_pair`) | `score` [B] |
 | "token_classifier" | `text` | per word: `words`, `tags` (names), `word_start`, `word_end` (character offsets into `text`), padded with "" / -1 to [B, W] |
 | "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`, `null_score`; `has_answer` |
+| "multiple_choice" | `context` [B], `endings` [B, C] | `probabilities` [B, C], `label_id` [B] |
 
 B may be 0: an empty batch gets every output with 0 rows.
 
-Token classifier: a word is a token of `text` that is not a `##` continuation; its tag is decided at its
-first token by `models.token_classifier.decode_tags`, the rule of `BertTokenClassifier.decode`: argmax, or
-with a CRF (`model.use_crf`) the Viterbi path over the words' first-token logits.
+The answers are those of the recipes' prediction files and of `keras_bert_impl.pipeline` (the same rules,
+here in the graph):
 
-Span QA (`serve_qa`) applies the rule of `tasks.squad_postprocessing.compute_predictions` (the original
-run_squad.py) to its one window: the candidate spans are the `n_best_size` best start positions x the
-`n_best_size` best end positions (over all real tokens, as the original), inside the context, start <= end,
-at most `max_answer_length` tokens; the answer is the best candidate by start + end logit; with
-`null_score_diff_threshold` (SQuAD v2.0) it is "" when `null_score - score > threshold`, null_score being
-the [CLS] start + end logits. Where the recipe's predictions.json and the SavedModel can still differ, for a
-question and context that fit in one window (the question within run_squad.py's `--max_query_length`, as
-the SavedModel truncates a too long pair by the tokenizer's rule, not the recipe's windows):
+* Classifier and multiple choice: the softmax of the logits and their argmax (`tasks.class_scores`), each
+  choice packed `[CLS] context [SEP] ending [SEP]` as run_swag.py packs it. A classifier fine-tuned with
+  run_glue.py's `--long_input=mean|max` (config.json's `long_input`) classifies a text by its windows of
+  `max_seq_length` tokens (in the graph, `tokenizers.tf_bert_tokenizer.text_windows`, the twin of
+  `tokenizers.packing.pack_windows`), their logits pooled by their mean or maximum.
+* Token classifier: the words are the text's whitespace-separated words (`str.split()`'s), as run_ner.py's
+  CoNLL words and the token-classification pipeline's; a word's tag is decided at its first token by
+  `models.token_classifier.decode_tags`, the rule of `BertTokenClassifier.decode`: argmax, or with a CRF
+  (`model.use_crf`) the Viterbi path over the words' first-token logits.
+* Span QA (`serve_qa`) answers over the context's doc-stride windows, as run_squad.py: the question cut to
+  `max_query_length` tokens, the context cut into windows of `max_seq_length` tokens every `doc_stride`
+  tokens, each context token flagged in the window that gives it the most context (in the graph,
+  `tokenizers.tf_bert_tokenizer.doc_stride_windows`, the twin of `tokenizers.packing.doc_stride_windows`);
+  the rule of `tasks.squad_postprocessing.compute_predictions` (the original run_squad.py) picks the best
+  span across the windows: the candidate spans of a window are its `n_best_size` best start positions x
+  its `n_best_size` best end positions (over its real tokens, as the original), inside the context, starting
+  at a token the window gives the most context, start <= end, at most `max_answer_length` tokens; the
+  answer is the best candidate by start + end logit (`best_span`); `null_score` is the least [CLS]
+  start + end logits of the windows, and with `null_score_diff_threshold` (SQuAD v2.0) the answer is ""
+  when `null_score - score > threshold`.
 
-* the answer text: the SavedModel returns the context's characters from the first token's start to the
-  last token's end; the recipe maps the tokens back with `get_final_text`, which joins the words by one
-  space (a run of whitespace inside an answer becomes " "; adjacent CJK words are joined without one),
-  takes the first occurrence of the predicted text among the span's words (e.g. "Apple" rather than
-  "apple" for the second word of "Apple-apple" when lower-casing), and answers the span's whole words
-  when lower-casing / accent stripping changes their length (e.g. decomposed accents, "İ");
-* no valid candidate (every top start / end in the question or crossed): the recipe answers its nonce
-  "empty" (score 0) when score_null <= threshold, the SavedModel answers "" with `has_answer` false;
-* exact ties between logits or span scores may be broken differently (floating-point sums in float32 in
+What still differs between the SavedModel and the recipes (and pipelines):
+
+* Long inputs of the token classifier: the SavedModel reads a text's first `max_seq_length` tokens;
+  run_ner.py and the pipeline tag every word of a longer text (its windows of whole words).
+* Token classifier: a word that the tokenizer reduces to nothing (only control or format characters) has
+  no token here and is left out; the recipe tags it (as one [UNK] position).
+* Span QA's answer text: the SavedModel returns the context's characters from the first token's start to
+  the last token's end; the recipe maps the tokens back with `get_final_text`, which joins the words by one
+  space (a run of whitespace inside an answer becomes " "; adjacent CJK words are joined without one), takes the first occurrence of the predicted text
+  among the span's words (e.g. "Apple" rather than "apple" for the second word of "Apple-apple" when
+  lower-casing), and answers the span's whole words when lower-casing / accent stripping changes their
+  length (e.g. decomposed accents, "İ").
+* Span QA without a valid candidate (every top start / end in the question or crossed, or an empty
+  context): the recipe answers its nonce "empty" (score 0) when score_null <= threshold (an empty context:
+  ""), the SavedModel answers "" with `has_answer` false.
+* Exact ties between logits or span scores may be broken differently (floating-point sums in float32 in
   the graph, float64 in the recipe).
 
 `export_config.json`, written in the SavedModel directory, records how it was exported (task, labels,
-max_seq_length, do_lower_case, `normalize` when set, use_crf, the SQuAD rule's settings).
+max_seq_length, do_lower_case, `normalize` when set, use_crf, num_choices, long_input, the SQuAD windows' and rule's settings).
 
-Every export also has `serving_token_ids`, on `token_ids`, `segment_ids`, `padding_mask` [B, T] int32,
-returning the model's raw outputs.
+Every export also has `serving_token_ids`, on `token_ids`, `segment_ids`, `padding_mask` [B, T] int32
+([B, C, T] for multiple choice), returning the model's raw outputs.
 
 The export must run under the TensorFlow backend. A model trained under JAX or PyTorch is exported by
 saving it (`save_pretrained`) and running `recipes/export_savedmodel.py`, which reloads the weights under
@@ -59,14 +78,16 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.checkpoints import model_io, task_layouts
+from keras_bert_impl.data.swag_data import NUM_CHOICES
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
+from keras_bert_impl.tasks.squad import decoding_settings
+from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io, model_files
 
-TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa")
+TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa", "multiple_choice")
 # The file, in the SavedModel directory, that records the export's settings.
 EXPORT_CONFIG_NAME = "export_config.json"
-# Defaults of the SQuAD rule, those of recipes/run_squad.py.
-SQUAD_DEFAULTS = {"max_answer_length": 30, "n_best_size": 20, "null_score_diff_threshold": 0.0}
 
 
 def _first_output(outputs, *names):
@@ -95,8 +116,9 @@ def top_positions(logits, real, k):
     return chosen & real
 
 
-def best_span(start_logits, end_logits, allowed, max_answer_length, n_best_size=None, real=None):
-    """The best answer span of each row: argmax of start[i] + end[j] over allowed i <= j < i + max length.
+def best_span(start_logits, end_logits, allowed, max_answer_length, n_best_size=None, real=None, allowed_start=None):
+    """The best answer span of each row: argmax of start[i] + end[j] over allowed i <= j < i + max length
+    (the first in (i, j) order on a tie).
 
     Args:
         start_logits, end_logits: float [B, T].
@@ -105,17 +127,20 @@ def best_span(start_logits, end_logits, allowed, max_answer_length, n_best_size=
         n_best_size: None, or only the n_best_size best starts and the n_best_size best ends among the
             `real` positions are candidates (the original run_squad.py rule).
         real: bool [B, T], the real (non-padding) positions; default: all.
+        allowed_start: None, or bool [B, T], the positions an answer may start at (default: `allowed`; the
+            recipe's: a context token whose window gives it the most context).
 
     Returns:
         (start [B], end [B], score [B]) with score = start_logits[start] + end_logits[end]; score is -1e9
         when no span is a candidate.
     """
     seq = tf.shape(start_logits)[1]
-    allowed_start = allowed_end = allowed
+    allowed_end = allowed
+    allowed_start = allowed if allowed_start is None else allowed & allowed_start
     if n_best_size is not None:
         real = tf.ones_like(allowed) if real is None else real
-        allowed_start = allowed & top_positions(start_logits, real, n_best_size)
-        allowed_end = allowed & top_positions(end_logits, real, n_best_size)
+        allowed_start = allowed_start & top_positions(start_logits, real, n_best_size)
+        allowed_end = allowed_end & top_positions(end_logits, real, n_best_size)
     scores = start_logits[:, :, None] + end_logits[:, None, :]  # [B, T, T]
     i = tf.range(seq)[:, None]
     j = tf.range(seq)[None, :]
@@ -127,35 +152,48 @@ def best_span(start_logits, end_logits, allowed, max_answer_length, n_best_size=
     return best // seq, best % seq, tf.reduce_max(flat, axis=-1)
 
 
-def _word_groups(token_ids, offsets, padding_mask, segment_ids, is_continuation):
-    """Words of segment A: (first-token index, word start and end characters: ragged [B, (W)]; the first
-    tokens as a 0/1 mask [B, T])."""
-    is_piece = tf.gather(is_continuation, token_ids)
+# The characters `str.split()` splits words at (str.isspace), which the NER recipe's words are separated by.
+_WHITESPACE = [c for c in range(0x3001) if chr(c).isspace()]
+
+
+def _word_groups(text, offsets, padding_mask, segment_ids):
+    """Words of segment A, as the NER recipe's: the text's whitespace-separated words; a word's first token is
+    the first token that starts in it. Returns (first-token index, word start and end characters: ragged
+    [B, (W)]; the first tokens as a 0/1 mask [B, T])."""
+    chars = tf.strings.unicode_decode(tf.reshape(text, [-1]), "UTF-8", errors="replace")  # [B, (C)]
+    space = tf.reduce_any(tf.equal(chars.flat_values[:, None], tf.constant(_WHITESPACE, tf.int32)), axis=1)
+    space = chars.with_flat_values(space).to_tensor(default_value=True)  # [B, C]
+    space = tf.pad(space, [[0, 0], [0, 1]], constant_values=True)  # [B, C + 1]: an empty text has a column too
+    before = tf.concat([tf.ones_like(space[:, :1]), space[:, :-1]], axis=1)
+    word_of_char = tf.cumsum(tf.cast(~space & before, tf.int32), axis=1)  # 1 + the word of each character
     special = (offsets[..., 0] == 0) & (offsets[..., 1] == 0)
-    real = tf.cast(padding_mask, tf.bool) & ~special & tf.equal(segment_ids, 0)
-    starts_word = real & ~is_piece  # [B, T]
-    word_index = tf.cumsum(tf.cast(starts_word, tf.int32), axis=1) - 1  # word of each token, -1 before any
-    first_token = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(tf.shape(token_ids)[1]), tf.shape(token_ids)), starts_word)
+    real = tf.cast(padding_mask, tf.bool) & ~special & tf.equal(segment_ids, 0)  # [B, T]
+    last_char = tf.maximum(tf.shape(space)[1] - 1, 0)
+    token_word = tf.where(real, tf.gather(word_of_char, tf.minimum(offsets[..., 0], last_char), batch_dims=1), -1)
+    previous = tf.concat([tf.fill(tf.shape(token_word[:, :1]), -1), token_word[:, :-1]], axis=1)
+    starts_word = real & tf.not_equal(token_word, previous)  # [B, T]
+    positions = tf.broadcast_to(tf.range(tf.shape(real)[1]), tf.shape(real))
+    first_token = tf.ragged.boolean_mask(positions, starts_word)
     word_start = tf.ragged.boolean_mask(offsets[..., 0], starts_word)
-    # A word ends where its last token (the last real token with the same word index) ends.
-    next_starts_or_ends = tf.concat([starts_word[:, 1:] | ~real[:, 1:], tf.ones_like(real[:, :1])], axis=1)
-    last_of_word = real & next_starts_or_ends
-    word_end = tf.ragged.boolean_mask(offsets[..., 1], last_of_word & (word_index >= 0))
+    # A word ends where its last token ends: the last real token before the next word's first (or the end).
+    following = tf.concat([starts_word[:, 1:] | ~real[:, 1:], tf.ones_like(real[:, :1])], axis=1)
+    word_end = tf.ragged.boolean_mask(offsets[..., 1], real & following)
     return first_token, word_start, word_end, tf.cast(starts_word, tf.int32)
 
 
 def _serve_any_batch(endpoint, *texts):
-    """`endpoint(*texts)` for a batch of any size, 0 included: an empty batch is served as one empty string
-    and 0 rows of every output are kept (the model reads each row's first token, which a packed batch of 0
-    rows and 0 tokens does not have)."""
+    """`endpoint(*texts)` for a batch of any size, 0 included: an empty batch is served as one row of empty
+    strings and 0 rows of every output are kept (the model reads each row's first token, which a packed batch
+    of 0 rows and 0 tokens does not have)."""
     rows = tf.shape(texts[0])[0]
-    texts = [tf.cond(rows > 0, lambda t=t: t, lambda: tf.constant([""])) for t in texts]
+    texts = [tf.cond(rows > 0, lambda t=t: t, lambda t=t: tf.fill(tf.concat([[1], tf.shape(t)[1:]], 0), ""))
+             for t in texts]
     return {name: value[:rows] for name, value in endpoint(*texts).items()}
 
 
 class _Exporter:
     def __init__(self, model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                 null_score_diff_threshold, n_best_size):
+                 null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input):
         if task not in TASKS:
             raise ValueError(f"Unknown task {task!r}; allowed: {', '.join(TASKS)}.")
         if keras.backend.backend() != "tensorflow":
@@ -174,14 +212,16 @@ class _Exporter:
         self.max_answer_length = max_answer_length
         self.null_score_diff_threshold = null_score_diff_threshold
         self.n_best_size = n_best_size
-        if task == "token_classifier":
-            vocab = self.tokenizer_vocabulary()
-            self.is_continuation = tf.constant([token.startswith("##") for token in vocab])
-
-    def tokenizer_vocabulary(self):
-        from keras_bert_impl.tokenizers.vocabulary import load_vocab
-
-        return load_vocab(self.tokenizer.vocab_file)
+        self.doc_stride = int(doc_stride)
+        self.max_query_length = int(max_query_length)
+        self.long_input = long_input
+        if long_input not in LONG_INPUT_MODES or (long_input != "truncate" and (
+                text_pair or task not in ("classifier", "regressor"))):
+            raise ValueError(f"long_input={long_input!r}: a classifier of single texts pools its windows by 'mean' or "
+                             "'max'; every export can 'truncate'.")
+        if task == "span_qa" and max_seq_length <= self.max_query_length + 3:
+            raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than max_query_length "
+                             f"({self.max_query_length}) + 3: a window needs room for the context.")
 
     def pack(self, first, second=None):
         return self.tokenizer(first, second, max_length=self.max_seq_length, padding="longest", return_offsets=True)
@@ -192,6 +232,8 @@ class _Exporter:
 
     # ------------------------------------------------------------------------------- endpoints
     def serve_texts(self, text, text_pair=None):
+        if self.long_input != "truncate":
+            return self.serve_windows(text)
         packed = self.pack(text, text_pair)
         outputs = self.run_model(packed)
         if self.task == "backbone":
@@ -200,25 +242,31 @@ class _Exporter:
                 "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
                 "padding_mask": packed["padding_mask"],
             }
-        if self.task == "regressor":
-            return {"score": tf.reshape(tf.cast(_first_output(outputs, "logits", "score"), tf.float32), [-1])}
-        if self.task == "classifier":
-            logits = tf.cast(_first_output(outputs, "logits"), tf.float32)
-            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            return {
-                "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label_id": label_id,
-                "label": tf.gather(self.labels, label_id),
-            }
+        if self.task in ("classifier", "regressor"):
+            return self.serve_classes(tf.cast(_first_output(outputs, "logits", "score"), tf.float32))
         return self.serve_tags(text, packed, outputs)
+
+    def serve_classes(self, logits):
+        """A classifier's answers of its logits [B, C] (`tasks.class_scores`' rule); a regressor's score."""
+        if self.task == "regressor":
+            return {"score": tf.reshape(logits, [-1])}
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
+                "label": tf.gather(self.labels, label_id)}
+
+    def serve_windows(self, text):
+        """A classifier's answers of a text's windows' pooled logits (run_glue.py's `--long_input=mean|max`)."""
+        windows = self.tokenizer.text_windows(tf.reshape(text, [-1]), self.max_seq_length)
+        logits = tf.cast(_first_output(self.run_model(windows), "logits", "score"), tf.float32)  # [W, C]
+        pool = tf.math.unsorted_segment_mean if self.long_input == "mean" else tf.math.unsorted_segment_max
+        return self.serve_classes(pool(logits, windows["example_index"], tf.shape(tf.reshape(text, [-1]))[0]))
 
     def serve_tags(self, text, packed, outputs):
         from keras_bert_impl.models.token_classifier import decode_tags
 
         logits = tf.cast(_first_output(outputs, "logits"), tf.float32)  # [B, T, K]
         first_token, word_start, word_end, word_mask = _word_groups(
-            packed["token_ids"], packed["offsets"], packed["padding_mask"], packed["segment_ids"], self.is_continuation
-        )
+            text, packed["offsets"], packed["padding_mask"], packed["segment_ids"])
         crf = self.model.crf if getattr(self.model, "use_crf", False) else None
         if crf is None:  # argmax at every first token
             tag_ids = decode_tags(logits, word_mask)  # [B, T]
@@ -240,28 +288,57 @@ class _Exporter:
         }
 
     def serve_qa(self, question, context):
-        packed = self.pack(question, context)
-        start_logits, end_logits = (tf.cast(x, tf.float32) for x in _span_logits(self.run_model(packed)))
-        special = (packed["offsets"][..., 0] == 0) & (packed["offsets"][..., 1] == 0)
-        allowed = tf.equal(packed["segment_ids"], 1) & tf.cast(packed["padding_mask"], tf.bool) & ~special
-        real = tf.cast(packed["padding_mask"], tf.bool)
-        start, end, score = best_span(start_logits, end_logits, allowed, self.max_answer_length, self.n_best_size, real)
-        null_score = start_logits[:, 0] + end_logits[:, 0]
-        if self.null_score_diff_threshold is None:  # SQuAD v1.1: there is always an answer
-            has_answer = tf.ones_like(score, dtype=tf.bool)
-        else:  # v2.0: answer "" when the null score beats the best span by more than the threshold
-            has_answer = (null_score - score) <= self.null_score_diff_threshold
-        answer_start = tf.gather(packed["offsets"][..., 0], start, batch_dims=1)
-        answer_end = tf.gather(packed["offsets"][..., 1], end, batch_dims=1)
-        answer = tf.strings.substr(tf.reshape(context, [-1]), answer_start, answer_end - answer_start, unit="UTF8_CHAR")
+        """The SQuAD rule over the context's doc-stride windows, as run_squad.py (module docstring)."""
+        question_ids = self.tokenizer.tokenize(tf.reshape(question, [-1]))[:, : self.max_query_length]
+        context_ids, char_starts, char_ends = self.tokenizer.tokenize_with_offsets(tf.reshape(context, [-1]))
+        windows = self.tokenizer.doc_stride_windows(question_ids, context_ids, self.max_seq_length, self.doc_stride)
+        start_logits, end_logits = (tf.cast(x, tf.float32) for x in _span_logits(self.run_model(windows)))
+        positions = tf.range(tf.shape(windows["token_ids"])[1])[None, :] - windows["doc_offset"][:, None]
+        in_doc = (positions >= 0) & (positions < windows["doc_length"][:, None])  # [W, T]
+        real = tf.cast(windows["padding_mask"], tf.bool)
+        start, end, score = best_span(start_logits, end_logits, in_doc, self.max_answer_length, self.n_best_size,
+                                      real, allowed_start=windows["max_context"])  # [W]
+        # Per question: the best span of its windows (the first window on a tie), the least null score.
+        example = windows["example_index"]
+        questions = tf.shape(context_ids.row_lengths())[0]
+        best_score = tf.math.unsorted_segment_max(score, example, questions)
+        window_index = tf.range(tf.shape(score)[0])
+        best_window = tf.math.unsorted_segment_min(
+            tf.where(score >= tf.gather(best_score, example), window_index, tf.shape(score)[0]), example, questions)
+        null_score = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example, questions)
+        has_answer = best_score > -1e8  # a candidate span exists
+        if self.null_score_diff_threshold is not None:  # v2.0: "" when the null score wins by more than the threshold
+            has_answer &= (null_score - best_score) <= self.null_score_diff_threshold
+        # The answer's first and last context tokens, their characters in the context.
+        doc_token = [tf.gather(windows["doc_start"], best_window) + tf.gather(p, best_window)
+                     - tf.gather(windows["doc_offset"], best_window) for p in (start, end)]
+        row_start = tf.cast(context_ids.row_splits[:-1], tf.int32)
+        last = tf.maximum(tf.size(char_starts.flat_values) - 1, 0)
+        answer_start, answer_end = (
+            tf.gather(tf.concat([chars.flat_values, [0]], 0), tf.clip_by_value(row_start + token, 0, last))
+            for chars, token in ((char_starts, doc_token[0]), (char_ends, doc_token[1])))
+        answer_start, answer_end = (tf.where(has_answer, chars, -1) for chars in (answer_start, answer_end))
+        answer = tf.strings.substr(tf.reshape(context, [-1]), tf.maximum(answer_start, 0), answer_end - answer_start,
+                                   unit="UTF8_CHAR")
         return {
-            "answer": tf.where(has_answer, answer, ""),
-            "answer_start": tf.where(has_answer, answer_start, -1),
-            "answer_end": tf.where(has_answer, answer_end, -1),
-            "score": score,
+            "answer": answer,
+            "answer_start": answer_start,
+            "answer_end": answer_end,
+            "score": best_score,
             "null_score": null_score,
             "has_answer": has_answer,
         }
+
+    def serve_choices(self, context, endings):
+        """Each ending packed with its context, as run_swag.py packs a choice; the choices' softmax and argmax."""
+        num_choices = self.model.num_choices
+        endings = tf.reshape(endings, [-1, num_choices])  # [B, C]
+        packed = self.pack(tf.repeat(tf.reshape(context, [-1]), num_choices), tf.reshape(endings, [-1]))
+        inputs = {k: tf.reshape(packed[k], [-1, num_choices, tf.shape(packed[k])[1]])
+                  for k in ("token_ids", "segment_ids", "padding_mask")}
+        logits = tf.cast(_first_output(self.model(inputs, training=False), "logits"), tf.float32)  # [B, C]
+        return {"probabilities": tf.nn.softmax(logits, axis=-1),
+                "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
     def serve_token_ids(self, token_ids, segment_ids, padding_mask):
         outputs = self.model({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}, training=False)
@@ -283,6 +360,9 @@ def export_saved_model(
     max_answer_length=30,
     null_score_diff_threshold=None,
     n_best_size=20,
+    doc_stride=128,
+    max_query_length=64,
+    long_input="truncate",
 ):
     """Writes a SavedModel whose `serving_default` takes raw strings (see the module docstring).
 
@@ -299,6 +379,10 @@ def export_saved_model(
             None for a v1.1 model, which always answers.
         n_best_size: QA candidates: the n_best_size best starts x the n_best_size best ends (the original
             run_squad.py's `--n_best_size`); None: every start and end.
+        doc_stride, max_query_length: QA windows: the question cut to `max_query_length` tokens, the context
+            cut into windows of `max_seq_length` tokens every `doc_stride` tokens (run_squad.py's flags).
+        long_input: a classifier of single texts: "truncate" (the first `max_seq_length` tokens), or "mean" /
+            "max": a text's windows of `max_seq_length` tokens, their logits pooled (run_glue.py's flag).
 
     Examples (skipped by the docstring tests: exporting needs KERAS_BACKEND=tensorflow;
     tests/test_tf_export.py exports and serves every task):
@@ -309,11 +393,16 @@ def export_saved_model(
     >>> served.signatures["serving_default"](text=tf.constant(["A joy to watch."]))  # doctest: +SKIP
     """
     exporter = _Exporter(model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                         null_score_diff_threshold, n_best_size)
+                         null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(exporter.tokenizer)
-    if task == "span_qa":
+    if task == "multiple_choice":
+        archive.add_endpoint("serving_default",
+                             lambda context, endings: _serve_any_batch(exporter.serve_choices, context, endings),
+                             input_signature=[tf.TensorSpec([None], tf.string, name="context"),
+                                              tf.TensorSpec([None, model.num_choices], tf.string, name="endings")])
+    elif task == "span_qa":
         archive.add_endpoint("serving_default",
                              lambda question, context: _serve_any_batch(exporter.serve_qa, question, context),
                              input_signature=[tf.TensorSpec([None], tf.string, name="question"),
@@ -326,12 +415,12 @@ def export_saved_model(
     else:
         archive.add_endpoint("serving_default", lambda text: _serve_any_batch(exporter.serve_texts, text),
                              input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    token_shape = [None, model.num_choices, None] if task == "multiple_choice" else [None, None]
     archive.add_endpoint(
         "serving_token_ids",
         lambda token_ids, segment_ids, padding_mask: exporter.serve_token_ids(token_ids, segment_ids, padding_mask),
-        input_signature=[tf.TensorSpec([None, None], tf.int32, name="token_ids"),
-                         tf.TensorSpec([None, None], tf.int32, name="segment_ids"),
-                         tf.TensorSpec([None, None], tf.int32, name="padding_mask")],
+        input_signature=[tf.TensorSpec(token_shape, tf.int32, name=name)
+                         for name in ("token_ids", "segment_ids", "padding_mask")],
     )
     record = {
         "task": task,
@@ -344,12 +433,18 @@ def export_saved_model(
         record["normalize"] = exporter.tokenizer.normalize
     if task == "token_classifier":
         record["use_crf"] = bool(getattr(model, "use_crf", False))
+    if task == "multiple_choice":
+        record["num_choices"] = int(model.num_choices)
+    if task in ("classifier", "regressor"):
+        record["long_input"] = long_input
     if task == "span_qa":
         record["squad"] = {
             "version_2_with_negative": null_score_diff_threshold is not None,
             "null_score_diff_threshold": null_score_diff_threshold,
             "max_answer_length": int(max_answer_length),
             "n_best_size": n_best_size,
+            "doc_stride": int(doc_stride),
+            "max_query_length": int(max_query_length),
         }
     with file_io.atomic_path(export_dir.rstrip("/")) as tmp:
         archive.write_out(tmp, verbose=False)
@@ -366,6 +461,7 @@ CLASS_TASKS = {
     "BertTokenClassifier": "token_classifier",
     "BertFeatureBasedTagger": "token_classifier",
     "BertSpanQA": "span_qa",
+    "BertMultipleChoice": "multiple_choice",
 }
 
 
@@ -423,36 +519,27 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
 
 
 def squad_settings(config, version_2_with_negative=None, null_score_diff_threshold=None, max_answer_length=None,
-                   n_best_size=None):
-    """The SQuAD answer rule of a span QA export: arguments given (not None) win, then config.json's
-    `"squad"` entry (keys `version_2_with_negative`, `null_score_diff_threshold`, `max_answer_length`,
-    `n_best_size`), then `SQUAD_DEFAULTS` (those of recipes/run_squad.py).
-
-    A threshold makes the model SQuAD v2.0; a v2.0 model without one gets the recipe's default, 0.0.
+                   n_best_size=None, doc_stride=None, max_query_length=None):
+    """The windows and the SQuAD answer rule of a span QA export: `tasks.squad.decoding_settings` (arguments
+    given, not None, then config.json's `"squad"` entry, then run_squad.py's defaults).
 
     Returns:
-        dict with null_score_diff_threshold (None for v1.1), max_answer_length, n_best_size.
+        dict with null_score_diff_threshold (None for v1.1), max_answer_length, n_best_size, doc_stride,
+        max_query_length.
     """
-    stored = config.get("squad") or {}
-    if null_score_diff_threshold is None and version_2_with_negative is not False:
-        null_score_diff_threshold = stored.get("null_score_diff_threshold")
-    if version_2_with_negative is None:
-        version_2_with_negative = stored.get("version_2_with_negative", null_score_diff_threshold is not None)
-    if not version_2_with_negative:
-        null_score_diff_threshold = None
-    elif null_score_diff_threshold is None:
-        null_score_diff_threshold = SQUAD_DEFAULTS["null_score_diff_threshold"]
-    return {
-        "null_score_diff_threshold": None if null_score_diff_threshold is None else float(null_score_diff_threshold),
-        "max_answer_length": int(max_answer_length or stored.get("max_answer_length")
-                                 or SQUAD_DEFAULTS["max_answer_length"]),
-        "n_best_size": int(n_best_size or stored.get("n_best_size") or SQUAD_DEFAULTS["n_best_size"]),
-    }
+    settings = decoding_settings(
+        config.get("squad"), version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold, max_answer_length=max_answer_length,
+        n_best_size=n_best_size, doc_stride=doc_stride, max_query_length=max_query_length)
+    threshold = settings["null_score_diff_threshold"] if settings["version_2_with_negative"] else None
+    return {"null_score_diff_threshold": None if threshold is None else float(threshold),
+            **{key: int(settings[key]) for key in ("max_answer_length", "n_best_size", "doc_stride",
+                                                   "max_query_length")}}
 
 
 def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length=None, text_pair=False,
                           null_score_diff_threshold=None, do_lower_case=None, max_answer_length=None,
-                          n_best_size=None, version_2_with_negative=None):
+                          n_best_size=None, version_2_with_negative=None, doc_stride=None, max_query_length=None):
     """Exports a directory written by a model's `save_pretrained` (any backend) as a SavedModel.
 
     The task comes from config.json's `architectures` (the model class, see `CLASS_TASKS`), label names from its
@@ -460,8 +547,9 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     directory's tokenizer_config.json; a directory lacking any of them is refused (`read_export_settings`).
     `max_seq_length` defaults to config.json's `max_seq_length` (the recipes write it), else 128.
     A token classifier keeps the checkpoint's CRF (a feature-based tagger's tags are argmax, as its
-    `decode`); a span QA model answers by the SQuAD rule of `squad_settings` (arguments, else config.json's
-    "squad" entry, else the recipe's defaults).
+    `decode`); a span QA model answers over the windows and by the SQuAD rule of `squad_settings` (arguments,
+    else config.json's "squad" entry, else the recipe's defaults); a multiple-choice model scores config.json's
+    `num_choices` endings (run_swag.py writes it; 4 without it).
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it).
 
     Returns:
@@ -474,20 +562,23 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
                               normalize=settings["normalize"])
     max_seq_length = int(max_seq_length or checkpoint.setting("max_seq_length") or 128)
-    squad = {"null_score_diff_threshold": None, "max_answer_length": SQUAD_DEFAULTS["max_answer_length"],
-             "n_best_size": SQUAD_DEFAULTS["n_best_size"]}
+    squad = {}
     if task == "backbone":
         from keras_bert_impl.models.backbone import BertBackbone
 
         model = BertBackbone.from_pretrained(checkpoint)
+    elif task == "multiple_choice":
+        model = settings["model_class"].from_pretrained(checkpoint, num_choices=int(
+            checkpoint.setting(NUM_CHOICES_KEY) or NUM_CHOICES))
     elif task == "span_qa":
         model = settings["model_class"].from_pretrained(checkpoint)
         squad = squad_settings(checkpoint.config, version_2_with_negative, null_score_diff_threshold,
-                               max_answer_length, n_best_size)
+                               max_answer_length, n_best_size, doc_stride, max_query_length)
     else:  # a classifier, a token classifier (with its CRF, if any) or a feature-based tagger
         model = settings["model_class"].from_pretrained(checkpoint, num_classes=len(labels))
         if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
             task = "regressor"
+    long_input = checkpoint.setting(LONG_INPUT_KEY, "truncate") if task in ("classifier", "regressor") else "truncate"
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
-                       text_pair=text_pair, **squad)
+                       text_pair=text_pair, long_input=long_input, **squad)
     return task, export_dir

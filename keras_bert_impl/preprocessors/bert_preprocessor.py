@@ -80,14 +80,22 @@ class BertPreprocessor:
     # ------------------------------------------------------------------------------ saving
     @classmethod
     def from_pretrained(cls, path, sequence_length=None, **kwargs):
-        """The preprocessor of a checkpoint directory (or model name): its vocabulary and casing
-        (`BertTokenizer.from_pretrained`) and, unless given, the sequence length the model was fine-tuned at
-        (`ModelDirectory.max_seq_length`: config.json's `max_seq_length`, else tokenizer_config.json's
-        `sequence_length`), else the task's default."""
-        checkpoint = ModelDirectory(path)
+        """The preprocessor of a checkpoint directory (or model name, or its `ModelDirectory`): its vocabulary
+        and casing (`BertTokenizer.from_pretrained`) and, unless given, the sequence length the model was
+        fine-tuned at (`ModelDirectory.max_seq_length`: config.json's `max_seq_length`, else
+        tokenizer_config.json's `sequence_length`), else the task's default, and the task's other settings
+        the directory records (`directory_settings`), unless given in `kwargs`."""
+        checkpoint = path if isinstance(path, ModelDirectory) else ModelDirectory(path)
         if sequence_length is None:
             sequence_length = checkpoint.max_seq_length
+        kwargs = {**cls.directory_settings(checkpoint), **kwargs}
         return cls(BertTokenizer.from_pretrained(checkpoint.directory), sequence_length=sequence_length, **kwargs)
+
+    @classmethod
+    def directory_settings(cls, checkpoint):
+        """The constructor arguments a model directory (`ModelDirectory`) records for this task, besides the
+        sequence length (e.g. SQuAD's `doc_stride`); none by default."""
+        return {}
 
     def save_pretrained(self, directory):
         """Writes vocab.txt and tokenizer_config.json (casing, `normalize` when set and `sequence_length`) for

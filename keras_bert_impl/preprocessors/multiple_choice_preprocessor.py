@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 
+from keras_bert_impl.data.swag_data import pack_choices
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
 from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 
@@ -32,7 +33,8 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
     [[2, 4, 3, 5, 3], [2, 4, 3, 6, 3], [2, 4, 3, 7, 3]]
     """
 
-    def call(self, x, y):
+    def _choices(self, x):
+        """(contexts, endings) of `x`, checked: N str and N lists of C str."""
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
             raise TypeError("BertMultipleChoicePreprocessor takes x = (contexts, endings): a list of contexts and, "
                             "for each, a list of its candidate endings.")
@@ -46,6 +48,18 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
             if len(choices) != num_choices:
                 raise ValueError(f"endings[{i}] has {len(choices)} choices, endings[0] has {num_choices}; "
                                  "every example needs the same number.")
+        return contexts, rows
+
+    def choices(self, x):
+        """Every choice of `x` packed as `call` packs it, unpadded (the SWAG recipe's `data.swag_data.pack_choices`):
+        dict {"token_ids", "segment_ids", "padding_mask"} -> N lists of C int32 arrays, the input of
+        `data.batching.predict_bucketed`."""
+        contexts, rows = self._choices(x)
+        return pack_choices(self.tokenizer, contexts, rows, self.sequence_length)
+
+    def call(self, x, y):
+        contexts, rows = self._choices(x)
+        num_choices = len(rows[0]) if rows else 0
         flat = self.pack([c for c, choices in zip(contexts, rows) for _ in choices],
                          [e for choices in rows for e in choices])  # [B * C, T]
         return {k: v.reshape(len(rows), num_choices, -1) for k, v in flat.items()}, y

@@ -35,6 +35,9 @@ class BertSpanQAPreprocessor(BertPreprocessor):
     outputs back to the context: `tasks.squad_postprocessing.compute_predictions` turns the windows' logits
     into answers.
 
+    `from_pretrained(directory)` takes the `max_seq_length`, `doc_stride` and `max_query_length` the model was
+    fine-tuned with (config.json, as run_squad.py writes it).
+
     Args:
         tokenizer: a `BertTokenizer`, or a directory holding its vocabulary.
         sequence_length: the packed length of a window (default 384, the paper's SQuAD length).
@@ -73,6 +76,12 @@ class BertSpanQAPreprocessor(BertPreprocessor):
 
     def task_config(self):
         return {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length}
+
+    @classmethod
+    def directory_settings(cls, checkpoint):
+        """`doc_stride` and `max_query_length` of config.json's "squad" entry (run_squad.py writes them)."""
+        squad = checkpoint.setting("squad") or {}
+        return {key: int(squad[key]) for key in ("doc_stride", "max_query_length") if squad.get(key) is not None}
 
     def windows(self, x, y=None):
         """The SQuAD recipe's examples and windows of `x` (and `y`), as `__call__` packs them.

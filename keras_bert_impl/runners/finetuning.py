@@ -98,6 +98,7 @@ OUTPUT_DESCRIPTIONS = {
     "null_odds.json": "SQuAD v2.0: score(no answer) - score(best span) per question",
     "test_predictions.txt": "NER: the predicted tag of every test word (CoNLL columns)",
     "test_predictions.csv": "SWAG: the predicted ending of every test example",
+    "test_predictions.tsv": "your own classification data: the predicted label of every test example",
     protocol.RUNS_DIR: "one directory per (learning rate, seed) run of the protocol",
     protocol.RESULTS_JSON: "every run's dev metrics, the selected run, mean and std per learning rate",
     protocol.RESULTS_MD: "the same as a markdown table",

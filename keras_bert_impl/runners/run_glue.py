@@ -1,24 +1,33 @@
-"""The GLUE fine-tuning recipe (google-research/bert run_classifier.py): its flags, and a run of
-`tasks.glue.GlueTask` on the `GlueConfig` made from them. `python recipes/run_glue.py` or
+"""The GLUE fine-tuning recipe (google-research/bert run_classifier.py), also for your own classification
+data (no --task_name: labels of any count from --train_file): its flags, and a run of `tasks.glue.GlueTask`
+on the `GlueConfig` made from them. `python recipes/run_glue.py` or
 `python -m keras_bert_impl.runners.run_glue`; usage, data files and outputs: recipes/run_glue.py.
 """
 
 from keras_bert_impl.data import glue_data
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
 from keras_bert_impl.runners.finetuning import finetuning_recipe
 from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
 from keras_bert_impl.tasks.glue import GlueTask
 
 
 def build_parser():
-    p = finetuning_flag_parser("Fine-tune BERT on a GLUE task.")
-    p.add_argument("--task_name", required=True, help=f"One of {', '.join(glue_data.GLUE_TASKS)}.")
+    p = finetuning_flag_parser("Fine-tune BERT on a GLUE task, or on your own classification data.")
+    p.add_argument("--task_name", default=None, help=f"One of {', '.join(glue_data.GLUE_TASKS)}. Without it: your "
+                   "own data in --train_file / --validation_file / --test_file, labels of any count (integers or "
+                   "strings; floats: a regression) read from --train_file.")
     p.add_argument("--classifier_dropout", type=float, default=0.1)
     add_data_file_flags(p)
     p.add_argument("--text_column", default=None, help="Column of the first text in --*_file records; default: the "
-                   "task's glue datasets column (sentence, sentence1, question1, premise or question).")
+                   "task's glue datasets column (sentence, sentence1, question1, premise or question); your own "
+                   "data: sentence1 (with sentence2), else text or sentence.")
     p.add_argument("--text_pair_column", default=None, help="Column of the second text ('' for none); default: "
                    "the task's (sentence2, question2, hypothesis, sentence; none for cola and sst2).")
     p.add_argument("--label_column", default="label", help="Column of the label in --*_file records.")
+    p.add_argument("--long_input", choices=LONG_INPUT_MODES, default="truncate",
+                   help="A text longer than --max_seq_length: truncate it (the original), or classify its windows "
+                   "of --max_seq_length tokens, pooling their logits by their mean or max (training on every "
+                   "window).")
     return add_task_flags(p, "example")
 
 

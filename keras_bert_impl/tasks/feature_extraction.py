@@ -28,7 +28,7 @@ import re
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.models.feature_modes import feature_mode_layers
+from keras_bert_impl.models.feature_modes import check_feature_layers, feature_mode_layers
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.file_io import atomic_open
@@ -139,27 +139,53 @@ def extract_features(backbone, tokenizer, lines, layer_indexes=(-1, -2, -3, -4),
     """
     if not backbone.output_hidden_states:
         raise ValueError("extract_features needs a backbone built with output_hidden_states=True.")
-    num_layers = backbone.config.num_hidden_layers
-    if feature_mode is not None:
-        entries = _feature_mode_entries(feature_mode, num_layers)
-    else:
-        layer_indexes = [int(i) for i in layer_indexes]
-        for index in layer_indexes:
-            if not -num_layers <= index < num_layers:
-                raise UserInputError(
-                    f"layer index {index} out of range for a model with {num_layers} encoder layers "
-                    f"(expected {-num_layers}..{num_layers - 1})."
-                )
-        # Encoder layer i is hidden state i + 1 (hidden state 0 is the embeddings); negative ones coincide.
-        entries = [(index, [index + 1 if index >= 0 else index]) for index in layer_indexes]
+    entries = feature_entries(backbone.config.num_hidden_layers, layer_indexes, feature_mode)
     # The checks above run at the call, before any output is opened; the records come lazily.
     return _feature_records(backbone, tokenizer, read_examples(lines), entries, max_seq_length, batch_size)
+
+
+def feature_entries(num_layers, layer_indexes=(-1,), feature_mode=None):
+    """`[(written index, hidden-state indices averaged)]`: the feature of each entry of a record, for encoder
+    layers `layer_indexes` (the original's `--layers`) or a Table 7 preset `feature_mode` (module docstring).
+
+    Raises:
+        UserInputError: a layer index out of range, or an unknown `feature_mode`.
+
+    Examples:
+
+    >>> feature_entries(12, [-1, 0])
+    [(-1, [-1]), (0, [1])]
+    >>> feature_entries(2, feature_mode="sum_all")
+    [('sum_all', [1, 2])]
+    """
+    if feature_mode is not None:
+        return _feature_mode_entries(feature_mode, num_layers)
+    layer_indexes = [int(i) for i in layer_indexes]
+    for index in layer_indexes:
+        if not -num_layers <= index < num_layers:
+            raise UserInputError(
+                f"layer index {index} out of range for a model with {num_layers} encoder layers "
+                f"(expected {-num_layers}..{num_layers - 1})."
+            )
+    # Encoder layer i is hidden state i + 1 (hidden state 0 is the embeddings); negative ones coincide.
+    return [(index, [index + 1 if index >= 0 else index]) for index in layer_indexes]
+
+
+def entry_features(hidden_states, entries):
+    """One float32 array [B, T, H] per entry of `feature_entries`: its hidden state, or the plain average of
+    its hidden states (an untrained `ScalarMix`)."""
+    selected = []
+    for _, indexes in entries:
+        states = [np.asarray(ops.convert_to_numpy(hidden_states[h]), "float32") for h in indexes]
+        selected.append(states[0] if len(states) == 1 else np.mean(np.stack(states), axis=0))
+    return selected
 
 
 def _feature_mode_entries(feature_mode, num_layers):
     """`[(written index, hidden-state indices averaged)]` of a Table 7 preset (module docstring)."""
     try:
         hidden_indexes, combine = feature_mode_layers(feature_mode, num_layers)
+        check_feature_layers(hidden_indexes, combine, num_layers, name=f"feature_mode {feature_mode!r}")
     except ValueError as error:
         raise UserInputError(str(error)) from None
     if combine == "scalar_mix":
@@ -185,10 +211,7 @@ def _feature_records(backbone, tokenizer, examples, entries, max_seq_length, bat
             "padding_mask": np.stack([b[3] for b in batch]),
         }
         hidden_states = backbone(inputs, training=False)["hidden_states"]  # L+1 x [B, T, H]
-        selected = []  # one [B, T, H] array per entry
-        for _, indexes in entries:
-            states = [np.asarray(ops.convert_to_numpy(hidden_states[h]), "float32") for h in indexes]
-            selected.append(states[0] if len(states) == 1 else np.mean(np.stack(states), axis=0))
+        selected = entry_features(hidden_states, entries)  # one [B, T, H] array per entry
         for row, (tokens, _, _, _, unique_id) in enumerate(batch):
             features = []
             for position, token in enumerate(tokens):

@@ -1,73 +1,124 @@
-"""GLUE fine-tuning (google-research/bert run_classifier.py): sentence(-pair) classification, and STS-B
-regression, with a `BertClassifier` over the pooled [CLS] output.
+"""Sentence(-pair) classification and regression with a `BertClassifier` over the pooled [CLS] output: the
+GLUE tasks (google-research/bert run_classifier.py) and your own data with any labels.
 
-Reads `--data_dir`'s train.tsv / dev*.tsv / test*.tsv (`data/glue_data.py`), or a split from
-`--train_file` / `--validation_file` / `--test_file` (JSON lines, JSON, CSV, TSV, parquet; columns named by
-`--text_column`, `--text_pair_column`, `--label_column`), which replaces --data_dir's file(s) of that split
-(MNLI: a --validation_file is its one dev set, a --test_file its one test set). Every split the run needs is
-read in `setup`, before the model is built. Evaluates the task's GLUE metrics (MNLI's mismatched ones
-prefixed "mm_"); writes the GLUE server's submission files.
+A GLUE task (`--task_name`) reads `--data_dir`'s train.tsv / dev*.tsv / test*.tsv (`data/glue_data.py`), or
+a split from `--train_file` / `--validation_file` / `--test_file` (JSON lines, JSON, CSV, TSV, parquet;
+columns named by `--text_column`, `--text_pair_column`, `--label_column`), which replaces --data_dir's
+file(s) of that split (MNLI: a --validation_file is its one dev set, a --test_file its one test set). It
+evaluates the task's GLUE metrics (MNLI's mismatched ones prefixed "mm_") and writes the GLUE server's
+submission files; the model directory names the labels readably (SST-2's "negative" and "positive", not
+"0" and "1": `glue_data.model_label_names`).
+
+Without `--task_name`, the files are your own data (`data/text_classification_data.py`): labels of any
+count, integers or strings, read from --train_file (float labels: a regression), kept as names in the model
+directory's config.json `id2label` (without --do_train: the checkpoint's labels); it evaluates accuracy
+(a regression: Pearson and Spearman correlations) and writes test_predictions.tsv (`index`, `prediction`:
+the label name, or the score).
+
+`--long_input`: a text longer than `--max_seq_length` is cut as the original (`truncate`, the default), or
+classified by its windows of `--max_seq_length` tokens (`tokenizers.packing.pack_windows`) whose logits
+are pooled by their `mean` or `max` (`text_classification_data.pool_window_logits`); training then trains
+on every window with its text's label. The mode is saved in config.json (`long_input`), where the pipeline
+reads it. Every split the run needs is read in `setup`, before the model is built.
 """
 
 import dataclasses
 import os
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
-from keras_bert_impl.data import batching, glue_data
+from keras_bert_impl.checkpoints.model_directory import ModelDirectory
+from keras_bert_impl.data import batching, glue_data, text_classification_data
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
+from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import NUMBER, setting
+from keras_bert_impl.utils.settings import NUMBER, one_of, setting
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
+# The prediction file of your own data's test split.
+TEST_PREDICTIONS_FILE = "test_predictions.tsv"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GlueConfig(FinetuningConfig):
-    """The settings of a GLUE run: `FinetuningConfig`'s and run_glue.py's own flags (same names, same
-    defaults); `task_name` and `output_dir` are required.
+    """The settings of a run of run_glue.py: `FinetuningConfig`'s and run_glue.py's own flags (same names,
+    same defaults); `output_dir` is required.
 
     Examples:
 
     >>> config = GlueConfig(task_name="sst2", data_dir="data/sentiment", output_dir="/tmp/sst2", do_train=True)
-    >>> config.classifier_dropout, config.label_column, config.max_seq_length
-    (0.1, 'label', 128)
+    >>> config.classifier_dropout, config.label_column, config.max_seq_length, config.long_input
+    (0.1, 'label', 128, 'truncate')
     """
 
-    task_name: str  # cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli (any spelling `canonical_task` reads)
+    # cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli (any spelling `canonical_task` reads); None: your own
+    # data in --train_file / --validation_file / --test_file, its labels read from them.
+    task_name: Optional[str] = None
     classifier_dropout: float = setting(0.1, NUMBER)
     # A split's file of the datasets ecosystem instead of --data_dir's, and its columns.
     train_file: Optional[str] = None
     validation_file: Optional[str] = None
     test_file: Optional[str] = None
-    text_column: Optional[str] = None  # None: the task's glue datasets column
+    text_column: Optional[str] = None  # None: the task's glue datasets column (own data: text_columns' rule)
     text_pair_column: Optional[str] = None  # None: the task's; "": none
     label_column: str = "label"
+    long_input: str = setting("truncate", one_of(LONG_INPUT_MODES))
+
+
+class ClassificationSplit(NamedTuple):
+    """One split as the task reads it: the model's features (one row per window with `--long_input` mean or
+    max), the labels (None for a test split), the examples, and the example of each row (None: one row each)."""
+
+    features: dict
+    labels: Optional[np.ndarray]
+    examples: list
+    example_index: Optional[np.ndarray] = None
 
 
 class GlueTask(FinetuningTask):
-    """One GLUE task (`GlueConfig.task_name`): cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli."""
+    """A GLUE task (`GlueConfig.task_name`: cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli), or your own
+    classification data (no task name; see the module docstring)."""
 
     config_class = GlueConfig
 
     def __init__(self, config):
         super().__init__(config)
-        self.task = glue_data.canonical_task(config.task_name)
-        self.name = self.task
-        self.main_metric = glue_data.GLUE_MAIN_METRIC[self.task]
-        self.regression = glue_data.get_labels(self.task) is None
+        self.task = glue_data.canonical_task(config.task_name) if config.task_name else None
+        self.name = self.task or "classification"
+        self.main_metric = glue_data.GLUE_MAIN_METRIC[self.task] if self.task else "accuracy"
+        # Label names in class-id order; None: a regression (STS-B). Your own data's: set by `setup`.
+        self.label_names = glue_data.get_labels(self.task) if self.task else None
         self.train_set = None
         self.dev_sets = {}
         self.test_sets = {}
 
+    @property
+    def regression(self):
+        return self.label_names is None
+
+    def check_flags(self):
+        super().check_flags()
+        if self.task is not None:
+            return
+        for wanted, kind in ((self.config.do_train, "train"), (self.config.do_eval, "dev"),
+                             (self.config.do_predict, "test")):
+            flag = _FILE_FLAGS[kind]
+            if wanted and not getattr(self.config, flag):
+                raise UserInputError(f"--{flag} is required for the {kind} data of your own data (no --task_name); "
+                                     "a GLUE task (--task_name) reads --data_dir.")
+
     def split_files(self, kind):
         """[(split, file)] of "train", "dev" or "test": the file flag's file as the first split of that kind,
         else --data_dir's `{split}.tsv` for every split of that kind (file None)."""
+        if self.task is None:
+            return [(kind, getattr(self.config, _FILE_FLAGS[kind]))]
         splits = {"train": ["train"], "dev": glue_data.dev_splits(self.task),
                   "test": glue_data.test_splits(self.task)}[kind]
         path = getattr(self.config, _FILE_FLAGS[kind])
@@ -79,28 +130,69 @@ class GlueTask(FinetuningTask):
 
     def read_examples(self, split, path):
         """The `InputExample`s of one split: from its file flag's file, else from --data_dir."""
+        config = self.config
+        if self.task is None:
+            return text_classification_data.read_labelled_records(path, split, config.text_column,
+                                                                  config.text_pair_column, config.label_column)
         if path is None:
-            return glue_data.read_glue_examples(self.task, self.config.data_dir, split)
-        return glue_data.read_glue_records(self.task, path, split, self.config.text_column,
-                                          self.config.text_pair_column, self.config.label_column)
+            return glue_data.read_glue_examples(self.task, config.data_dir, split)
+        return glue_data.read_glue_records(self.task, path, split, config.text_column, config.text_pair_column,
+                                           config.label_column)
 
-    def load_split(self, split, path=None):
-        """(features, labels or None, examples) of one split."""
-        examples = self.read_examples(split, path)
-        features = glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length)
-        labels = None if split.startswith("test") else glue_data.label_ids(self.task, examples)
-        return features, labels, examples
+    def encode(self, examples):
+        """(features, example_index) of examples: packed as the original (`glue_data.encode_examples`), or
+        with --long_input mean / max every text's windows (`packing.pack_windows`) and the text of each."""
+        if self.config.long_input == "truncate":
+            return glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length), None
+        paired = next((e for e in examples if e.text_b), None)
+        if paired is not None:
+            raise UserInputError(f"--long_input={self.config.long_input} classifies the windows of single texts; "
+                                 f"{paired.guid} is a text pair (use --long_input=truncate).")
+        return packing.pack_windows(self.tokenizer, [e.text_a for e in examples], self.config.max_seq_length)
+
+    def load_split(self, split, examples):
+        """The `ClassificationSplit` of one split's examples."""
+        features, example_index = self.encode(examples)
+        labels = None
+        if not split.startswith("test"):
+            labels = (glue_data.label_ids(self.task, examples) if self.task else
+                      text_classification_data.label_ids(examples, self.label_names))
+        return ClassificationSplit(features, labels, examples, example_index)
+
+    def own_label_names(self, examples):
+        """Your own data's label set (`text_classification_data.label_set`): without --do_train the checkpoint's
+        (a regression: None; its `id2label`), else, or when it has none, that of the training (else dev)
+        examples; `examples`: {"train" / "dev" / "test": examples}."""
+        if not self.config.do_train and self.config.init_checkpoint:
+            checkpoint = ModelDirectory(self.config.init_checkpoint)
+            if checkpoint.setting("problem_type") == "regression":
+                return None
+            if checkpoint.label_names:
+                return checkpoint.label_names
+        labelled = examples.get("train") or examples.get("dev")
+        if labelled is None:
+            raise UserInputError(f"--init_checkpoint={self.config.init_checkpoint}: no label names (config.json's "
+                                 "id2label); --train_file or --validation_file gives them.")
+        return text_classification_data.label_set(labelled)
 
     def setup(self, tokenizer):
-        """Reads, validates and encodes every split the flags ask for (train, dev, test)."""
+        """Reads and validates every split the flags ask for (train, dev, test), settles the label set (your
+        own data) and encodes them."""
         super().setup(tokenizer)
-        if self.config.do_train:
-            (split, path), = self.split_files("train")
-            self.train_set = self.load_split(split, path)
-        if self.config.do_eval:
-            self.dev_sets = {split: self.load_split(split, path) for split, path in self.split_files("dev")}
-        if self.config.do_predict:
-            self.test_sets = {split: self.load_split(split, path) for split, path in self.split_files("test")}
+        config = self.config
+        wanted = [kind for kind, flag in (("train", config.do_train), ("dev", config.do_eval),
+                                          ("test", config.do_predict)) if flag]
+        files = {kind: self.split_files(kind) for kind in wanted}
+        examples = {kind: {split: self.read_examples(split, path) for split, path in files[kind]} for kind in wanted}
+        if self.task is None:
+            self.label_names = self.own_label_names({kind: next(iter(v.values())) for kind, v in examples.items()})
+            self.main_metric = "spearmanr" if self.regression else "accuracy"
+            print(f"labels: {'a regression (float labels)' if self.regression else self.label_names}")
+        splits = {kind: {split: self.load_split(split, rows) for split, rows in examples[kind].items()}
+                  for kind in wanted}
+        self.train_set = splits["train"]["train"] if "train" in splits else None
+        self.dev_sets = splits.get("dev", {})
+        self.test_sets = splits.get("test", {})
 
     def texts_read(self):
         """Both sequences of every example of every split read."""
@@ -109,45 +201,58 @@ class GlueTask(FinetuningTask):
         return [text for _, _, examples in splits for e in examples for text in (e.text_a, e.text_b) if text]
 
     def build_model(self):
-        """A BertClassifier on the checkpoint, with its classifier head when it has a matching one."""
-        return self.load_model(BertClassifier, num_classes=glue_data.num_outputs(self.task),
-                               dropout=self.config.classifier_dropout)
+        """A BertClassifier on the checkpoint, with its classifier head when it has one."""
+        num_classes = 1 if self.regression else len(self.label_names)
+        return self.load_model(BertClassifier, num_classes=num_classes, dropout=self.config.classifier_dropout)
 
     def training_set(self, distribution):
-        features, labels, examples = self.train_set
-        return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
+        features, labels, examples, example_index = self.train_set
+        if example_index is None:
+            return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
+        return TrainingSet(features, labels[example_index], len(example_index),
+                           f"{len(examples)} training examples, {len(example_index)} windows")
 
-    def predictions(self, model, features):
-        """Class ids [N] (STS-B: float scores [N]) for every example, in order."""
-        logits = batching.predict_bucketed(model, features, batch_size=self.config.eval_batch_size,
+    def predictions(self, model, split):
+        """Class ids [N] (a regression: float scores [N]) of every example of a `ClassificationSplit`, in order
+        (`class_scores.class_predictions` of its logits, a long text's windows pooled)."""
+        logits = batching.predict_bucketed(model, split.features, batch_size=self.config.eval_batch_size,
                                            **batching_options(self.config))
-        return logits[:, 0] if self.regression else np.argmax(logits, axis=-1)
+        logits = window_logits(logits, split.example_index, len(split.examples), self.config.long_input)
+        return class_predictions(logits, self.regression)
 
     def evaluate(self, model):
-        """The task's GLUE metrics on its dev set(s); MNLI's mismatched metrics get the prefix "mm_"."""
+        """The task's GLUE metrics on its dev set(s) (your own data: accuracy, or a regression's correlations);
+        MNLI's mismatched metrics get the prefix "mm_"."""
         metrics = {}
-        for split, (features, labels, _) in self.dev_sets.items():
-            values = glue_task_metrics(self.task, self.predictions(model, features), labels)
+        for split, data in self.dev_sets.items():
+            values = glue_task_metrics(self.task or ("stsb" if self.regression else "sst2"),
+                                       self.predictions(model, data), data.labels)
             prefix = "mm_" if split == "dev_mismatched" else ""
             metrics.update({prefix + k: v for k, v in values.items()})
         return metrics
 
     def save_model(self, model, directory):
-        super().save_model(model, directory, label_names=glue_data.get_labels(self.task))
+        """The model directory, its labels' names in config.json's `id2label` (a GLUE task's
+        `glue_data.model_label_names`: SST-2's "negative" and "positive"), the `--long_input` mode."""
+        extra_config = {} if self.config.long_input == "truncate" else {LONG_INPUT_KEY: self.config.long_input}
+        names = glue_data.model_label_names(self.task) if self.task else self.label_names
+        super().save_model(model, directory, label_names=names, extra_config=extra_config)
 
     def predict(self, model, results):
-        """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv)."""
-        for split, (features, _, examples) in self.test_sets.items():
-            path = os.path.join(self.config.output_dir, glue_data.submission_file_name(self.task, split))
-            glue_data.write_submission(path, self.task, self.predictions(model, features))
-            print(f"wrote {len(examples)} test predictions to {path}")
+        """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv); your
+        own data: test_predictions.tsv."""
+        for split, data in self.test_sets.items():
+            name = glue_data.submission_file_name(self.task, split) if self.task else TEST_PREDICTIONS_FILE
+            path = os.path.join(self.config.output_dir, name)
+            glue_data.write_submission(path, self.label_names, self.predictions(model, data))
+            print(f"wrote {len(data.examples)} test predictions to {path}")
         return results
 
     def write_results(self, results):
         if not self.config.do_eval:
             return
         results["task_name"] = self.task
-        results["num_dev_examples"] = {split: len(v[2]) for split, v in self.dev_sets.items()}
+        results["num_dev_examples"] = {split: len(v.examples) for split, v in self.dev_sets.items()}
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"{self.task} dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items())
+        print(f"{self.name} dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items())
                                                if isinstance(v, float)))

@@ -61,6 +61,37 @@ def contexts(dataset):
     return [p["context"] for article in dataset["data"] for p in article["paragraphs"]]
 
 
+# The settings a fine-tuned span QA model answers with (config.json's "squad" entry, written by `save_model`).
+DECODING_SETTINGS = ("version_2_with_negative", "null_score_diff_threshold", "max_answer_length", "n_best_size",
+                     "doc_stride", "max_query_length")
+
+
+def decoding_settings(stored=None, **given):
+    """The windows' and the answers' settings of a span QA model: those `given` (not None) first, then the
+    model directory's (`stored`: config.json's "squad" entry), then run_squad.py's defaults (`SquadConfig`'s).
+
+    Neither given nor stored, `version_2_with_negative` is whether a null-score threshold is (given or stored).
+
+    Returns:
+        dict of `DECODING_SETTINGS`.
+
+    Examples:
+
+    >>> decoding_settings({"version_2_with_negative": True, "n_best_size": 7}, max_answer_length=5)["n_best_size"]
+    7
+    >>> decoding_settings(null_score_diff_threshold=1.0)["version_2_with_negative"]
+    True
+    """
+    stored = stored or {}
+    defaults = {field.name: field.default for field in dataclasses.fields(SquadConfig) if field.name in DECODING_SETTINGS}
+    settings = {key: next(value for value in (given.get(key), stored.get(key), defaults[key]) if value is not None)
+                for key in DECODING_SETTINGS}
+    if given.get("version_2_with_negative") is None and stored.get("version_2_with_negative") is None:
+        settings["version_2_with_negative"] = any(
+            source.get("null_score_diff_threshold") is not None for source in (given, stored))
+    return settings
+
+
 class SquadTask(FinetuningTask):
     """SQuAD v1.1, or v2.0 with `--version_2_with_negative`. Evaluates `--predict_file` when it has answers:
     with the official SQuAD evaluation, or CMRC 2018's (`eval_metric`)."""
@@ -200,11 +231,13 @@ class SquadTask(FinetuningTask):
         return metrics
 
     def save_model(self, model, directory):
-        """The model directory, with the decoding settings that `export_from_directory` serves with."""
+        """The model directory, with the windows' and the decoding settings in config.json's "squad" entry,
+        which the question-answering pipeline and `export_from_directory` answer with."""
         config = self.config
         squad = {"version_2_with_negative": bool(config.version_2_with_negative), "n_best_size": config.n_best_size,
                  "max_answer_length": config.max_answer_length,
-                 "null_score_diff_threshold": config.null_score_diff_threshold}
+                 "null_score_diff_threshold": config.null_score_diff_threshold,
+                 "doc_stride": config.doc_stride, "max_query_length": config.max_query_length}
         super().save_model(model, directory, extra_config={"squad": squad})
 
     def best_results(self, best_metrics):

@@ -72,9 +72,9 @@ def raw_results(features, start_logits, end_logits):
     ]
 
 
-def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pad_to_multiple_of=8):
+def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pad_to_multiple_of=8, progress=False):
     """Runs `model` (a `BertSpanQA`) on features; returns their `RawResult`s, logits cut to each feature's
-    real length (`len(feature.tokens)`).
+    real length (`len(feature.tokens)`); `progress`: show a progress bar over the batches.
 
     With `dynamic_padding` (default) the features are sorted by length and each batch is padded to its own
     longest feature (`keras_bert_impl.data.batching`), which gives the same logits at the real positions.
@@ -94,7 +94,8 @@ def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pa
         x, _ = features_to_arrays(features)
         plan = [np.arange(i, min(i + batch_size, len(features))) for i in range(0, len(features), batch_size)]
     start_rows, end_rows = [None] * len(features), [None] * len(features)
-    for indices in plan:
+    bar = keras.utils.Progbar(len(plan), unit_name="batch") if progress else None
+    for step, indices in enumerate(plan):
         if dynamic_padding:
             batch = batching.pad_batch(x, indices, pad_to_multiple_of=pad_to_multiple_of)  # [B, T_batch]
         else:
@@ -105,6 +106,8 @@ def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pa
         for row, i in enumerate(indices):
             n = len(features[i].tokens)
             start_rows[i], end_rows[i] = start[row, :n], end[row, :n]
+        if bar is not None:
+            bar.update(step + 1)
     return raw_results(features, start_rows, end_rows)
 
 

@@ -11,6 +11,8 @@ and segment ids, padding mask and offsets with 0.
   `pack_tokens` of WordPiece tokens; `pad` to a length.
 - `pack_batch`: tokenized texts (and pairs) -> padded int32 arrays (what `BertTokenizer.__call__` returns);
   `unpadded` and `pack_unpadded` give the rows without padding (featurizers that pad per batch).
+- `pack_windows`: a long text as consecutive windows `[CLS] window [SEP]` (text classification's pooled
+  windows).
 - `doc_stride_windows`: SQuAD's windows of a long document, `[CLS] query [SEP] window [SEP]`, a new one
   every `doc_stride` tokens (`doc_spans_for`), each document token flagged where its window gives it the
   most context (`check_is_max_context`).
@@ -169,6 +171,47 @@ def pack_unpadded(tokenizer, texts, pair_texts, max_length, chunk_size=4096):
         for key in rows:
             rows[key] += chunk[key]
     return rows
+
+
+# ------------------------------------------------------------------------------ a long text's windows
+def pack_windows(tokenizer, texts, max_length):
+    """Every text cut into consecutive windows of `max_length - 2` tokens, each packed `[CLS] window [SEP]`,
+    unpadded: the windows of a long text whose outputs are pooled (text classification's `--long_input`).
+
+    A text that fits in `max_length` is one window, packed as `tokenizer(texts, max_length=max_length)`
+    packs it; a text without tokens is one window `[CLS] [SEP]`.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        texts: a list of str.
+        max_length: the packed length of a window (at least 3).
+
+    Returns:
+        (rows, example_index): rows the dict {"token_ids", "segment_ids", "padding_mask"} -> list of int32
+        arrays, one per window, in order; example_index int64 [windows], the text of each window.
+
+    Examples:
+
+    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "c"])
+    >>> rows, example_index = pack_windows(tokenizer, ["a b c a b", "c"], max_length=4)
+    >>> [row.tolist() for row in rows["token_ids"]], example_index.tolist()
+    ([[2, 4, 5, 3], [2, 6, 4, 3], [2, 5, 3], [2, 6, 3]], [0, 0, 0, 1])
+    """
+    check_max_length(max_length)
+    budget = max_length - 2
+    rows = {"token_ids": [], "segment_ids": [], "padding_mask": []}
+    example_index = []
+    for index, text in enumerate(texts):
+        ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text))
+        for start, length in doc_spans_for(len(ids), budget, budget) or [(0, 0)]:
+            window, segment_ids = pack(ids[start : start + length], None, tokenizer.cls_token_id,
+                                       tokenizer.sep_token_id)
+            rows["token_ids"].append(np.asarray(window, "int32"))
+            rows["segment_ids"].append(np.asarray(segment_ids, "int32"))
+            rows["padding_mask"].append(np.ones(len(window), "int32"))
+            example_index.append(index)
+    return rows, np.asarray(example_index, "int64")
 
 
 # ------------------------------------------------------------------------------ SQuAD's doc-stride windows

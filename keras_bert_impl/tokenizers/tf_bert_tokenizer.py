@@ -280,6 +280,17 @@ class TFBertTokenizer(tf.Module):
         return out
 
 
+    def text_windows(self, texts, max_length):
+        """The windows of long texts with this vocabulary's special tokens (`text_windows`)."""
+        return text_windows(self.tokenize(_as_batch(texts, "texts")[0]), max_length, self.cls_token_id,
+                            self.sep_token_id, self.pad_token_id)
+
+    def doc_stride_windows(self, first, document, max_length, doc_stride):
+        """SQuAD's windows of token ids with this vocabulary's special tokens (`doc_stride_windows`)."""
+        return doc_stride_windows(first, document, max_length, doc_stride, self.cls_token_id, self.sep_token_id,
+                                  self.pad_token_id)
+
+
 def _as_batch(texts, name):
     texts = tf.convert_to_tensor(texts)
     if texts.dtype != tf.string:
@@ -358,3 +369,99 @@ def pack(segments, max_length, padding, cls_id, sep_id, pad_id, return_offsets=F
     if return_offsets:
         out["offsets"] = tf.stack([dense(starts), dense(ends)], axis=-1)
     return out
+
+
+@tf.autograph.experimental.do_not_convert
+def doc_stride_windows(first, document, max_length, doc_stride, cls_id, sep_id, pad_id):
+    """In-graph `packing.doc_stride_windows` of a batch: each document cut into SQuAD's windows
+    `[CLS] first [SEP] document[start : start + length] [SEP]`, a new one every `doc_stride` tokens, each
+    document token flagged in the window that gives it the most context (`packing.check_is_max_context`:
+    the first window of the highest min(left, right) + 0.01 * length).
+
+    The windows are those of `packing.doc_spans_for`: window k of a document of n tokens with room for
+    M = `max_length` - len(first) - 3 starts at k * min(M, `doc_stride`), holds min(n - start, M) tokens, and
+    the last one ends at the document's end. An empty document gets one window without document tokens
+    (`packing` gives it none).
+
+    Args:
+        first: int32 `RaggedTensor` [batch, (tokens)], ids of the first segment (SQuAD: the question, cut to
+            max_query_length); `max_length - len(first) - 3` must be at least 1.
+        document: int32 `RaggedTensor` [batch, (tokens)], the document's ids.
+        max_length, doc_stride: as `packing.doc_stride_windows`.
+        cls_id, sep_id, pad_id: special token ids.
+
+    Returns:
+        dict: `token_ids`, `segment_ids`, `padding_mask` int32 [windows, seq] (seq: the longest window);
+        `example_index` int32 [windows], the batch row of each window; `doc_start` int32 [windows], the
+        document token of the window's first document position `doc_offset` (int32 [windows]);
+        `doc_length` int32 [windows]; `max_context` bool [windows, seq], true at the document positions whose
+        window gives them the most context.
+    """
+    first_length = tf.cast(first.row_lengths(), tf.int32)  # [B]
+    doc_length = tf.cast(document.row_lengths(), tf.int32)  # [B]
+    room = max_length - first_length - 3  # [B], >= 1
+    step = tf.minimum(room, doc_stride)
+    num_windows = 1 + tf.maximum(0, (doc_length - room + step - 1) // step)  # [B]
+    example_index = tf.repeat(tf.range(tf.size(num_windows)), num_windows)  # [W]
+    window = tf.ragged.range(num_windows).flat_values  # k: the window's index in its example
+    starts = window * tf.gather(step, example_index)  # [W]
+    lengths = tf.minimum(tf.gather(doc_length, example_index) - starts, tf.gather(room, example_index))  # [W]
+
+    window_ids = _slices(document, example_index, starts, lengths)
+    window_first = tf.gather(first, example_index)
+    packed = pack([(window_first,) * 3, (window_ids,) * 3], max_length, "longest", cls_id, sep_id, pad_id)
+
+    # Max context: score[b, v, g] of document token g in window v of example b; its best window is the first
+    # of the highest score.
+    width = tf.reduce_max(num_windows)
+    starts_by_example = tf.RaggedTensor.from_row_lengths(starts, num_windows).to_tensor(default_value=0)  # [B, V]
+    lengths_by_example = tf.RaggedTensor.from_row_lengths(lengths, num_windows).to_tensor(default_value=0)
+    token = tf.range(tf.maximum(tf.reduce_max(doc_length), 1))[None, None, :]  # [1, 1, N]
+    start, length = starts_by_example[:, :, None], lengths_by_example[:, :, None]
+    inside = (token >= start) & (token < start + length)
+    score = tf.cast(tf.minimum(token - start, start + length - 1 - token), tf.float64) + 0.01 * tf.cast(length,
+                                                                                                         tf.float64)
+    score = tf.where(inside, score, tf.constant(-1.0, tf.float64))  # [B, V, N]
+    best = tf.reduce_max(score, axis=1, keepdims=True)
+    candidates = tf.range(width)[None, :, None]
+    best_window = tf.reduce_min(tf.where(inside & (score >= best), candidates, width), axis=1)  # [B, N]
+
+    seq = tf.shape(packed["token_ids"])[1]
+    doc_offset = tf.cast(tf.gather(first_length, example_index), tf.int32) + 2  # [W]
+    offset = tf.range(seq)[None, :] - doc_offset[:, None]  # [W, T]: the document position j of each position
+    in_doc = (offset >= 0) & (offset < lengths[:, None])
+    token_index = tf.clip_by_value(starts[:, None] + offset, 0, tf.shape(best_window)[1] - 1)
+    owner = tf.gather(best_window, example_index)  # [W, N]
+    max_context = in_doc & tf.equal(tf.gather(owner, token_index, batch_dims=1), window[:, None])
+    return {**packed, "example_index": example_index, "doc_start": starts, "doc_offset": doc_offset,
+            "doc_length": lengths, "max_context": max_context}
+
+
+def _slices(rows, row_index, starts, lengths):
+    """`rows[row_index[i]][starts[i] : starts[i] + lengths[i]]` for every i: a `RaggedTensor` [slices, (length)]."""
+    positions = tf.ragged.range(starts, starts + lengths)  # [S, (length)]
+    row_starts = tf.gather(tf.cast(rows.row_splits[:-1], tf.int32), row_index)
+    return positions.with_flat_values(tf.gather(rows.flat_values, positions.flat_values + tf.repeat(row_starts, lengths)))
+
+
+@tf.autograph.experimental.do_not_convert
+def text_windows(ids, max_length, cls_id, sep_id, pad_id):
+    """In-graph `packing.pack_windows`: each text's token ids cut into consecutive windows of `max_length - 2`
+    tokens, each packed `[CLS] window [SEP]` (a text without tokens: one window `[CLS] [SEP]`).
+
+    Args:
+        ids: int32 `RaggedTensor` [batch, (tokens)].
+        max_length: the packed length of a window.
+        cls_id, sep_id, pad_id: special token ids.
+
+    Returns:
+        dict: `token_ids`, `segment_ids`, `padding_mask` int32 [windows, seq]; `example_index` int32 [windows].
+    """
+    budget = max_length - 2
+    lengths = tf.cast(ids.row_lengths(), tf.int32)
+    num_windows = tf.maximum(1, (lengths + budget - 1) // budget)
+    example_index = tf.repeat(tf.range(tf.size(num_windows)), num_windows)
+    starts = tf.ragged.range(num_windows).flat_values * budget
+    window_lengths = tf.minimum(tf.gather(lengths, example_index) - starts, budget)
+    windows = _slices(ids, example_index, starts, window_lengths)
+    return {**pack([(windows,) * 3], max_length, "longest", cls_id, sep_id, pad_id), "example_index": example_index}

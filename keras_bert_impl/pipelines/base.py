@@ -1,0 +1,174 @@
+"""What every pipeline shares: its model (a model directory, a model name or a built task model), its
+preprocessor and tokenizer, its options, batches with a progress bar, and its inputs one or many.
+
+A pipeline's options take the recipes' flag names (`max_seq_length`, `predict_batch_size`, `vocab_file`,
+`do_lower_case`, and each task's own, e.g. run_squad.py's `doc_stride`), and transformers' pipeline
+arguments where no recipe has one (`top_k`, `aggregation_strategy`, `batch_size` for `predict_batch_size`).
+Given to `pipeline(...)` they are the pipeline's settings; given to a call, they replace them for that call.
+A setting not given is the one the model directory was fine-tuned with (config.json's `max_seq_length`,
+SQuAD's decoding settings, `long_input`; those of the model's preprocessor for a built model), else the
+recipe's default.
+"""
+
+import os
+
+import keras
+import numpy as np
+
+from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.checkpoints.model_directory import ModelDirectory
+from keras_bert_impl.data import batching
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.utils.errors import UserInputError
+
+# The options of every pipeline, and their defaults (None: the model's, see the module docstring).
+COMMON_OPTIONS = {"max_seq_length": None, "predict_batch_size": 8, "vocab_file": None, "do_lower_case": None,
+                  "verbose": None}
+# transformers' names of options whose recipe flag has another name.
+ALIASES = {"batch_size": "predict_batch_size"}
+# `verbose` None shows a progress bar for inputs of more than this many batches.
+PROGRESS_MIN_BATCHES = 8
+
+
+class Pipeline:
+    """Base class of the pipelines: a task model and its preprocessor, called on raw inputs.
+
+    A subclass names its `task`, the `model_classes` it runs (the first is built from a directory of
+    another class, e.g. a plain BERT checkpoint, whose head then starts random, with a warning), its own
+    `options` with their defaults, and implements `run(inputs, settings)`: a list of inputs -> a list of
+    answers. `__call__` takes one input or a list of them and answers in kind.
+
+    Args:
+        model: a model directory or name (`checkpoints.model_directory.ModelDirectory`), or a built model
+            of one of `model_classes`.
+        tokenizer: a `BertTokenizer` or a directory holding vocab.txt; default: the model's (its
+            preprocessor's, or the model directory's), else `vocab_file` / `do_lower_case`.
+        **options: the pipeline's settings (`COMMON_OPTIONS`, the subclass's `options`).
+    """
+
+    task = None
+    model_classes = ()
+    options = {}
+
+    def __init__(self, model, tokenizer=None, **options):
+        options = self.check_options(options)
+        self.checkpoint = None
+        if isinstance(model, keras.Model):
+            if not isinstance(model, self.model_classes):
+                raise UserInputError(f"pipeline({self.task!r}) runs a {' or '.join(c.__name__ for c in self.model_classes)},"
+                                     f" got a {type(model).__name__}.")
+            self.model = model
+        else:
+            self.checkpoint = ModelDirectory(os.fspath(model))
+            self.model = self.load_model(self.checkpoint)
+        self.tokenizer = self.load_tokenizer(tokenizer, options)
+        self.settings = {**COMMON_OPTIONS, **self.options, **self.saved_settings(), **options}
+
+    # ------------------------------------------------------------------------------ the model
+    def model_class(self, checkpoint):
+        """The class of `model_classes` to load `checkpoint` as: the one it holds, else the first."""
+        stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
+        return stored if stored in self.model_classes else self.model_classes[0]
+
+    def check_checkpoint(self, checkpoint):
+        """Refuses (`UserInputError`) a directory holding a fine-tuned model of another task; a plain BERT
+        (or pretraining) checkpoint is taken, its head starting random."""
+        stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
+        if stored is not None and stored not in self.model_classes and stored.__name__ not in ("BertBackbone",
+                                                                                                  "BertPretrainer"):
+            raise UserInputError(f"{checkpoint.path} holds a {checkpoint.architecture} ({stored.__name__}); "
+                                 f"pipeline({self.task!r}) runs a {' or '.join(c.__name__ for c in self.model_classes)}.")
+
+    def load_model(self, checkpoint):
+        """The task model of a `ModelDirectory` (`from_pretrained`)."""
+        self.check_checkpoint(checkpoint)
+        return self.model_class(checkpoint).from_pretrained(checkpoint)
+
+    def load_tokenizer(self, tokenizer, options):
+        """The tokenizer: `tokenizer`, `vocab_file` (with `do_lower_case`), the model's preprocessor's, or the
+        model directory's."""
+        casing = {} if options.get("do_lower_case") is None else {"do_lower_case": options["do_lower_case"]}
+        if isinstance(tokenizer, BertTokenizer):
+            return tokenizer
+        if tokenizer is not None:
+            return BertTokenizer.from_pretrained(os.fspath(tokenizer), **casing)
+        if options.get("vocab_file"):
+            return BertTokenizer(options["vocab_file"], **casing)
+        preprocessor = getattr(self.model, "preprocessor", None)
+        if preprocessor is not None and not casing:
+            return preprocessor.tokenizer
+        if self.checkpoint is not None and self.checkpoint.has_vocabulary:
+            return BertTokenizer.from_pretrained(self.checkpoint.directory, **casing)
+        raise UserInputError(f"pipeline({self.task!r}): no tokenizer; the model has no vocabulary: pass tokenizer= "
+                             "(a BertTokenizer or a directory holding vocab.txt) or vocab_file=.")
+
+    def saved_settings(self):
+        """The settings the model was fine-tuned with: its preprocessor's sequence length (from_pretrained
+        takes config.json's `max_seq_length`), else config.json's, else the preprocessor class's default."""
+        preprocessor = getattr(self.model, "preprocessor", None)
+        if preprocessor is not None:
+            return {"max_seq_length": preprocessor.sequence_length, **preprocessor.task_config()}
+        stored = self.checkpoint.max_seq_length if self.checkpoint is not None else None
+        preprocessor_class = getattr(self.model, "preprocessor_class", None)
+        return {"max_seq_length": stored or getattr(preprocessor_class, "default_sequence_length", 128)}
+
+    def preprocessor(self, settings, **task_settings):
+        """The model's preprocessor class on the pipeline's tokenizer and `settings`' sequence length."""
+        return self.model.preprocessor_class(self.tokenizer, sequence_length=int(settings["max_seq_length"]),
+                                             **task_settings)
+
+    def label_names(self, settings, num_classes):
+        """`label_names` given, else the model directory's `id2label`, else transformers' `LABEL_i`."""
+        names = settings.get("label_names") or (self.checkpoint.label_names if self.checkpoint is not None else None)
+        names = list(names) if names else [f"LABEL_{i}" for i in range(num_classes)]
+        if len(names) != num_classes:
+            raise UserInputError(f"pipeline({self.task!r}): {len(names)} label names for a model of {num_classes} "
+                                 "outputs.")
+        return names
+
+    # ------------------------------------------------------------------------------ options
+    def check_options(self, options):
+        """`options` with transformers' aliases renamed; an option this pipeline does not take is an error."""
+        renamed = {ALIASES.get(name, name): value for name, value in options.items()}
+        known = {**COMMON_OPTIONS, **self.options}
+        unknown = sorted(set(renamed) - set(known))
+        if unknown:
+            raise UserInputError(f"pipeline({self.task!r}) takes no option {', '.join(unknown)}; its options are "
+                                 f"{', '.join(sorted(known))} (and {', '.join(ALIASES)}).")
+        return renamed
+
+    # ------------------------------------------------------------------------------ running
+    def predict(self, features, settings, **options):
+        """The model's outputs for every row of `features` (unpadded rows: the recipes' batches, sorted by
+        length and padded per batch, `data.batching.predict_bucketed`), with a progress bar when `verbose`
+        is 1, or None and there are more than `PROGRESS_MIN_BATCHES` batches."""
+        batch_size = int(settings["predict_batch_size"])
+        rows = len(next(iter(features.values())))
+        verbose = settings["verbose"]
+        progress = bool(verbose) if verbose is not None else -(-rows // batch_size) > PROGRESS_MIN_BATCHES
+        return batching.predict_bucketed(self.model, features, batch_size=batch_size, progress=progress, **options)
+
+    def run(self, inputs, settings):
+        """A list of inputs -> a list of answers."""
+        raise NotImplementedError
+
+    def __call__(self, inputs, **options):
+        """The answer of one input, or the list of answers of a list of inputs."""
+        settings = {**self.settings, **self.check_options(options)}
+        single = self.is_single(inputs)
+        inputs = [inputs] if single else list(inputs)
+        answers = self.run(inputs, settings) if inputs else []
+        return answers[0] if single else answers
+
+    def is_single(self, inputs):
+        """Whether `inputs` is one input (a str) rather than a list of them."""
+        return isinstance(inputs, str)
+
+    def __repr__(self):
+        source = self.checkpoint.path if self.checkpoint is not None else type(self.model).__name__
+        return f"{type(self).__name__}(task={self.task!r}, model={source!r})"
+
+
+def as_float(value):
+    """A numpy scalar as a Python float (the answers are plain JSON values)."""
+    return float(np.asarray(value))
