@@ -13,7 +13,6 @@ recipe's default.
 import os
 
 import keras
-import numpy as np
 
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
@@ -168,7 +167,3 @@ class Pipeline:
         source = self.checkpoint.path if self.checkpoint is not None else type(self.model).__name__
         return f"{type(self).__name__}(task={self.task!r}, model={source!r})"
 
-
-def as_float(value):
-    """A numpy scalar as a Python float (the answers are plain JSON values)."""
-    return float(np.asarray(value))
