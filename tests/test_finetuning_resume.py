@@ -1,11 +1,16 @@
 """The fine-tuning driver's trail and resume, on run_glue.py with a tiny model (hidden 16, 1 layer, no
 dropout): a run killed with SIGKILL in its second epoch, started again with the same command, resumes at
-its epoch-1 checkpoint and ends with the uninterrupted run's dev metrics, losses and weights; the run
-leaves train_log.jsonl, TensorBoard events, dev metrics per epoch and a best.weights.h5 without optimizer
-state; a finished run started again trains nothing."""
+its epoch-1 checkpoint and ends with the uninterrupted run's dev metrics, losses and weights; so does a run
+stopped by Ctrl-C (SIGINT), which exits 130 within one step saying where it resumes, and while it runs a
+second run on its output_dir is refused naming its process; the run leaves train_log.jsonl, TensorBoard
+events, dev metrics per epoch and a best.weights.h5 without optimizer state; a finished run started again
+trains nothing, refuses other training settings (naming each) and --overwrite_output_dir starts it afresh,
+removing only what a run wrote."""
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -40,6 +45,33 @@ class Stall(finetuning.EpochSeed):
             time.sleep(600)
 
 finetuning.EpochSeed = Stall
+sys.argv = [sys.argv[2]] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+# Runs run_glue.py, taking 0.3 s per batch from the 2nd epoch on and writing "<epoch> <batch>" of each batch
+# done to a marker file, so that the test can signal it at a known step.
+SLOW_RUN = """
+import os, runpy, sys, time
+from keras_bert_impl.runners import finetuning
+
+marker = sys.argv[1]
+
+
+class Slow(finetuning.EpochSeed):
+    def on_epoch_begin(self, epoch, logs=None):
+        super().on_epoch_begin(epoch, logs)
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.epoch >= 1:
+            with open(marker + ".tmp", "w") as f:
+                f.write(f"{self.epoch} {batch}")
+            os.replace(marker + ".tmp", marker)
+            time.sleep(0.3)
+
+finetuning.EpochSeed = Slow
 sys.argv = [sys.argv[2]] + sys.argv[3:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -196,3 +228,102 @@ def test_the_log_of_a_killed_run_loses_only_its_partial_line_and_the_repeated_ep
     assert open(path).read() == '{"loss": 0.7, "step": 10}\n'
     metrics_log.truncate_metrics_log(path, 10)
     assert metrics_log.read_metrics_log(path) == [{"step": 10, "loss": 0.7}]
+
+
+def _read_marker(path):
+    with open(path) as f:
+        epoch, batch = map(int, f.read().split())
+    return epoch * 10 + batch + 1  # the optimizer step: 10 steps per epoch
+
+
+def test_a_second_run_is_refused_while_one_runs_and_ctrl_c_stops_it_after_a_step_resumably(
+        task_files, uninterrupted, tmp_path, capsys):
+    output_dir = str(tmp_path / "out")
+    marker = str(tmp_path / "step")
+    argv = run_glue_flags(task_files, output_dir)
+    proc = subprocess.Popen([PYTHON, "-c", SLOW_RUN, marker, RUN_GLUE, *argv], env=subprocess_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 240
+        while (not os.path.exists(marker) or _read_marker(marker) < 13) and proc.poll() is None:
+            assert time.time() < deadline, "the run did not reach step 13"
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        # A second run on the same output_dir, while the first trains: refused in one line naming the first.
+        with pytest.raises(SystemExit) as exit_info:
+            load_run_glue().main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: --output_dir: {output_dir} is in use by pid {proc.pid} on ") and "\n" not in err
+        assert proc.poll() is None
+
+        # Ctrl-C: the run stops after the step it is in, exit status 130, one line saying where it resumes.
+        signalled_at = _read_marker(marker)
+        proc.send_signal(signal.SIGINT)
+        stderr = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr[-3000:]
+    line = stderr.strip().splitlines()[-1]
+    match = re.fullmatch(r"stopped by SIGINT after step (\d+); the same command resumes from the checkpoint of "
+                         r"epoch 1 \(step 10\): the (\d+) steps after it are trained again\.", line)
+    assert match, line
+    stopped = int(match.group(1))
+    assert signalled_at <= stopped <= signalled_at + 1 and int(match.group(2)) == stopped - 10
+    assert "Traceback" not in stderr
+    checkpoint_dir = os.path.join(output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+    assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10]
+
+    load_run_glue().main(argv)  # the same command again: resumed, ends as the uninterrupted run
+    assert "resuming from" in capsys.readouterr().out
+    results, history, _, weights = _read(output_dir)
+    reference_results, reference_history, _, reference_weights = _read(uninterrupted[0])
+    assert results == reference_results and history == reference_history
+    for name in weights:
+        np.testing.assert_allclose(weights[name], reference_weights[name], atol=1e-6, err_msg=name)
+
+
+def test_a_finished_run_refuses_other_training_settings_naming_each_and_writes_nothing(task_files, uninterrupted,
+                                                                                      tmp_path, capsys):
+    output_dir = str(tmp_path / "out")
+    shutil.copytree(uninterrupted[0], output_dir)
+    before = {name: open(os.path.join(output_dir, *name.split("/")), "rb").read()
+              for name in ("model/config.json", "eval_results.json", finetuning.TRAIN_LOG, "run_settings.json")}
+    argv = run_glue_flags(task_files, output_dir)
+    changed = {"--learning_rate=5e-3": "--learning_rate 0.02 -> 0.005",
+               "--train_batch_size=2": "--train_batch_size 4 -> 2",
+               "--max_seq_length=32": "--max_seq_length 16 -> 32"}
+    for flag, named in changed.items():
+        with pytest.raises(SystemExit) as exit_info:
+            load_run_glue().main([*argv, flag])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: --output_dir {output_dir}: its run has other settings: {named} (recorded in ")
+        assert "\n" not in err and err.endswith("pass --overwrite_output_dir to start afresh"), err
+    for name, content in before.items():
+        with open(os.path.join(output_dir, *name.split("/")), "rb") as f:
+            assert f.read() == content, name
+    # Settings that do not change the weights may change: evaluation batch size, logging.
+    load_run_glue().main([*argv, "--eval_batch_size=2", "--log_every_steps=0"])
+    assert "nothing left to train" in capsys.readouterr().out
+
+
+def test_overwrite_output_dir_trains_afresh_and_keeps_the_users_files(task_files, uninterrupted, tmp_path, capsys):
+    output_dir = str(tmp_path / "out")
+    shutil.copytree(uninterrupted[0], output_dir)
+    with open(os.path.join(output_dir, "notes.txt"), "w") as f:
+        f.write("mine")
+    load_run_glue().main(run_glue_flags(task_files, output_dir, "--learning_rate=1e-2", "--num_train_epochs=1",
+                                        "--overwrite_output_dir"))
+    out = capsys.readouterr().out
+    assert f"--overwrite_output_dir: removed " in out and "resuming" not in out
+    with open(os.path.join(output_dir, "notes.txt")) as f:
+        assert f.read() == "mine"
+    checkpoint_dir = os.path.join(output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+    assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10]
+    assert [r["step"] for r in metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))] == [10]
+    with open(os.path.join(output_dir, "run_settings.json")) as f:
+        recorded = json.load(f)
+    assert recorded["learning_rate"] == 1e-2 and recorded["num_train_epochs"] == 1.0
