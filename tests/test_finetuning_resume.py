@@ -22,16 +22,25 @@ from safetensors.numpy import load_file
 
 from keras_bert_impl.runners import finetuning
 from keras_bert_impl.training import checkpoint_store, metrics_log
-from tests.finetuning_files import PYTHON, RUN_GLUE, load_run_glue, run_glue_flags, subprocess_env, write_sst2_task
+from tests.finetuning_files import (
+    PYTHON,
+    RUN_GLUE,
+    load_run_glue,
+    run_glue_flags,
+    signal_when,
+    subprocess_env,
+    write_sst2_task,
+)
 
-# Runs run_glue.py, stalling in the 3rd batch of the 2nd epoch (after the epoch-1 checkpoint) so that the
-# test can kill it there with SIGKILL: a crash in the middle of an epoch, after optimizer steps that no
-# checkpoint holds.
+# Runs run_glue.py (argv: marker file, pause, first batch, the recipe and its flags) slowed down in its 2nd
+# epoch: after every batch from the given one on it writes "<epoch> <batch>" to the marker file and sleeps the
+# pause (seconds). With a pause of 600 from the 3rd batch the test can kill it there with SIGKILL: a crash in the
+# middle of an epoch, after optimizer steps that no checkpoint holds; with 0.3 it can signal it at a known step.
 STALLING_RUN = """
-import runpy, sys, time
+import os, runpy, sys, time
 from keras_bert_impl.runners import finetuning
 
-marker = sys.argv[1]
+marker, pause, first_batch = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 
 
 class Stall(finetuning.EpochSeed):
@@ -40,39 +49,14 @@ class Stall(finetuning.EpochSeed):
         self.epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.epoch == 1 and batch == 2:
-            open(marker, "w").close()
-            time.sleep(600)
-
-finetuning.EpochSeed = Stall
-sys.argv = [sys.argv[2]] + sys.argv[3:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-
-
-# Runs run_glue.py, taking 0.3 s per batch from the 2nd epoch on and writing "<epoch> <batch>" of each batch
-# done to a marker file, so that the test can signal it at a known step.
-SLOW_RUN = """
-import os, runpy, sys, time
-from keras_bert_impl.runners import finetuning
-
-marker = sys.argv[1]
-
-
-class Slow(finetuning.EpochSeed):
-    def on_epoch_begin(self, epoch, logs=None):
-        super().on_epoch_begin(epoch, logs)
-        self.epoch = epoch
-
-    def on_train_batch_end(self, batch, logs=None):
-        if self.epoch >= 1:
+        if self.epoch >= 1 and batch >= first_batch:
             with open(marker + ".tmp", "w") as f:
                 f.write(f"{self.epoch} {batch}")
             os.replace(marker + ".tmp", marker)
-            time.sleep(0.3)
+            time.sleep(pause)
 
-finetuning.EpochSeed = Slow
-sys.argv = [sys.argv[2]] + sys.argv[3:]
+finetuning.EpochSeed = Stall
+sys.argv = sys.argv[4:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
@@ -119,7 +103,7 @@ def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(
     output_dir = str(tmp_path / "out")
     marker = str(tmp_path / "stalled")
     argv = run_glue_flags(task_files, output_dir)
-    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, RUN_GLUE, *argv], env=subprocess_env(),
+    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, "600", "2", RUN_GLUE, *argv], env=subprocess_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 240
@@ -241,14 +225,12 @@ def test_a_second_run_is_refused_while_one_runs_and_ctrl_c_stops_it_after_a_step
     output_dir = str(tmp_path / "out")
     marker = str(tmp_path / "step")
     argv = run_glue_flags(task_files, output_dir)
-    proc = subprocess.Popen([PYTHON, "-c", SLOW_RUN, marker, RUN_GLUE, *argv], env=subprocess_env(),
+    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, "0.3", "0", RUN_GLUE, *argv], env=subprocess_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 240
-        while (not os.path.exists(marker) or _read_marker(marker) < 13) and proc.poll() is None:
-            assert time.time() < deadline, "the run did not reach step 13"
-            time.sleep(0.02)
-        assert proc.poll() is None, proc.stderr.read()[-2000:]
+
+    def second_run_refused_at_step_13():
+        if not os.path.exists(marker) or _read_marker(marker) < 13:
+            return None
         # A second run on the same output_dir, while the first trains: refused in one line naming the first.
         with pytest.raises(SystemExit) as exit_info:
             load_run_glue().main(argv)
@@ -256,15 +238,10 @@ def test_a_second_run_is_refused_while_one_runs_and_ctrl_c_stops_it_after_a_step
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"error: --output_dir: {output_dir} is in use by pid {proc.pid} on ") and "\n" not in err
         assert proc.poll() is None
+        return _read_marker(marker)
 
-        # Ctrl-C: the run stops after the step it is in, exit status 130, one line saying where it resumes.
-        signalled_at = _read_marker(marker)
-        proc.send_signal(signal.SIGINT)
-        stderr = proc.communicate(timeout=120)[1]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    # Ctrl-C: the run stops after the step it is in, exit status 130, one line saying where it resumes.
+    signalled_at, (_, stderr) = signal_when(proc, second_run_refused_at_step_13, signal.SIGINT)
     assert proc.returncode == 130, stderr[-3000:]
     line = stderr.strip().splitlines()[-1]
     match = re.fullmatch(r"stopped by SIGINT after step (\d+); the same command resumes from the checkpoint of "

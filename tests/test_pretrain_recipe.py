@@ -22,6 +22,7 @@ import pytest
 
 from keras_bert_impl.training import checkpoint_store, metrics_log
 from keras_bert_impl.models.pretrainer import BertPretrainer
+from tests.finetuning_files import signal_when
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, tiny_dataset, write_tiny_data
 
 RECIPE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes", "pretrain.py")
@@ -233,19 +234,12 @@ def test_ctrl_c_stops_after_the_step_with_its_checkpoint_and_the_rerun_ends_as_a
     process = subprocess.Popen([sys.executable, "-c", SLOW_PRETRAIN, marker, RECIPE, *args(out)],
                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 240
-        while not os.path.exists(marker) or int(open(marker).read()) < 7:
-            assert process.poll() is None, process.stderr.read()[-3000:]
-            assert time.time() < deadline, "the run did not reach step 7"
-            time.sleep(0.02)
-        signalled_at = int(open(marker).read())
-        process.send_signal(signal.SIGINT)
-        stderr = process.communicate(timeout=120)[1]
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+
+    def steps_done_from_7():
+        steps_done = int(open(marker).read()) if os.path.exists(marker) else 0
+        return steps_done if steps_done >= 7 else None
+
+    signalled_at, (_, stderr) = signal_when(process, steps_done_from_7, signal.SIGINT)
     assert process.returncode == 130, stderr[-3000:]
     line = stderr.strip().splitlines()[-1]
     checkpoint_dir = os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)

@@ -5,12 +5,12 @@ training that diverged one line and exit status 1, a run stopped by a signal one
 or malformed file, a bad flag value) is printed as `error: <message>` without a traceback and exits 2; a
 `TrainingDivergedError` (a non-finite or grown loss, metric or weight) as `error: training diverged:
 <message>` and exits 1; a `RunInterrupted` (Ctrl-C or SIGTERM during training: `training.interrupts`) as its
-message (where the same command resumes) and exits 130 (SIGINT) or 143 (SIGTERM). A file system's refusal to write (no space left, a
-read-only file system, no permission: an `OSError` with one of `FILE_SYSTEM_ERRORS`) is one line naming the
-path and exits 2. `--debug` (a flag of every `runners.flags.FlagParser`) or the environment variable
-`KERAS_BERT_IMPL_DEBUG=1` re-raises them with their traceback. Any other exception is a bug and keeps its
-traceback. A flag the parser refuses (unknown, abbreviated, a bad value) is one line and exit status 2 as well
-(`FlagParser.error`).
+message (where the same command resumes) and exits 130 (SIGINT) or 143 (SIGTERM). A file system's refusal
+to write (no space left, a read-only file system, no permission: an `OSError` with one of
+`FILE_SYSTEM_ERRORS`) is one line naming the path and exits 2. `--debug` (a flag of every
+`runners.flags.FlagParser`) or the environment variable `KERAS_BERT_IMPL_DEBUG=1` re-raises them with their
+traceback. Any other exception is a bug and keeps its traceback. A flag the parser refuses (unknown,
+abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`).
 """
 
 import errno

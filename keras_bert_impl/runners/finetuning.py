@@ -358,11 +358,11 @@ def restore_training(model, directory, best=None):
     except (OSError, ValueError) as error:
         first_line = str(error).splitlines()[-1]
         raise UserInputError(f"{directory}: cannot resume from these checkpoints ({first_line}); they belong to "
-                             "another model or run: use another --output_dir or delete them") from error
+                             "another model or run: use another --output_dir, or --overwrite_output_dir") from error
     state = read_checkpoint_states(directory).get(str(step))
     if state is None:
         raise UserInputError(f"{os.path.join(directory, STATE_FILE)}: no entry for the checkpoint of step {step}; "
-                             "delete the checkpoints directory to train from the start")
+                             "pass --overwrite_output_dir to train from the start")
     if best is not None and state.get("best"):
         best.restore(state["best"])
     return int(state["epoch"])
@@ -555,7 +555,8 @@ def fit_task(task, model, train, distribution, predictions):
     initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
     if initial_epoch >= epochs:
         print(f"{checkpoint_dir} holds a finished run ({initial_epoch} of {epochs} epochs): nothing left to train; "
-              "continuing with its best weights. Delete it (or use another --output_dir) to train again.")
+              "continuing with its best weights. Pass --overwrite_output_dir (or use another --output_dir) to train "
+              "again.")
         if best is not None and os.path.isfile(best.path):
             checkpoint_store.load_model_weights(model, best.path)
     else:

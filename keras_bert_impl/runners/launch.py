@@ -192,18 +192,18 @@ def _run(workers, poll_seconds, temporary, received, stop_timeout):
         processes.append(process)
         threads.append(threading.Thread(target=_forward, args=(i, process.stdout, port_failures), daemon=True))
         threads[-1].start()
-    failed, forwarded, killed, deadline = None, 0, [], None
+    failed, forwarded, killed, deadline = None, 0, {}, None
     while any(p.poll() is None for p in processes):
         if len(received) > forwarded:  # a signal came: forward it (a second one: kill the workers now)
             if forwarded:
-                killed += [i for i, p in enumerate(processes) if p.poll() is None]
+                killed.update({i: "at once" for i, p in enumerate(processes) if p.poll() is None})
                 _kill(processes)
             else:
                 _kill(processes, received[0])
                 deadline = time.time() + stop_timeout
             forwarded = len(received)
         elif deadline is not None and time.time() > deadline:
-            killed += [i for i, p in enumerate(processes) if p.poll() is None]
+            killed.update({i: f"after {stop_timeout:g} s" for i, p in enumerate(processes) if p.poll() is None})
             _kill(processes)
             deadline = None
         elif not received and failed is None:
@@ -216,12 +216,10 @@ def _run(workers, poll_seconds, temporary, received, stop_timeout):
     for t in threads:
         t.join(timeout=5)
     if received:
-        name = signal.Signals(received[0]).name
-        statuses = ", ".join(f"worker {i}: {p.returncode}" for i, p in enumerate(processes))
-        late = f"; killed worker(s) {', '.join(map(str, sorted(set(killed))))}, still running after " \
-               f"{stop_timeout:g} s" if killed else ""
-        print(f"interrupted by {name}: forwarded it to the {len(processes)} workers, which stopped ({statuses}"
-              f"{late}); run the same command again to resume.", file=sys.stderr)
+        ends = ", ".join(f"worker {i} " + (f"was killed {killed[i]}" if i in killed else f"exited with {p.returncode}")
+                         for i, p in enumerate(processes))
+        print(f"interrupted by {signal.Signals(received[0]).name}: forwarded it to the {len(processes)} workers "
+              f"({ends}); run the same command again to resume.", file=sys.stderr)
         return 128 + received[0]
     if failed is None:
         failed = next((i for i, p in enumerate(processes) if p.returncode != 0), None)

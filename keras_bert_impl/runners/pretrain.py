@@ -186,9 +186,10 @@ def run(args):
                 removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS)
                 if removed:
                     print(f"--overwrite_output_dir: removed {', '.join(removed)} from {args.output_dir}")
-            if args.do_train:
-                run_directory.bind_run_settings(args.output_dir, run_settings(args), bound=bool(
-                    checkpoint_store.list_checkpoints(os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR))))
+            checkpoint_dir = os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+            if args.do_train:  # a directory holding checkpoints is bound to the settings of its run
+                run_directory.bind_run_settings(args.output_dir, run_settings(args),
+                                                bound=bool(checkpoint_store.list_checkpoints(checkpoint_dir)))
             return train_and_evaluate(args, distribution, write_dir)
 
 
