@@ -171,9 +171,10 @@ def test_two_workers_pretrain_like_one_process_only_the_chief_writes_and_a_kille
     # The chief wrote what one process writes; the other worker's copies went to a deleted directory.
     kept = [f"checkpoints/ckpt-{s:08d}.weights.h5{suffix}" for s in range(steps - 16, steps + 1, 4)
             for suffix in ("", ".sha256")]
+    # (.lock: the chief's lock on the directory; run_settings.json: the settings of its run.)
     assert _files(two) == _files(one) == sorted(kept + [
-        "final/config.json", "final/model.safetensors", "logs/train/events.out.tfevents", "metrics.json",
-        "train_log.jsonl"])
+        ".lock", "final/config.json", "final/model.safetensors", "logs/train/events.out.tfevents", "metrics.json",
+        "run_settings.json", "train_log.jsonl"])
     assert os.listdir(tmp_path / "tmp") == []
 
 
