@@ -413,6 +413,13 @@ def test_a_busy_port_is_refused_in_one_line_naming_it(capsys):
             assert err.endswith("pass another --port, or leave --port out to use free ports"), err
     finally:
         busy.close()
+    # A port taken between the check and the worker's start: the worker's failure names its address.
+    script = "print('UNKNOWN: Failed to start RPC server'); raise SystemExit(1)"
+    workers = launch.worker_commands([sys.executable, "-c", script], 1, ports=[port])
+    assert launch.run_workers(workers) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: worker 0 exited with status 1 (worker 0 could not bind its address 127.0.0.1:{port}: in use?); the "
+        "other workers were stopped.")
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ settings that define its run, and cleared (of what a run wrote only) for a fresh
   holder. The kernel releases the lock when its process ends however it ends (even kill -9), so the lock of
   a dead process is taken over with no cleanup. (`flock` locks hold on local file systems; on NFS they
   depend on the server.) In a multi-worker job only the chief locks the directory: the other workers write
-  temporary directories (`distribute.Distribution.write_dir`).
+  temporary directories (`distribute.Distribution.write_dir`). A file system that cannot lock files gets a
+  warning, and the run goes on unlocked.
 * `bind_run_settings(path, settings, bound)`: `path/run_settings.json` records the settings that shape the
   trained weights (learning rate, batch size, sequence length, steps or epochs, warmup, seed, model, data,
   ...; not output-only ones such as evaluation batch sizes), written atomically when the run starts
@@ -28,6 +29,7 @@ import os
 import shutil
 import socket
 import sys
+import warnings
 
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
@@ -102,12 +104,19 @@ class RunLock:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
             raise UserInputError(f"{self.flag}: cannot write to {self.path} ({error.strerror}: {lock_path})") from None
+        held = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as error:
-            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                warnings.warn(f"{lock_path}: this file system does not lock files ({error.strerror}); a second run "
+                              f"on {self.path} would not be refused.", stacklevel=2)
+            elif error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                held = True
+            else:
                 os.close(fd)
                 raise
+        if held:
             holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
             os.close(fd)
             raise UserInputError(f"{self.flag}: {self.path} is in use by {holder.splitlines()[0]}: wait for it to "
