@@ -10,8 +10,10 @@ unless `--vocab_file` / `--do_lower_case` say it. A token classifier keeps its C
 by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and for SQuAD v2.0
 `--null_score_diff_threshold`, each defaulting to config.json's "squad" entry, then to run_squad.py's
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
-The SavedModel is written under a temporary name and renamed once complete. A mistake in a flag or in the
-model directory stops the run with one line and exit status 2 (--debug: the traceback).
+The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
+(a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
+files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
+flag or in the model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
 import os

@@ -19,9 +19,13 @@ BertLMHeadModel for ltr, read by `BertPretrainer.from_pretrained`) and `metrics.
 eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given; on a TPU
 and in a multi-process JAX job it reads whole batches of `--eval_batch_size` only (as TPUEstimator did).
 
-A NaN or infinite loss stops the run: one line `error: training diverged: step N: loss is nan; the newest
-finite checkpoint is ...` and exit status 1, with no `final/` and no `metrics.json`; the newest checkpoint is
-the last finite one, which a rerun (e.g. with a lower --learning_rate) resumes from.
+A NaN or infinite loss, or a loss above 100 x max(1, its start), stops the run: one line `error: training
+diverged: step N: ...; the newest finite checkpoint is ...` and exit status 1, with no `final/` and no
+`metrics.json`. Ctrl-C (SIGINT) or SIGTERM stops it after the current step with that step's checkpoint, one
+line and exit status 130 / 143; the same command resumes. A second run on the same `--output_dir` is refused
+while one runs (`output_dir/.lock`), and so is a training run whose flags that shape the weights differ from
+those recorded in `output_dir/run_settings.json`; `--overwrite_output_dir` starts afresh (see
+`keras_bert_impl/runners/pretrain.py`).
 
 `--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
 `sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no

@@ -5,6 +5,7 @@ import json
 import os
 import random
 import sys
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_GLUE = os.path.join(REPO, "recipes", "run_glue.py")
@@ -88,6 +89,26 @@ def run_recipe_with_backend_defaults(name, argv, timeout=1200):
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
+
+
+def signal_when(process, ready, signum, timeout=240):
+    """Waits until `ready()` returns a true value (failing the test when `process` ends first or after `timeout`
+    seconds), sends `signum` to `process` and waits for its end; returns `(that value, (stdout, stderr))`. The
+    process is killed if anything fails."""
+    try:
+        deadline = time.time() + timeout
+        value = ready()
+        while not value:
+            assert process.poll() is None, f"the process ended ({process.returncode}): {process.communicate()}"
+            assert time.time() < deadline, f"not ready within {timeout} s"
+            time.sleep(0.02)
+            value = ready()
+        process.send_signal(signum)
+        return value, process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 PYTHON = sys.executable

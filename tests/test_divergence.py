@@ -1,6 +1,6 @@
 """Divergence stops a run (issue #16): `DivergenceGuard` in a user's fit, pretrain.py and run_glue.py at
 --learning_rate=1000 exit 1 with one line naming the step (or epoch), leave the newest checkpoint finite and
-no final/ or model/; `BestCheckpoint` refuses a NaN dev metric; `write_json` writes strict JSON; `open_text`
+no final/ or model/ (nor a best model: a finite loss grown 100-fold stops the run too); `BestCheckpoint` refuses a NaN dev metric; `write_json` writes strict JSON; `open_text`
 names the file and line of bytes that are not UTF-8. Runs on every backend."""
 
 import json
@@ -79,6 +79,24 @@ def test_guard_checks_every_logged_metric_and_the_epoch_logs():
         guard.on_epoch_end(2, {"loss": 1.0, "dev_f1": float("nan")})
 
 
+def test_guard_stops_a_loss_above_100_times_its_start_floored_at_1_and_takes_a_resumed_runs_start():
+    model = tiny_regression_model()
+    model.compile(optimizer="sgd", loss="mse")
+    guard = DivergenceGuard()
+    guard.set_model(model)
+    for loss in (0.01, 0.5, 99.0, 100.0):  # the start 0.01 counts as 1: up to 100 is no divergence
+        guard.on_train_batch_end(0, {"loss": loss})
+    with pytest.raises(TrainingDivergedError, match=r"^step 0: loss is 1e\+02, more than 100 x max\(1, its start "
+                                                    r"0\.01\): the run is diverging\.$"):
+        guard.on_train_batch_end(0, {"loss": 100.5})
+    resumed = DivergenceGuard(reference_loss=7.5)  # a resumed run: the first loss of its train log
+    resumed.set_model(model)
+    resumed.on_train_batch_end(0, {"loss": 750.0})
+    with pytest.raises(TrainingDivergedError, match=r"^epoch 2, step 0: loss is 7\.5e\+02, more than 100 x max\(1, "
+                                                    r"its start 7\.5\)"):
+        resumed.on_epoch_end(1, {"loss": 751.0})
+
+
 def test_newest_finite_checkpoint_sets_aside_checkpoints_holding_nan(tmp_path):
     model = tiny_regression_model()
     model.compile(optimizer="sgd", loss="mse")
@@ -115,15 +133,16 @@ def test_pretrain_at_learning_rate_1000_exits_1_naming_the_step_and_keeps_the_ne
     argv = [f"--input_file={data['train']}", f"--bert_config_file={data['config']}", f"--output_dir={out}",
             "--do_train=True", "--do_eval=True", f"--max_seq_length={SEQ_LEN}",
             f"--max_predictions_per_seq={MAX_PREDICTIONS}", "--train_batch_size=4", "--num_train_steps=80",
-            "--num_warmup_steps=0", "--learning_rate=1000", "--save_checkpoints_steps=2", "--iterations_per_loop=2",
+            "--num_warmup_steps=0", "--learning_rate=1000", "--save_checkpoints_steps=1", "--iterations_per_loop=1",
             "--keep_checkpoint_max=2", "--seed=1", "--verbose=0"]
     with pytest.raises(SystemExit) as exit_info:
         load_recipe().main(argv)
     assert exit_info.value.code == 1
     line = one_error_line(capsys)
-    # The guard's "step N: loss is nan", or the checkpoint writer's refusal of non-finite weights at step N
-    # when the update of a step with a finite loss made them non-finite.
-    match = re.match(r"error: training diverged: step (\d+): .*(is nan|is inf|not finite)", line)
+    # The guard's "step N: loss is nan" or "loss is 4.4e+07, more than 100 x max(1, its start ...)" (the loss
+    # grows finite before it is NaN: the growth rule stops it at step 2), or the checkpoint writer's refusal of
+    # non-finite weights at step N when the update of a step with a finite loss made them non-finite.
+    match = re.match(r"error: training diverged: step (\d+): .*(is nan|is inf|not finite|the run is diverging)", line)
     assert match, line
     checkpoints = checkpoint_store.list_checkpoints(os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR))
     assert checkpoints, "the steps before the divergence were checkpointed"
@@ -141,11 +160,17 @@ def test_run_glue_at_learning_rate_1000_exits_1_and_writes_no_model(tmp_path, ca
     with pytest.raises(SystemExit) as exit_info:
         load_run_glue().main(run_glue_flags(flags, out, "--learning_rate=1000"))
     assert exit_info.value.code == 1
-    assert one_error_line(capsys).startswith("error: training diverged: ")
+    line = one_error_line(capsys)
+    assert line.startswith("error: training diverged: ")
     assert not os.path.exists(os.path.join(out, "model"))
     assert not os.path.exists(os.path.join(out, "eval_results.json"))
     if os.path.exists(os.path.join(out, BEST_WEIGHTS)):
         assert is_finite_h5(os.path.join(out, BEST_WEIGHTS))
+    # The loss grows finite on TensorFlow and JAX (0.69 -> ~8e3 at step 2): the growth rule stops the run in
+    # its first epoch, before any epoch's model is saved as best.
+    assert re.match(r"error: training diverged: step [2-9]: loss is \S+, more than 100 x max\(1, its start 0\.\d+\): "
+                    r"the run is diverging; .* holds no finite checkpoint\.$", line), line
+    assert not os.path.exists(os.path.join(out, BEST_WEIGHTS))
     for _, path in checkpoint_store.list_checkpoints(os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)):
         assert is_finite_h5(path)
     for name in ("train_log.jsonl", "train_steps_log.jsonl"):
@@ -174,8 +199,10 @@ def test_run_glue_stsb_with_a_nan_dev_metric_exits_1_naming_the_epoch_and_writes
         load_run_glue().main(argv)
     assert exit_info.value.code == 1
     line = one_error_line(capsys)
-    # Constant predictions (Pearson's r undefined) at epoch 1, unless the loss itself is NaN before.
-    assert re.match(r"error: training diverged: (epoch 1: dev spearmanr is nan|step \d+: loss is nan)", line), line
+    # Constant predictions (Pearson's r undefined) at epoch 1, unless the loss itself is NaN or grown 100-fold
+    # before (the growth rule of `training.divergence`: at lr 1000 the MSE goes from ~5 to ~1e6 at step 2).
+    assert re.match(r"error: training diverged: (epoch 1: dev spearmanr is nan|step \d+: loss is (nan|.*the run is "
+                    r"diverging))", line), line
     for name in ("model", BEST_WEIGHTS, "eval_results.json"):
         assert not os.path.exists(os.path.join(out, name)), name
 

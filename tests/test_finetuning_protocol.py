@@ -3,7 +3,9 @@
 lists the 4 runs with their learning rate, seed and dev metrics (equal to each run's eval_results.json), the
 mean and std per learning rate are numpy's over the restarts, the selected run's files are at the top of
 output_dir, restarts differ; a protocol killed after a run's training resumes at that run, and a finished
-protocol started again trains nothing. Bad --learning_rate_grid / --num_restarts values are one-line errors."""
+protocol started again trains nothing, while one with another batch size is refused naming it (no run's
+completion record rewritten). Learning rates that print alike are two runs. Bad --learning_rate_grid /
+--num_restarts values are one-line errors."""
 
 import contextlib
 import io
@@ -149,3 +151,35 @@ def test_bad_protocol_flags_are_one_line_errors_naming_the_flag(task_files, tmp_
                                                  learning_rate_grid=[1e-5, 2e-5], num_restarts=2)) == (
         (1e-5, 2e-5), (3, 1003))
     assert protocol.protocol_settings(GlueConfig(task_name="sst2", output_dir=str(tmp_path))) is None
+
+
+def test_a_finished_protocol_rerun_with_another_batch_size_is_refused_and_rewrites_no_record(task_files,
+                                                                                             protocol_run, capsys):
+    output_dir = protocol_run["output_dir"]
+    records = {}
+    for name in os.listdir(os.path.join(output_dir, "runs")):
+        with open(os.path.join(output_dir, "runs", name, "run_complete.json"), "rb") as f:
+            records[name] = f.read()
+    with pytest.raises(SystemExit) as exit:
+        load_run_glue().main(_argv(task_files, output_dir, "--train_batch_size=2"))
+    stderr = capsys.readouterr().err.strip()
+    assert exit.value.code == 2 and len(stderr.splitlines()) == 1, stderr
+    assert stderr.startswith(f"error: --output_dir {output_dir}: its run has other settings: --train_batch_size 4 -> 2")
+    for name, record in records.items():
+        with open(os.path.join(output_dir, "runs", name, "run_complete.json"), "rb") as f:
+            assert f.read() == record, name
+    assert os.path.isfile(os.path.join(output_dir, "protocol_results.json"))
+
+
+def test_learning_rates_that_print_alike_are_two_runs(task_files, tmp_path):
+    output_dir = str(tmp_path / "close")
+    with contextlib.redirect_stdout(io.StringIO()):
+        load_run_glue().main(run_glue_flags(task_files, output_dir, "--num_train_epochs=1",
+                                            "--learning_rate_grid=1.0000001e-4,1.0000002e-4"))
+    report = _load(output_dir, "protocol_results.json")
+    assert [run["learning_rate"] for run in report["runs"]] == [1.0000001e-4, 1.0000002e-4]
+    assert [run["output_dir"] for run in report["runs"]] == [os.path.join("runs", "lr=0.00010000001,seed=7"),
+                                                            os.path.join("runs", "lr=0.00010000002,seed=7")]
+    for run in report["runs"]:  # each trained in its own directory, at its own learning rate
+        assert _load(output_dir, run["output_dir"], "run_settings.json")["learning_rate"] == run["learning_rate"]
+        assert _load(output_dir, run["output_dir"], "eval_results.json")["accuracy"] == run["dev"]["accuracy"]

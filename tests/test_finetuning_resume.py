@@ -1,11 +1,16 @@
 """The fine-tuning driver's trail and resume, on run_glue.py with a tiny model (hidden 16, 1 layer, no
 dropout): a run killed with SIGKILL in its second epoch, started again with the same command, resumes at
-its epoch-1 checkpoint and ends with the uninterrupted run's dev metrics, losses and weights; the run
-leaves train_log.jsonl, TensorBoard events, dev metrics per epoch and a best.weights.h5 without optimizer
-state; a finished run started again trains nothing."""
+its epoch-1 checkpoint and ends with the uninterrupted run's dev metrics, losses and weights; so does a run
+stopped by Ctrl-C (SIGINT), which exits 130 within one step saying where it resumes, and while it runs a
+second run on its output_dir is refused naming its process; the run leaves train_log.jsonl, TensorBoard
+events, dev metrics per epoch and a best.weights.h5 without optimizer state; a finished run started again
+trains nothing, refuses other training settings (naming each) and --overwrite_output_dir starts it afresh,
+removing only what a run wrote."""
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import time
@@ -17,16 +22,25 @@ from safetensors.numpy import load_file
 
 from keras_bert_impl.runners import finetuning
 from keras_bert_impl.training import checkpoint_store, metrics_log
-from tests.finetuning_files import PYTHON, RUN_GLUE, load_run_glue, run_glue_flags, subprocess_env, write_sst2_task
+from tests.finetuning_files import (
+    PYTHON,
+    RUN_GLUE,
+    load_run_glue,
+    run_glue_flags,
+    signal_when,
+    subprocess_env,
+    write_sst2_task,
+)
 
-# Runs run_glue.py, stalling in the 3rd batch of the 2nd epoch (after the epoch-1 checkpoint) so that the
-# test can kill it there with SIGKILL: a crash in the middle of an epoch, after optimizer steps that no
-# checkpoint holds.
+# Runs run_glue.py (argv: marker file, pause, first batch, the recipe and its flags) slowed down in its 2nd
+# epoch: after every batch from the given one on it writes "<epoch> <batch>" to the marker file and sleeps the
+# pause (seconds). With a pause of 600 from the 3rd batch the test can kill it there with SIGKILL: a crash in the
+# middle of an epoch, after optimizer steps that no checkpoint holds; with 0.3 it can signal it at a known step.
 STALLING_RUN = """
-import runpy, sys, time
+import os, runpy, sys, time
 from keras_bert_impl.runners import finetuning
 
-marker = sys.argv[1]
+marker, pause, first_batch = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 
 
 class Stall(finetuning.EpochSeed):
@@ -35,12 +49,14 @@ class Stall(finetuning.EpochSeed):
         self.epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
-        if self.epoch == 1 and batch == 2:
-            open(marker, "w").close()
-            time.sleep(600)
+        if self.epoch >= 1 and batch >= first_batch:
+            with open(marker + ".tmp", "w") as f:
+                f.write(f"{self.epoch} {batch}")
+            os.replace(marker + ".tmp", marker)
+            time.sleep(pause)
 
 finetuning.EpochSeed = Stall
-sys.argv = [sys.argv[2]] + sys.argv[3:]
+sys.argv = sys.argv[4:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
@@ -87,7 +103,7 @@ def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(
     output_dir = str(tmp_path / "out")
     marker = str(tmp_path / "stalled")
     argv = run_glue_flags(task_files, output_dir)
-    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, RUN_GLUE, *argv], env=subprocess_env(),
+    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, "600", "2", RUN_GLUE, *argv], env=subprocess_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 240
@@ -196,3 +212,95 @@ def test_the_log_of_a_killed_run_loses_only_its_partial_line_and_the_repeated_ep
     assert open(path).read() == '{"loss": 0.7, "step": 10}\n'
     metrics_log.truncate_metrics_log(path, 10)
     assert metrics_log.read_metrics_log(path) == [{"step": 10, "loss": 0.7}]
+
+
+def _read_marker(path):
+    with open(path) as f:
+        epoch, batch = map(int, f.read().split())
+    return epoch * 10 + batch + 1  # the optimizer step: 10 steps per epoch
+
+
+def test_a_second_run_is_refused_while_one_runs_and_ctrl_c_stops_it_after_a_step_resumably(
+        task_files, uninterrupted, tmp_path, capsys):
+    output_dir = str(tmp_path / "out")
+    marker = str(tmp_path / "step")
+    argv = run_glue_flags(task_files, output_dir)
+    proc = subprocess.Popen([PYTHON, "-c", STALLING_RUN, marker, "0.3", "0", RUN_GLUE, *argv], env=subprocess_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def second_run_refused_at_step_13():
+        if not os.path.exists(marker) or _read_marker(marker) < 13:
+            return None
+        # A second run on the same output_dir, while the first trains: refused in one line naming the first.
+        with pytest.raises(SystemExit) as exit_info:
+            load_run_glue().main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: --output_dir: {output_dir} is in use by pid {proc.pid} on ") and "\n" not in err
+        assert proc.poll() is None
+        return _read_marker(marker)
+
+    # Ctrl-C: the run stops after the step it is in, exit status 130, one line saying where it resumes.
+    signalled_at, (_, stderr) = signal_when(proc, second_run_refused_at_step_13, signal.SIGINT)
+    assert proc.returncode == 130, stderr[-3000:]
+    line = stderr.strip().splitlines()[-1]
+    match = re.fullmatch(r"stopped by SIGINT after step (\d+); the same command resumes from the checkpoint of "
+                         r"epoch 1 \(step 10\): the (\d+) steps after it are trained again\.", line)
+    assert match, line
+    stopped = int(match.group(1))
+    assert signalled_at <= stopped <= signalled_at + 1 and int(match.group(2)) == stopped - 10
+    assert "Traceback" not in stderr
+    checkpoint_dir = os.path.join(output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+    assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10]
+
+    load_run_glue().main(argv)  # the same command again: resumed, ends as the uninterrupted run
+    assert "resuming from" in capsys.readouterr().out
+    results, history, _, weights = _read(output_dir)
+    reference_results, reference_history, _, reference_weights = _read(uninterrupted[0])
+    assert results == reference_results and history == reference_history
+    for name in weights:
+        np.testing.assert_allclose(weights[name], reference_weights[name], atol=1e-6, err_msg=name)
+
+
+def test_a_finished_run_refuses_other_training_settings_naming_each_and_writes_nothing(task_files, uninterrupted,
+                                                                                      tmp_path, capsys):
+    output_dir = str(tmp_path / "out")
+    shutil.copytree(uninterrupted[0], output_dir)
+    before = {name: open(os.path.join(output_dir, *name.split("/")), "rb").read()
+              for name in ("model/config.json", "eval_results.json", finetuning.TRAIN_LOG, "run_settings.json")}
+    argv = run_glue_flags(task_files, output_dir)
+    changed = {"--learning_rate=5e-3": "--learning_rate 0.02 -> 0.005",
+               "--train_batch_size=2": "--train_batch_size 4 -> 2",
+               "--max_seq_length=32": "--max_seq_length 16 -> 32"}
+    for flag, named in changed.items():
+        with pytest.raises(SystemExit) as exit_info:
+            load_run_glue().main([*argv, flag])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: --output_dir {output_dir}: its run has other settings: {named} (recorded in ")
+        assert "\n" not in err and err.endswith("pass --overwrite_output_dir to start afresh"), err
+    for name, content in before.items():
+        with open(os.path.join(output_dir, *name.split("/")), "rb") as f:
+            assert f.read() == content, name
+    # Settings that do not change the weights may change: evaluation batch size, logging.
+    load_run_glue().main([*argv, "--eval_batch_size=2", "--log_every_steps=0"])
+    assert "nothing left to train" in capsys.readouterr().out
+
+
+def test_overwrite_output_dir_trains_afresh_and_keeps_the_users_files(task_files, uninterrupted, tmp_path, capsys):
+    output_dir = str(tmp_path / "out")
+    shutil.copytree(uninterrupted[0], output_dir)
+    with open(os.path.join(output_dir, "notes.txt"), "w") as f:
+        f.write("mine")
+    load_run_glue().main(run_glue_flags(task_files, output_dir, "--learning_rate=1e-2", "--num_train_epochs=1",
+                                        "--overwrite_output_dir"))
+    out = capsys.readouterr().out
+    assert f"--overwrite_output_dir: removed " in out and "resuming" not in out
+    with open(os.path.join(output_dir, "notes.txt")) as f:
+        assert f.read() == "mine"
+    checkpoint_dir = os.path.join(output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+    assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10]
+    assert [r["step"] for r in metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))] == [10]
+    with open(os.path.join(output_dir, "run_settings.json")) as f:
+        recorded = json.load(f)
+    assert recorded["learning_rate"] == 1e-2 and recorded["num_train_epochs"] == 1.0

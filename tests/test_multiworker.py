@@ -11,6 +11,9 @@ multi-process training: under torch each test checks that the launcher refuses i
 * Each worker's share of every global batch is disjoint from the other's, and together they are the
   one-process batch; over an epoch they are the whole input.
 * The launcher fails the job, naming the worker, when one worker fails; PyTorch is refused.
+* Ctrl-C to the launcher is forwarded to the workers; a worker that does not stop is killed after
+  --stop_timeout; the launcher exits 130 with one line, no traceback and no worker left alive. A busy port is
+  refused in one line naming it.
 """
 
 import json
@@ -28,7 +31,7 @@ import pytest
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.runners import launch
 from keras_bert_impl.training import checkpoint_store
-from tests.finetuning_files import REPO, subprocess_env
+from tests.finetuning_files import REPO, signal_when, subprocess_env
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
 PRETRAIN = os.path.join(REPO, "recipes", "pretrain.py")
@@ -168,9 +171,10 @@ def test_two_workers_pretrain_like_one_process_only_the_chief_writes_and_a_kille
     # The chief wrote what one process writes; the other worker's copies went to a deleted directory.
     kept = [f"checkpoints/ckpt-{s:08d}.weights.h5{suffix}" for s in range(steps - 16, steps + 1, 4)
             for suffix in ("", ".sha256")]
+    # (.lock: the chief's lock on the directory; run_settings.json: the settings of its run.)
     assert _files(two) == _files(one) == sorted(kept + [
-        "final/config.json", "final/model.safetensors", "logs/train/events.out.tfevents", "metrics.json",
-        "train_log.jsonl"])
+        ".lock", "final/config.json", "final/model.safetensors", "logs/train/events.out.tfevents", "metrics.json",
+        "run_settings.json", "train_log.jsonl"])
     assert os.listdir(tmp_path / "tmp") == []
 
 
@@ -353,3 +357,100 @@ def test_launcher_fails_the_job_naming_the_failed_worker_and_refuses_torch(tmp_p
         "tensorflow or jax.")
     assert launch.main(["--num_workers", "0", "--", "recipes/pretrain.py"]) == 2
     assert "--num_workers must be at least 1; got 0." in capsys.readouterr().err
+
+
+# A worker that stops on SIGINT (exit 130) when it is worker 0, and ignores it when it is worker 1 (as a worker
+# waiting in a collective for a peer that stopped a step earlier).
+_STOPPING_WORKER = """
+import json, os, signal, sys, time
+index = int(json.loads(os.environ["TF_CONFIG"])["task"]["index"])
+signal.signal(signal.SIGINT, signal.SIG_IGN if index == 1 else (lambda signum, frame: sys.exit(130)))
+print("ready", os.getpid(), flush=True)
+time.sleep(120)
+"""
+
+
+def test_ctrl_c_to_the_launcher_stops_every_worker_and_exits_130_in_one_line(tmp_path):
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "keras_bert_impl.runners.launch", "--backend", "tensorflow", "--num_workers", "2",
+         "--stop_timeout", "2", "--", sys.executable, "-c", _STOPPING_WORKER],
+        env=_env(tmp_path), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def both_ready():
+        pids = []
+        while len(pids) < 2:
+            line = launcher.stdout.readline()
+            assert line, "the launcher ended before its workers were ready"
+            if " ready " in line:
+                pids.append(int(line.split()[-1]))
+        return pids
+
+    start = time.time()
+    pids, (_, stderr) = signal_when(launcher, both_ready, signal.SIGINT)
+    assert launcher.returncode == 130 and time.time() - start < 30
+    # The last line (TensorFlow's absl may log its initialization on stderr first); no traceback.
+    assert stderr.strip().splitlines()[-1] == (
+        "interrupted by SIGINT: forwarded it to the 2 workers (worker 0 exited with 130, worker 1 was killed after "
+        "2 s); run the same command again to resume.") and "Traceback" not in stderr, stderr
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}"), f"worker {pid} is alive"
+    assert os.listdir(tmp_path / "tmp") == []
+
+
+def test_a_busy_port_is_refused_in_one_line_naming_it(capsys):
+    import socket
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    try:
+        for first, role in ((port, "the coordinator, worker 0"), (port - 1, "worker 1")):
+            assert launch.main(["--num_workers", "2", "--backend", "tensorflow", "--port", str(first), "--",
+                                "recipes/pretrain.py"]) == 2
+            err = capsys.readouterr().err.strip()
+            assert err.startswith(f"error: port 127.0.0.1:{port} ({role}'s address) is in use (") and "\n" not in err
+            assert err.endswith("pass another --port, or leave --port out to use free ports"), err
+    finally:
+        busy.close()
+    # A port taken between the check and the worker's start: the worker's failure names its address.
+    script = "print('UNKNOWN: Failed to start RPC server'); raise SystemExit(1)"
+    workers = launch.worker_commands([sys.executable, "-c", script], 1, ports=[port])
+    assert launch.run_workers(workers) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: worker 0 exited with status 1 (worker 0 could not bind its address 127.0.0.1:{port}: in use?); the "
+        "other workers were stopped.")
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_real_two_worker_job_leaving_no_worker_alive(tmp_path, capsys):
+    if ENGINE == "torch" and _torch_refuses(capsys):
+        return
+    data = write_tiny_data(str(tmp_path / "data"), num_documents=12, dupe_factor=1)
+    out = str(tmp_path / "run")
+    flags = [f"--input_file={data['train']}", f"--bert_config_file={data['config']}", "--do_train",
+             f"--max_seq_length={SEQ_LEN}", f"--max_predictions_per_seq={MAX_PREDICTIONS}", "--train_batch_size=4",
+             "--num_train_steps=100000", "--num_warmup_steps=2", "--learning_rate=1e-4", "--save_checkpoints_steps=4",
+             "--iterations_per_loop=1", "--seed=1", "--verbose=0", f"--output_dir={out}"]
+    launcher = subprocess.Popen([sys.executable, "-m", "keras_bert_impl.runners.launch", "--backend", ENGINE,
+                                 "--num_workers", "2", "--stop_timeout", "20", "--", PRETRAIN, *flags],
+                                env=_env(tmp_path), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def worker_pids_once_checkpointed():
+        if not (os.path.exists(os.path.join(out, "train_log.jsonl")) and _complete_checkpoint_steps(out)):
+            return None
+        return [_worker_pid(launcher.pid, i) for i in (0, 1)]
+
+    workers, (stdout, stderr) = signal_when(launcher, worker_pids_once_checkpointed, signal.SIGINT)
+    assert launcher.returncode == 130, (stdout + stderr)[-3000:]
+    # (TensorFlow's absl logs its initialization on the launcher's stderr before anything else.)
+    assert stderr.strip().splitlines()[-1].startswith("interrupted by SIGINT: forwarded it to the 2 workers (worker 0 ")
+    assert "Traceback" not in stdout + stderr, (stdout + stderr)[-3000:]
+    # The chief stopped after a step and wrote its checkpoint (unless it had to be killed, waiting for its peer).
+    if "worker 0 exited with 130" in stderr:
+        stopped = [line for line in stdout.splitlines() if line.startswith("[worker 0] stopped by SIGINT after step ")]
+        assert stopped and ": the same command resumes from step " in stopped[-1], stdout[-3000:]
+    for pid in workers:
+        assert not os.path.exists(f"/proc/{pid}"), f"worker {pid} is alive"
+    assert _complete_checkpoint_steps(out) and not os.path.exists(os.path.join(out, "final"))
+    assert os.listdir(tmp_path / "tmp") == []

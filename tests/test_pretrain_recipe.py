@@ -1,4 +1,6 @@
-"""recipes/pretrain.py: three SIGKILLs + rerun end bitwise equal to an uninterrupted run; final weights, metrics.json, flags.
+"""recipes/pretrain.py: three SIGKILLs + rerun end bitwise equal to an uninterrupted run; so does a run stopped
+by Ctrl-C (SIGINT), which exits 130 within one step with a checkpoint of that step; a rerun with other training
+flags (batch size, learning rate) is refused naming each; final weights, metrics.json, flags.
 
 Runs on every backend (the subprocess inherits KERAS_BACKEND). The tiny config and TFRecords come
 from tests/test_training.py.
@@ -7,6 +9,7 @@ from tests/test_training.py.
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +22,7 @@ import pytest
 
 from keras_bert_impl.training import checkpoint_store, metrics_log
 from keras_bert_impl.models.pretrainer import BertPretrainer
+from tests.finetuning_files import signal_when
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, tiny_dataset, write_tiny_data
 
 RECIPE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "recipes", "pretrain.py")
@@ -188,6 +192,78 @@ def test_three_sigkills_with_dropout_end_bitwise_identical_to_an_uninterrupted_r
         )
 
 
+# Runs pretrain.py, taking 0.2 s per step from step 5 on and writing the number of steps done to a marker
+# file, so that the test can signal it at a known step.
+SLOW_PRETRAIN = """
+import os, runpy, sys, time
+from keras_bert_impl.training import divergence
+
+marker = sys.argv[1]
+
+
+class Slow(divergence.DivergenceGuard):
+    steps = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        super().on_train_batch_end(batch, logs)
+        Slow.steps += 1
+        with open(marker + ".tmp", "w") as f:
+            f.write(str(Slow.steps))
+        os.replace(marker + ".tmp", marker)
+        if Slow.steps >= 5:
+            time.sleep(0.2)
+
+divergence.DivergenceGuard = Slow
+sys.argv = [sys.argv[2]] + sys.argv[3:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_ctrl_c_stops_after_the_step_with_its_checkpoint_and_the_rerun_ends_as_an_uninterrupted_run(data, tmp_path):
+    """SIGINT on every backend (on JAX Keras' bare `except` swallowed the KeyboardInterrupt): exit status 130,
+    one line naming the step and its checkpoint; the same command resumes there and ends bitwise equal to an
+    uninterrupted run (dropout 0.1: the random states are in the checkpoint)."""
+    steps = 30
+
+    def args(out):
+        return [a for a in recipe_args(data, out) if not a.startswith(("--num_train_steps", "--save_checkpoints_steps",
+                                                                        "--iterations_per_loop", "--verbose"))] + [
+            f"--num_train_steps={steps}", "--save_checkpoints_steps=10", "--iterations_per_loop=10", "--verbose=0"]
+
+    out, marker = str(tmp_path / "run"), str(tmp_path / "steps")
+    process = subprocess.Popen([sys.executable, "-c", SLOW_PRETRAIN, marker, RECIPE, *args(out)],
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+
+    def steps_done_from_7():
+        steps_done = int(open(marker).read()) if os.path.exists(marker) else 0
+        return steps_done if steps_done >= 7 else None
+
+    signalled_at, (_, stderr) = signal_when(process, steps_done_from_7, signal.SIGINT)
+    assert process.returncode == 130, stderr[-3000:]
+    line = stderr.strip().splitlines()[-1]
+    checkpoint_dir = os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)
+    match = re.fullmatch(r"stopped by SIGINT after step (\d+); its checkpoint is (.+): the same command resumes from "
+                         r"step \1\.", line)
+    assert match and "Traceback" not in stderr, stderr[-3000:]
+    stopped = int(match.group(1))
+    assert signalled_at <= stopped <= signalled_at + 1
+    assert checkpoint_store.list_checkpoints(checkpoint_dir)[-1] == (stopped, match.group(2))
+    assert not os.path.exists(os.path.join(out, "final"))
+
+    resumed = load_recipe().main(args(out))  # the same command again
+    assert resumed["initial_step"] == stopped and resumed["global_step"] == steps
+    reference_out = str(tmp_path / "uninterrupted")
+    load_recipe().main(args(reference_out))
+    expected, actual = (checkpoint_arrays(checkpoint_store.list_checkpoints(os.path.join(d, "checkpoints"))[-1][1])
+                        for d in (reference_out, out))
+    assert sorted(actual) == sorted(expected)
+    for name in expected:
+        np.testing.assert_array_equal(actual[name], expected[name], err_msg=name)
+    # The checkpoints stay at the multiples of --save_checkpoints_steps after the resume.
+    assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)][-2:] == [20, 30]
+
+
 def tiny_config_dropout(config_file):
     with open(config_file) as f:
         config = json.load(f)
@@ -207,6 +283,28 @@ def test_rerun_after_completion_trains_nothing_and_eval_only(data, tmp_path):
     eval_only = recipe.main(args + ["--nodo_train"])
     assert eval_only["global_step"] == 20 and "train" not in eval_only
     assert eval_only["eval"] == pytest.approx(first["eval"], rel=1e-5)
+
+
+def test_a_rerun_with_another_batch_size_or_learning_rate_is_refused_naming_both(data, tmp_path, capsys):
+    out = str(tmp_path / "run")
+    args = [a for a in recipe_args(data, out) if not a.startswith("--num_train_steps")] + ["--num_train_steps=4"]
+    recipe = load_recipe()
+    recipe.main(args + ["--nodo_eval"])
+    with open(os.path.join(out, "run_settings.json")) as f:
+        before = f.read()
+    with pytest.raises(SystemExit) as exit_info:
+        recipe.main(args + ["--train_batch_size=2", "--learning_rate=1e-2"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: --output_dir {out}: its run has other settings: --learning_rate 0.001 -> 0.01, "
+                          "--train_batch_size 4 -> 2 (recorded in ") and "\n" not in err, err
+    with open(os.path.join(out, "run_settings.json")) as f:
+        assert f.read() == before
+    # Another model: named as well, instead of "none of its checkpoints can be trusted".
+    with pytest.raises(SystemExit):
+        recipe.main([a for a in args if not a.startswith("--bert_config_file")] + ["--config=bert_tiny"])
+    assert (f"its run has other settings: --bert_config_file {os.path.abspath(data['config'])!r} -> null, --config "
+            "null -> 'bert_tiny' (recorded in ") in capsys.readouterr().err
 
 
 def test_flags_parse_like_run_pretraining():

@@ -44,6 +44,7 @@ from keras_bert_impl.tasks.squad_postprocessing import (
     raw_results,
 )
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.utils.errors import UserInputError
 from tests.backend_utils import inference, to_numpy
 from tests.finetuning_files import REPO, subprocess_env
 
@@ -639,6 +640,46 @@ def test_export_refuses_a_directory_without_casing_vocab_or_labels(served):
                           check=False)
     assert proc.returncode == 2 and not os.path.exists(root / "refused")
     assert proc.stderr.strip().splitlines()[-1].startswith("error: " + os.path.join(no_casing, "tokenizer_config.json"))
+
+
+# Exports into a directory of other files: refused (exit status and one stderr line printed), then --overwrite.
+_FOREIGN_EXPORTS = """
+import contextlib, importlib.util, io, json, sys
+spec = importlib.util.spec_from_file_location("export_recipe", sys.argv[1])
+recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)
+stderr = io.StringIO()
+try:
+    with contextlib.redirect_stderr(stderr):
+        recipe.main(json.loads(sys.argv[2]))
+except SystemExit as exit:
+    print("REFUSED", json.dumps([exit.code, stderr.getvalue()]))
+recipe.main(json.loads(sys.argv[2]) + ["--overwrite"])
+"""
+
+
+def test_an_export_into_a_directory_of_other_files_is_refused_and_leaves_them_intact(served):
+    root = served["root"]
+    foreign = root / "foreign_export"
+    (foreign / "variables").mkdir(parents=True)
+    (foreign / "README.md").write_text("my notes", encoding="utf-8")
+    (foreign / "saved_model.pb").write_bytes(b"another SavedModel")
+    argv = [f"--model_dir={root / 'classifier'}", f"--export_dir={foreign}", "--max_seq_length=16"]
+    out = _run(["-c", _FOREIGN_EXPORTS, EXPORT_RECIPE, json.dumps(argv)])
+    code, stderr = json.loads(next(line for line in out.splitlines() if line.startswith("REFUSED "))[len("REFUSED "):])
+    assert code == 2 and stderr.strip() == (
+        f"error: --export_dir: {foreign} holds files that are not an export of this package (no export_config.json; "
+        "README.md, saved_model.pb, variables): an export would replace them; pass --overwrite to replace them, or "
+        "choose another --export_dir")
+    # --overwrite replaced them with the export; an earlier export of ours is replaced without it (the fixture
+    # exported two classifiers into saved/classifier).
+    assert sorted(os.listdir(foreign)) == sorted(os.listdir(root / "saved" / "classifier"))
+    assert "README.md" not in os.listdir(foreign) and "export_config.json" in os.listdir(foreign)
+    assert not [name for name in os.listdir(root) if name.startswith(".tmp-")]
+    from keras_bert_impl.export.tf_saved_model import check_export_dir
+
+    check_export_dir(str(root / "saved" / "classifier"))  # ours: may be replaced
+    with pytest.raises(UserInputError, match=r"is a file: an export would replace it"):
+        check_export_dir(str(root / "cased_vocab.txt"))
 
 
 def test_serve_qa_candidate_rule_equals_compute_predictions_on_random_logits(minilm_path):

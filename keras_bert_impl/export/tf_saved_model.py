@@ -62,7 +62,10 @@ What still differs between the SavedModel and the recipes (and pipelines):
   the graph, float64 in the recipe).
 
 `export_config.json`, written in the SavedModel directory, records how it was exported (task, labels,
-max_seq_length, do_lower_case, `normalize` when set, use_crf, num_choices, long_input, the SQuAD windows' and rule's settings).
+max_seq_length, do_lower_case, `normalize` when set, use_crf, num_choices, long_input, the SQuAD windows' and rule's settings). It also marks the directory as an
+export: an export replaces an earlier one (atomically: the new one is written under a temporary name and
+renamed), but refuses an `export_dir` that is a file or a non-empty directory without it, whatever it holds
+(`check_export_dir`), unless `overwrite=True` (`--overwrite`) says to replace it.
 
 Every export also has `serving_token_ids`, on `token_ids`, `segment_ids`, `padding_mask` [B, T] int32
 ([B, C, T] for multiple choice), returning the model's raw outputs.
@@ -84,6 +87,7 @@ from keras_bert_impl.tasks.squad import decoding_settings
 from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io, model_files
+from keras_bert_impl.utils.errors import UserInputError
 
 TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa", "multiple_choice")
 # The file, in the SavedModel directory, that records the export's settings.
@@ -349,6 +353,37 @@ class _Exporter:
         return {"logits": tf.cast(outputs, tf.float32)}
 
 
+def check_export_dir(export_dir, overwrite=False):
+    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
+
+    Raises:
+        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
+            not `overwrite`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
+    >>> open(os.path.join(directory, "README.md"), "w").close()
+    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
+    >>> check_export_dir(directory, overwrite=True)
+    """
+    if overwrite or not os.path.lexists(export_dir):
+        return
+    if not os.path.isdir(export_dir):
+        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
+                             "replace it, or choose another --export_dir")
+    names = sorted(os.listdir(export_dir))
+    if names and EXPORT_CONFIG_NAME not in names:
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
+        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
+                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
+                             "replace them, or choose another --export_dir")
+
+
 def export_saved_model(
     model,
     tokenizer,
@@ -363,6 +398,7 @@ def export_saved_model(
     doc_stride=128,
     max_query_length=64,
     long_input="truncate",
+    overwrite=False,
 ):
     """Writes a SavedModel whose `serving_default` takes raw strings (see the module docstring).
 
@@ -383,6 +419,7 @@ def export_saved_model(
             cut into windows of `max_seq_length` tokens every `doc_stride` tokens (run_squad.py's flags).
         long_input: a classifier of single texts: "truncate" (the first `max_seq_length` tokens), or "mean" /
             "max": a text's windows of `max_seq_length` tokens, their logits pooled (run_glue.py's flag).
+        overwrite: replace `export_dir` even when it is not an earlier export (`check_export_dir`).
 
     Examples (skipped by the docstring tests: exporting needs KERAS_BACKEND=tensorflow;
     tests/test_tf_export.py exports and serves every task):
@@ -392,6 +429,7 @@ def export_saved_model(
     >>> served = tf.saved_model.load("saved_models/sst2")  # doctest: +SKIP
     >>> served.signatures["serving_default"](text=tf.constant(["A joy to watch."]))  # doctest: +SKIP
     """
+    check_export_dir(export_dir, overwrite)
     exporter = _Exporter(model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
                          null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input)
     archive = keras.export.ExportArchive()
@@ -539,7 +577,8 @@ def squad_settings(config, version_2_with_negative=None, null_score_diff_thresho
 
 def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length=None, text_pair=False,
                           null_score_diff_threshold=None, do_lower_case=None, max_answer_length=None,
-                          n_best_size=None, version_2_with_negative=None, doc_stride=None, max_query_length=None):
+                          n_best_size=None, version_2_with_negative=None, doc_stride=None, max_query_length=None,
+                          overwrite=False):
     """Exports a directory written by a model's `save_pretrained` (any backend) as a SavedModel.
 
     The task comes from config.json's `architectures` (the model class, see `CLASS_TASKS`), label names from its
@@ -550,13 +589,15 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     `decode`); a span QA model answers over the windows and by the SQuAD rule of `squad_settings` (arguments,
     else config.json's "squad" entry, else the recipe's defaults); a multiple-choice model scores config.json's
     `num_choices` endings (run_swag.py writes it; 4 without it).
-    Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it).
+    Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it). An `export_dir`
+    that is not an earlier export is refused before anything is read, unless `overwrite` (`check_export_dir`).
 
     Returns:
         (task, export_dir).
     """
     from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
+    check_export_dir(export_dir, overwrite)
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
     task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
     tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
@@ -580,5 +621,6 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
             task = "regressor"
     long_input = checkpoint.setting(LONG_INPUT_KEY, "truncate") if task in ("classifier", "regressor") else "truncate"
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
-                       text_pair=text_pair, long_input=long_input, **squad)
+                       text_pair=text_pair, long_input=long_input, overwrite=overwrite,
+                       **squad)
     return task, export_dir

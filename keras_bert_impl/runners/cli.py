@@ -1,23 +1,29 @@
 """Running a recipe from the command line: a user's mistake is one line on stderr and exit status 2,
-training that diverged one line and exit status 1.
+training that diverged one line and exit status 1, a run stopped by a signal one line and 128 + the signal.
 
 `run_main(build_parser, run, argv)` parses the flags and calls `run(args)`. A `UserInputError` (a missing
 or malformed file, a bad flag value) is printed as `error: <message>` without a traceback and exits 2; a
-`TrainingDivergedError` (a non-finite loss, metric or weight) as `error: training diverged: <message>` and
-exits 1. `--debug` (a flag of every `runners.flags.FlagParser`) or the environment variable
-`KERAS_BERT_IMPL_DEBUG=1` re-raises them with their traceback. Any other exception is a bug and keeps its
-traceback. A flag the parser refuses (unknown, abbreviated, a bad value) is one line and exit status 2 as well
-(`FlagParser.error`). TensorFlow's C++ log lines are kept off stderr (`utils.tensorflow_logs`) unless the
+`TrainingDivergedError` (a non-finite or grown loss, metric or weight) as `error: training diverged:
+<message>` and exits 1; a `RunInterrupted` (Ctrl-C or SIGTERM during training: `training.interrupts`) as its
+message (where the same command resumes) and exits 130 (SIGINT) or 143 (SIGTERM). A file system's refusal
+to write (no space left, a read-only file system, no permission: an `OSError` with one of
+`FILE_SYSTEM_ERRORS`) is one line naming the path and exits 2. `--debug` (a flag of every
+`runners.flags.FlagParser`) or the environment variable `KERAS_BERT_IMPL_DEBUG=1` re-raises them with their
+traceback. Any other exception is a bug and keeps its traceback. A flag the parser refuses (unknown,
+abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`). TensorFlow's C++ log lines are kept off stderr (`utils.tensorflow_logs`) unless the
 user set `TF_CPP_MIN_LOG_LEVEL` or passed `--debug`.
 """
 
+import errno
 import os
 import sys
 
-from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
+from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
+# The `OSError`s of a file system that refuses a write: reported in one line naming the path.
+FILE_SYSTEM_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def run_main(build_parser, run, argv=None):
@@ -56,3 +62,27 @@ def run_main(build_parser, run, argv=None):
             raise
         print(f"error: training diverged: {error}", file=sys.stderr)
         sys.exit(1)
+    except RunInterrupted as error:  # training stopped after a step; the message says where it resumes
+        if debug:
+            raise
+        print(str(error), file=sys.stderr)
+        sys.exit(error.exit_status)
+    except OSError as error:
+        if debug or error.errno not in FILE_SYSTEM_ERRORS:
+            raise
+        print(f"error: {file_system_error(error)}", file=sys.stderr)
+        sys.exit(2)
+
+
+def file_system_error(error):
+    """The one line of a file system's `OSError`: its reason and the path (also when the error's text holds it).
+
+    Examples:
+
+    >>> file_system_error(OSError(errno.ENOSPC, "No space left on device", "out/checkpoints/ckpt-2.weights.h5"))
+    'No space left on device: out/checkpoints/ckpt-2.weights.h5'
+    >>> file_system_error(OSError(errno.ENOSPC, "no space left on device while writing out/metrics.json"))
+    'no space left on device while writing out/metrics.json'
+    """
+    reason = error.strerror or str(error)
+    return f"{reason}: {error.filename}" if error.filename else reason

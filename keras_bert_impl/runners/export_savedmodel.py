@@ -12,8 +12,10 @@ unless `--vocab_file` / `--do_lower_case` say it. A token classifier keeps its C
 by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and for SQuAD v2.0
 `--null_score_diff_threshold`, each defaulting to config.json's "squad" entry, then to run_squad.py's
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
-The SavedModel is written under a temporary name and renamed once complete. A mistake in a flag or in the
-model directory stops the run with one line and exit status 2 (--debug: the traceback).
+The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
+(a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
+files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
+flag or in the model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
 import os
@@ -41,6 +43,8 @@ def build_parser():
     parser.add_argument("--max_answer_length", type=int, default=None, help="Longest answer in tokens (default 30).")
     parser.add_argument("--n_best_size", type=int, default=None,
                         help="Candidate starts and ends per question, as run_squad.py (default 20).")
+    parser.add_bool_flag("overwrite", False, "Replace --export_dir even when it holds other files than an earlier "
+                         "export (without it, such a directory is refused and left as it is).")
     return parser
 
 
@@ -51,14 +55,16 @@ def run(args):
     if keras.backend.backend() != "tensorflow":
         raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
                              f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
-    from keras_bert_impl.export.tf_saved_model import export_from_directory  # TensorFlow: imported once needed
+    from keras_bert_impl.export.tf_saved_model import check_export_dir, export_from_directory  # TensorFlow
 
+    check_export_dir(args.export_dir, args.overwrite)
     try:
         task, export_dir = export_from_directory(
             args.model_dir, args.export_dir, vocab_file=args.vocab_file, max_seq_length=args.max_seq_length,
             text_pair=args.text_pair, null_score_diff_threshold=args.null_score_diff_threshold,
             do_lower_case=args.do_lower_case, max_answer_length=args.max_answer_length,
             n_best_size=args.n_best_size, version_2_with_negative=args.version_2_with_negative,
+            overwrite=args.overwrite,
         )
     except UserInputError:
         raise

@@ -24,18 +24,34 @@ What a training run leaves in `--output_dir` (printed at the end):
                                state.json (epoch, best dev metric and history per checkpoint)
     model/, eval_results.json, prediction files    (the task's)
 
-Divergence: a NaN or infinite train loss or metric (`training.divergence.DivergenceGuard`, first of the fit
-callbacks), a non-finite main dev metric (`BestCheckpoint`) or non-finite weights about to be saved as best
-or final stop the run with `TrainingDivergedError` naming the step or epoch (one line and exit status 1
-through `runners.cli.run_main`); the epoch's checkpoint, best.weights.h5 and model/ are not written from it,
-so the newest checkpoint and best.weights.h5 stay finite.
+Divergence: a NaN or infinite train loss or metric, or a loss above 100 x max(1, its start)
+(`training.divergence.DivergenceGuard`, first of the fit callbacks), a non-finite main dev metric
+(`BestCheckpoint`) or non-finite weights about to be saved as best or final stop the run with
+`TrainingDivergedError` naming the step or epoch (one line and exit status 1 through `runners.cli.run_main`);
+the epoch's checkpoint, best.weights.h5 and model/ are not written from it, so the newest checkpoint and
+best.weights.h5 stay finite.
 
 Resuming: when `output_dir/checkpoints` holds a checkpoint, the same command restores the latest one
 (weights, optimizer state and step, the best epoch so far) and trains the remaining epochs; every epoch
 sees the batches an uninterrupted run would have seen (the shuffle is seeded with `--seed` + epoch), so
 with the same seed and no dropout the result is the uninterrupted run's. A run whose checkpoints already
 reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
-the flags say. Delete `output_dir/checkpoints` (or use another `--output_dir`) to train from the start.
+the flags say. `--overwrite_output_dir` (or another `--output_dir`) trains from the start: it removes what a
+run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else.
+
+One run per output_dir, bound to its settings (`training.run_directory`): the run holds `output_dir/.lock`
+while it lives, and a second run on the directory is refused, naming the process that holds it; a training
+run records the settings that shape the trained weights in `output_dir/run_settings.json`
+(`finetuning_flags.run_settings`), and while output_dir holds checkpoints, a training run with other values
+(e.g. another --learning_rate, --train_batch_size or --max_seq_length) is refused before it reads anything,
+in one line naming each setting with its two values.
+
+Ctrl-C (SIGINT) or SIGTERM during training stops the run after the current step on every backend
+(`training.interrupts.StopOnSignal`), in one line, with exit status 130 or 143. Fine-tuning resumes at an
+epoch's start (its batches are those of the epoch's seeded shuffle, which Keras' own shuffle of SQuAD's
+features does not let a run enter halfway): the same command resumes from the newest epoch checkpoint, and
+the line says which one and how many steps after it are trained again (none when the signal came during
+the epoch's dev evaluation: the epoch's checkpoint is written first).
 
 Several worker processes (TensorFlow, `--strategy=multiworker`, e.g. started by `runners.launch`): every
 worker runs the same driver on its share of every batch (tf.distribute), `predict` gathers every worker's
@@ -49,6 +65,7 @@ such run per (learning rate, seed) in `output_dir/runs/lr=...,seed=.../`, select
 `output_dir/protocol_results.json` (`runners.protocol`).
 """
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -62,15 +79,17 @@ import keras
 from keras_bert_impl.data import batching
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning_flags import config_from_flags
+from keras_bert_impl.runners.finetuning_flags import config_from_flags, run_settings
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
     load_backbone,
     load_tokenizer,
 )
 from keras_bert_impl.tokenizers.unknown_tokens import report_unknown_tokens
-from keras_bert_impl.training import checkpoint_store, distribute, divergence, metrics_log
+from keras_bert_impl.training import checkpoint_store, distribute, divergence, metrics_log, run_directory
+from keras_bert_impl.training.interrupts import StopOnSignal
 from keras_bert_impl.training.optimization import create_optimizer
+from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.file_io import write_json
 
@@ -102,6 +121,7 @@ OUTPUT_DESCRIPTIONS = {
     protocol.RUNS_DIR: "one directory per (learning rate, seed) run of the protocol",
     protocol.RESULTS_JSON: "every run's dev metrics, the selected run, mean and std per learning rate",
     protocol.RESULTS_MD: "the same as a markdown table",
+    run_directory.SETTINGS_FILE: "the settings that shape the trained weights (a rerun with others is refused)",
 }
 
 
@@ -341,14 +361,26 @@ def restore_training(model, directory, best=None):
     except (OSError, ValueError) as error:
         first_line = str(error).splitlines()[-1]
         raise UserInputError(f"{directory}: cannot resume from these checkpoints ({first_line}); they belong to "
-                             "another model or run: use another --output_dir or delete them") from error
+                             "another model or run: use another --output_dir, or --overwrite_output_dir") from error
     state = read_checkpoint_states(directory).get(str(step))
     if state is None:
         raise UserInputError(f"{os.path.join(directory, STATE_FILE)}: no entry for the checkpoint of step {step}; "
-                             "delete the checkpoints directory to train from the start")
+                             "pass --overwrite_output_dir to train from the start")
     if best is not None and state.get("best"):
         best.restore(state["best"])
     return int(state["epoch"])
+
+
+def epoch_resume_point(directory, step):
+    """Where the same command resumes a fine-tuning run stopped after `step` (`StopOnSignal`'s line): the
+    newest epoch checkpoint of `directory`, and how many steps after it are trained again."""
+    checkpoints = checkpoint_store.list_checkpoints(directory)
+    if not checkpoints:
+        return f"no epoch had ended: the same command starts from the beginning (its {step} steps are trained again)"
+    saved = checkpoints[-1][0]
+    epoch = read_checkpoint_states(directory).get(str(saved), {}).get("epoch", "?")
+    lost = "nothing is trained again" if saved == step else f"the {step - saved} steps after it are trained again"
+    return f"the same command resumes from the checkpoint of epoch {epoch} (step {saved}): {lost}"
 
 
 def warn_untrained_heads(model, config):
@@ -409,9 +441,15 @@ def run_finetuning(task):
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
                              "--strategy=multiworker (a worker would not see the runs the chief has finished).")
     distribution = setup_distribution(config)
-    # A multi-worker job: the chief writes output_dir; every other worker writes a temporary directory
-    # in which the checkpoints and best weights the chief has written are links (it resumes from them).
-    with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir:
+    run_directory.make_output_dir(config.output_dir)
+    # A multi-worker job: the chief writes output_dir, holding its lock; every other worker writes a temporary
+    # directory in which the checkpoints and best weights the chief has written are links (it resumes from them).
+    with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
+            run_directory.RunLock(config.output_dir) if distribution.is_chief else contextlib.nullcontext():
+        if config.overwrite_output_dir and distribution.is_chief:
+            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS)
+            if removed:
+                print(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
         task = task.with_config(distributed_config(config, distribution, write_dir))
         if protocol_settings is None:
             return finetune(task, distribution)
@@ -465,6 +503,9 @@ def finetune(task, distribution, select_on_dev=False):
     config = task.config
     task.check_flags()
     check_model_flags(config)
+    if config.do_train:  # a directory holding checkpoints is bound to the settings of its run
+        run_directory.bind_run_settings(config.output_dir, run_settings(config), bound=bool(
+            checkpoint_store.list_checkpoints(os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR))))
     keras.utils.set_random_seed(config.seed)
     tokenizer = load_tokenizer(config)
     task.setup(tokenizer)
@@ -518,7 +559,8 @@ def fit_task(task, model, train, distribution, predictions):
     initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
     if initial_epoch >= epochs:
         print(f"{checkpoint_dir} holds a finished run ({initial_epoch} of {epochs} epochs): nothing left to train; "
-              "continuing with its best weights. Delete it (or use another --output_dir) to train again.")
+              "continuing with its best weights. Pass --overwrite_output_dir (or use another --output_dir) to train "
+              "again.")
         if best is not None and os.path.isfile(best.path):
             checkpoint_store.load_model_weights(model, best.path)
     else:
@@ -536,16 +578,19 @@ def fit_task(task, model, train, distribution, predictions):
             fit_kwargs = {"y": train.labels, "batch_size": config.train_batch_size, "shuffle": True,
                           **train.fit_kwargs}
         print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
-        # The guard comes first: a non-finite loss stops the run before anything of that batch or epoch is
-        # logged or saved.
-        guard = divergence.DivergenceGuard(checkpoint_dir)
+        run_directory.record_run_settings(config.output_dir, run_settings(config))
+        # The guard comes first: a non-finite or grown loss stops the run before anything of that batch or
+        # epoch is logged or saved. The signal check comes last, after the epoch's checkpoint.
+        guard = divergence.DivergenceGuard(checkpoint_dir, divergence.first_logged_loss(log_path))
+        stop = StopOnSignal(lambda model, step: epoch_resume_point(checkpoint_dir, step))
         callbacks = [guard, EpochSeed(config.seed)] + ([] if best is None else [best]) + [
             metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
                                     steps_path=steps_log_path, log_every_steps=config.log_every_steps),
-            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max),
+            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max), stop,
         ]
-        model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=config.verbose,
-                  **fit_kwargs)
+        with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length):
+            model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=config.verbose,
+                      **fit_kwargs)
     # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
     divergence.check_finite_weights(model, "the end of training")
     if best is None or best.best_metrics is None:

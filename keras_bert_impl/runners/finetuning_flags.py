@@ -16,6 +16,17 @@ from keras_bert_impl.utils.settings import LEARNING_RATE_GRID
 
 # Flags of every recipe's parser that are no setting of a run (`FlagParser`'s --debug, read by `cli.run_main`).
 NOT_SETTINGS = ("debug",)
+# Settings that do not change the trained weights (where the outputs go, evaluation and prediction, logging,
+# the distribution): a training run in an output_dir may change them; every other setting (learning rate or
+# grid, batch size, sequence length, epochs, warmup, seed, model, data, ...) is bound to the directory
+# (`run_settings`, `training.run_directory.bind_run_settings`).
+RUN_SETTINGS_IGNORED = (
+    "output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_batch_size",
+    "predict_batch_size", "test_file", "log_every_steps", "keep_checkpoint_max", "steps_per_execution",
+    "save_model", "verbose", "verbose_logging", "strategy", "tpu",
+    # SQuAD's decoding of answers
+    "n_best_size", "max_answer_length", "null_score_diff_threshold",
+)
 
 
 def learning_rate_list(value):
@@ -58,6 +69,9 @@ def finetuning_flag_parser(description, max_seq_length=128):
                     "checkpoint's tokenizer_config.json, else off.")
     p.add_argument("--output_dir", required=True, help="Where checkpoints, logs, metrics and predictions go; "
                    "a run interrupted there resumes from its last epoch when started again.")
+    p.add_bool_flag("overwrite_output_dir", False,
+                    "Start afresh: remove what an earlier run wrote in --output_dir (checkpoints, logs, model/, "
+                    "results, predictions) instead of resuming it; other files stay.")
     p.add_argument("--max_seq_length", type=positive_int, default=max_seq_length,
                    help="Sequence length after WordPiece.")
     p.add_bool_flag("do_train", False, "Fine-tune on the training set.")
@@ -138,3 +152,22 @@ def config_from_flags(config_class, args):
         raise TypeError(f"{config_class.__name__} has no field for the flags {', '.join(unknown)}")
     return config_class(**flags)
 
+
+
+def run_settings(config):
+    """The settings of a `tasks.base.FinetuningConfig` that shape the trained weights (every field but
+    `RUN_SETTINGS_IGNORED`), as JSON values: recorded in a run's output_dir, and a protocol run's
+    completion record.
+
+    Examples:
+
+    >>> from keras_bert_impl.tasks.glue import GlueConfig
+    >>> settings = run_settings(GlueConfig(task_name="sst2", output_dir="/tmp/run", eval_batch_size=64))
+    >>> settings["learning_rate"], settings["train_batch_size"], "eval_batch_size" in settings
+    (5e-05, 32, False)
+    """
+    settings = {}
+    for name, value in sorted(dataclasses.asdict(config).items()):
+        if name not in RUN_SETTINGS_IGNORED:
+            settings[name] = list(value) if isinstance(value, tuple) else value
+    return settings

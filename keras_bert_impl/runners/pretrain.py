@@ -20,9 +20,20 @@ BertLMHeadModel for ltr, read by `BertPretrainer.from_pretrained`) and `metrics.
 eval metrics). As in the original, eval reads `--input_file` unless `--eval_input_file` is given; on a TPU
 and in a multi-process JAX job it reads whole batches of `--eval_batch_size` only (as TPUEstimator did).
 
-A NaN or infinite loss stops the run: one line `error: training diverged: step N: loss is nan; the newest
-finite checkpoint is ...` and exit status 1, with no `final/` and no `metrics.json`; the newest checkpoint is
-the last finite one, which a rerun (e.g. with a lower --learning_rate) resumes from.
+A NaN or infinite loss, or a loss above 100 x max(1, its start) (`training.divergence`), stops the run: one
+line `error: training diverged: step N: loss is nan; the newest finite checkpoint is ...` and exit status 1,
+with no `final/` and no `metrics.json`; the newest checkpoint is the last finite one, which the same command
+resumes from (a lower --learning_rate is another run: --overwrite_output_dir, or another --output_dir).
+
+Ctrl-C (SIGINT) or SIGTERM stops the run after the current step on every backend: it writes that step's
+checkpoint, says so in one line and exits 130 (SIGINT) or 143 (SIGTERM); the same command resumes from it
+(`training.resumable`). A second Ctrl-C stops the process at once (the newest complete checkpoint stays).
+
+The output directory belongs to one run: a lock (`output_dir/.lock`, held while the run lives) refuses a
+second run on it, naming the process that holds it; `output_dir/run_settings.json` records the flags that
+shape the trained weights (`RUN_SETTINGS_IGNORED` lists those that do not), and while the directory holds
+checkpoints a training run with other values is refused, naming each flag with its two values.
+`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else.
 
 `--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
 `sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
@@ -38,6 +49,7 @@ Differences from the original: `--config` (a `BertConfig` preset name) may repla
 and `--tpu_name` select the TPU strategy. `--train_batch_size` is the global batch (split over replicas).
 """
 
+import contextlib
 import os
 import sys
 import time
@@ -45,7 +57,18 @@ import time
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.training import checkpoint_store, run_directory
 from keras_bert_impl.training.distribute import add_distribution_flags
+
+# What a run writes into --output_dir (what --overwrite_output_dir removes).
+RUN_OUTPUTS = ("checkpoints", "train_log.jsonl", "logs", "final", "metrics.json")
+# Flags that do not change the trained weights: a rerun may change them (`run_directory.bind_run_settings`).
+RUN_SETTINGS_IGNORED = (
+    "output_dir", "overwrite_output_dir", "eval_input_file", "do_train", "do_eval", "eval_batch_size",
+    "max_eval_steps", "save_checkpoints_steps", "iterations_per_loop", "steps_per_execution",
+    "keep_checkpoint_max", "verbose", "strategy", "tpu", "use_tpu", "tpu_name", "tpu_zone", "gcp_project",
+    "master", "num_tpu_cores", "debug",
+)
 
 
 def build_parser():
@@ -78,6 +101,9 @@ def build_parser():
     p.add_argument("--objective", default="mlm_nsp", choices=PRETRAINING_OBJECTIVES,
                    help="mlm_nsp (original), sop (the same on --sentence_order data), mlm (no NSP head) or ltr "
                         "(left-to-right LM, causal attention, no NSP).")
+    p.add_bool_flag("overwrite_output_dir", False,
+                    "Start afresh: remove what an earlier run wrote in --output_dir (checkpoints, logs, final/, "
+                    "metrics.json) instead of resuming it; other files stay.")
     add_distribution_flags(p)
     # The original's TPU flags: --use_tpu means --strategy=tpu and --tpu_name means --tpu; the others are
     # accepted for command-line compatibility (TPUClusterResolver finds the zone and project itself).
@@ -151,9 +177,25 @@ def run(args):
     if distribution.num_replicas > 1:
         print(f"{distribution.name}: {distribution.num_replicas} replicas x "
               f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
-    # The chief writes output_dir; another worker of a multi-worker job writes a deleted temporary directory.
+    run_directory.make_output_dir(args.output_dir)
+    # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
+    # temporary directory.
     with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
-        return train_and_evaluate(args, distribution, write_dir)
+        with run_directory.RunLock(args.output_dir) if distribution.is_chief else contextlib.nullcontext():
+            if args.overwrite_output_dir and distribution.is_chief:
+                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS)
+                if removed:
+                    print(f"--overwrite_output_dir: removed {', '.join(removed)} from {args.output_dir}")
+            checkpoint_dir = os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
+            if args.do_train:  # a directory holding checkpoints is bound to the settings of its run
+                run_directory.bind_run_settings(args.output_dir, run_settings(args),
+                                                bound=bool(checkpoint_store.list_checkpoints(checkpoint_dir)))
+            return train_and_evaluate(args, distribution, write_dir)
+
+
+def run_settings(args):
+    """The flags of `args` that shape the trained weights (all but `RUN_SETTINGS_IGNORED`)."""
+    return {name: value for name, value in sorted(vars(args).items()) if name not in RUN_SETTINGS_IGNORED}
 
 
 def train_and_evaluate(args, distribution, write_dir=None):
@@ -164,8 +206,9 @@ def train_and_evaluate(args, distribution, write_dir=None):
 
     from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
     from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
-    from keras_bert_impl.training import checkpoint_store, divergence, resumable
+    from keras_bert_impl.training import divergence, resumable
     from keras_bert_impl.training.optimization import create_optimizer
+    from keras_bert_impl.training.out_of_memory import explain_out_of_memory
     from keras_bert_impl.utils import file_io
 
     model = build_model(args)
@@ -193,14 +236,18 @@ def train_and_evaluate(args, distribution, write_dir=None):
                 is_training=True, seed=args.seed,
             ), args.objective)
 
-        # A non-finite loss stops the run naming the step; the newest checkpoint stays a finite one.
-        guard = divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR))
-        outcome = resumable.run_training(
-            model, train_dataset, num_train_steps=args.num_train_steps, output_dir=args.output_dir,
-            save_checkpoints_steps=args.save_checkpoints_steps, iterations_per_loop=args.iterations_per_loop,
-            keep_checkpoint_max=args.keep_checkpoint_max, steps_per_execution=args.steps_per_execution,
-            verbose=verbose, callbacks=[guard], write_dir=write_dir,
-        )
+        # A non-finite or grown loss stops the run naming the step; the newest checkpoint stays a finite one.
+        guard = divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR),
+                                           divergence.first_logged_loss(os.path.join(write_dir, "train_log.jsonl")))
+        if write_dir == args.output_dir:
+            run_directory.record_run_settings(args.output_dir, run_settings(args))
+        with explain_out_of_memory(model, args.train_batch_size, args.max_seq_length):
+            outcome = resumable.run_training(
+                model, train_dataset, num_train_steps=args.num_train_steps, output_dir=args.output_dir,
+                save_checkpoints_steps=args.save_checkpoints_steps, iterations_per_loop=args.iterations_per_loop,
+                keep_checkpoint_max=args.keep_checkpoint_max, steps_per_execution=args.steps_per_execution,
+                verbose=verbose, callbacks=[guard], write_dir=write_dir,
+            )
         # The last update can make the weights non-finite while every logged loss was finite.
         divergence.check_finite_weights(model, f"step {outcome['global_step']}")
         print(f"Trained from step {outcome['initial_step']} to step {outcome['global_step']}.", flush=True)

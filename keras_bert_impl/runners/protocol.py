@@ -9,11 +9,15 @@ Without either flag (no grid, one restart) `run_finetuning` trains the single ru
 files; this module is not used.
 
 Every (learning rate, seed) run is `runners.finetuning.finetune` with its own output directory,
-`output_dir/runs/lr=3e-05,seed=42/`, holding everything a single run writes (checkpoints, logs, best
-weights, model/, eval_results.json, prediction files). A run is complete once `finetune` has returned:
-then `run_complete.json` (its flags and results) is written into its directory, last. The same command
-started again skips every complete run whose flags are unchanged and resumes an interrupted one from its
-checkpoints (`finetune`'s resume).
+`output_dir/runs/lr=3e-05,seed=42/` (the learning rate's `repr`, its full precision: 1.0000001e-4 and
+1.0000002e-4 are two runs), holding everything a single run writes (checkpoints, logs, best weights, model/,
+eval_results.json, prediction files, run_settings.json). A run is complete once `finetune` has returned:
+then `run_complete.json` (its settings and results) is written into its directory, last. The same command
+started again skips every complete run and resumes an interrupted one from its checkpoints (`finetune`'s
+resume). The protocol's settings (`finetuning_flags.run_settings`: the grid, the restarts and every setting
+that shapes the trained weights) are recorded in `output_dir/run_settings.json`; once output_dir/runs/ holds
+a run, a protocol with other values is refused in one line naming each (`training.run_directory`), before
+any run is touched; `--overwrite_output_dir` starts it afresh.
 
 Selection: the run with the highest dev value of the task's main metric (`task.main_metric`, the metric
 that picks the best epoch: GLUE's `glue_data.GLUE_MAIN_METRIC`, NER and SQuAD F1, SWAG accuracy); ties go to
@@ -42,7 +46,8 @@ import shutil
 
 import numpy as np
 
-from keras_bert_impl.training import checkpoint_store
+from keras_bert_impl.runners.finetuning_flags import run_settings
+from keras_bert_impl.training import checkpoint_store, run_directory
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, atomic_path, write_json
 
@@ -52,10 +57,8 @@ RESULTS_JSON = "protocol_results.json"
 RESULTS_MD = "protocol_results.md"
 SEED_STRIDE = 1000
 # What stays in a run's directory: its training state, its TensorBoard events (`tensorboard --logdir
-# output_dir/runs` shows every run) and its completion record.
-NOT_COPIED = (checkpoint_store.CHECKPOINT_SUBDIR, "logs", RUN_COMPLETE)
-# Flags that do not change what a run computes: a complete run is skipped when only these differ.
-IGNORED_FLAGS = ("output_dir", "verbose", "log_every_steps", "learning_rate_grid", "num_restarts")
+# output_dir/runs` shows every run), its completion record and settings (the top level has its own).
+NOT_COPIED = (checkpoint_store.CHECKPOINT_SUBDIR, "logs", RUN_COMPLETE, run_directory.SETTINGS_FILE)
 
 
 def protocol_settings(config):
@@ -70,22 +73,15 @@ def protocol_settings(config):
 
 
 def run_name(learning_rate, seed):
-    """The directory name of a run under output_dir/runs/, e.g. `lr=3e-05,seed=42`."""
-    return f"lr={learning_rate:g},seed={seed}"
+    """The directory name of a run under output_dir/runs/, e.g. `lr=3e-05,seed=42`: the learning rate's
+    `repr`, so that two learning rates are two directories however close they are.
 
+    Examples:
 
-def _flags_record(config):
-    """The run's settings (its config's fields, its flags) that change what it computes, as JSON values (for
-    `run_complete.json`)."""
-    record = {}
-    for key, value in sorted(dataclasses.asdict(config).items()):
-        if key in IGNORED_FLAGS:
-            continue
-        if value is None or isinstance(value, (bool, int, float, str)):
-            record[key] = value
-        elif isinstance(value, (list, tuple)):
-            record[key] = list(value)
-    return record
+    >>> run_name(3e-05, 42), run_name(1.0000001e-4, 1), run_name(1.0000002e-4, 1)
+    ('lr=3e-05,seed=42', 'lr=0.00010000001,seed=1', 'lr=0.00010000002,seed=1')
+    """
+    return f"lr={float(learning_rate)!r},seed={seed}"
 
 
 def _read_json(path):
@@ -141,14 +137,14 @@ def markdown_table(report):
              + (" | " if others else "") + "best epoch | selected |",
              "| --- | --- | --- | " + "--- | " * len(others) + "--- | --- |"]
     for i, run in enumerate(report["runs"]):
-        cells = [f"{run['learning_rate']:g}", str(run["seed"]), f"{run['dev'][metric]:.4f}"]
+        cells = [repr(run["learning_rate"]), str(run["seed"]), f"{run['dev'][metric]:.4f}"]
         cells += [f"{run['dev'][k]:.4f}" if k in run["dev"] else "" for k in others]
         cells += [str(int(run["dev"]["epoch"])) if "epoch" in run["dev"] else "",
                   "**yes**" if i == report["selected"]["index"] else ""]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"| learning rate | runs | mean dev {metric} | std | max |", "| --- | --- | --- | --- | --- |"]
     for row in report["per_learning_rate"]:
-        lines.append(f"| {row['learning_rate']:g} | {row['num_runs']} | {row['mean']:.4f} | {row['std']:.4f} | "
+        lines.append(f"| {row['learning_rate']!r} | {row['num_runs']} | {row['mean']:.4f} | {row['std']:.4f} | "
                      f"{row['max']:.4f} |")
     selected = report["selected"]
     lines += ["", f"Selected: {selected['output_dir']} (dev {metric} = {selected['dev'][metric]:.4f}); its files "
@@ -190,9 +186,11 @@ def run_protocol(task, distribution, finetune):
     if not config.do_train:
         raise UserInputError("--learning_rate_grid / --num_restarts select among training runs: pass --do_train.")
     output_dir = config.output_dir
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise UserInputError(f"--output_dir: {output_dir} is a file, not a directory")
-    os.makedirs(output_dir, exist_ok=True)
+    run_directory.make_output_dir(output_dir)
+    runs_dir = os.path.join(output_dir, RUNS_DIR)
+    settings = run_settings(config)
+    run_directory.bind_run_settings(output_dir, settings, bound=os.path.isdir(runs_dir) and bool(os.listdir(runs_dir)))
+    run_directory.record_run_settings(output_dir, settings)
     for name in (RESULTS_JSON, RESULTS_MD):
         if os.path.isfile(os.path.join(output_dir, name)):
             os.remove(os.path.join(output_dir, name))
@@ -203,19 +201,17 @@ def run_protocol(task, distribution, finetune):
         for seed in seeds:
             name = run_name(learning_rate, seed)
             run_config = dataclasses.replace(config, learning_rate=learning_rate, seed=seed,
-                                             output_dir=os.path.join(output_dir, RUNS_DIR, name),
-                                             learning_rate_grid=None, num_restarts=1)
-            flags = _flags_record(run_config)
+                                             output_dir=os.path.join(runs_dir, name), learning_rate_grid=None,
+                                             num_restarts=1, overwrite_output_dir=False)
+            flags = run_settings(run_config)
             record_path = os.path.join(run_config.output_dir, RUN_COMPLETE)
             record = _read_json(record_path)
-            print(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate:g}, seed {seed} "
+            print(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate!r}, seed {seed} "
                   f"({run_config.output_dir})")
             if record is not None and record.get("flags") == flags:
                 print(f"complete ({record_path}): not trained again")
                 results = record["results"]
             else:
-                if os.path.isfile(record_path):
-                    os.remove(record_path)  # another command's run: `finetune` resumes or trains it anew
                 # select_on_dev: finetune refuses a run without dev metrics before training.
                 results = finetune(task.with_config(run_config), distribution, select_on_dev=True)
                 if metric not in results or not math.isfinite(float(results[metric])):
@@ -245,7 +241,7 @@ def run_protocol(task, distribution, finetune):
         f.write(markdown_table(report))
     write_json(os.path.join(output_dir, RESULTS_JSON), report)
     print(f"\nselected {chosen['output_dir']}: dev {metric} = {chosen['dev'][metric]:.4f}; at its learning rate "
-          f"{chosen['learning_rate']:g}: mean {selected_rate['mean']:.4f}, std {selected_rate['std']:.4f} over "
+          f"{chosen['learning_rate']!r}: mean {selected_rate['mean']:.4f}, std {selected_rate['std']:.4f} over "
           f"{selected_rate['num_runs']} run(s). Wrote {os.path.join(output_dir, RESULTS_JSON)} and "
           f"{RESULTS_MD}; copied {', '.join(copied)} from {chosen['output_dir']}.")
     return chosen["results"]

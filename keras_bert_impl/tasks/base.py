@@ -67,6 +67,7 @@ class FinetuningConfig:
     do_lower_case: Optional[bool] = setting(None, optional(BOOLEAN))  # None: the checkpoint's
     nfkc: Optional[bool] = setting(None, optional(BOOLEAN))  # NFKC before tokenizing; None: the checkpoint's
     output_dir: str
+    overwrite_output_dir: bool = setting(False, BOOLEAN)  # start afresh: remove what a run wrote in output_dir
     max_seq_length: int = setting(128, POSITIVE_INT)
     # What the run does.
     do_train: bool = setting(False, BOOLEAN)

@@ -73,8 +73,11 @@ class MetricsLogger(StepCounter):
     def _write(self, path, epoch, logs, tag_prefix=""):
         record = {"step": self.step, "epoch": int(epoch) + 1, "time": round(time.time(), 3)}
         record.update({name: float(value) for name, value in (logs or {}).items()})
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record, sort_keys=True) + "\n")
+        except OSError as error:  # e.g. no space left on device: name the file
+            raise OSError(error.errno, error.strerror or str(error), path) from error
         if self._writer is not None:
             import tensorflow as tf
 

@@ -13,6 +13,12 @@ interrupted any number of times ends bitwise identical to an uninterrupted one. 
 `dataset_fn(initial_step)` is called instead and positions the input itself (the Estimator's way: rebuild,
 e.g. with a shuffle seed offset by the step, which costs no reading but is not the uninterrupted run's
 order). `evaluate` evaluates exactly the batches it is given.
+
+Ctrl-C (SIGINT) or SIGTERM stops `run_training` after the current step (`interrupts.StopOnSignal`, on every
+backend): it writes the checkpoint of that step and raises `utils.errors.RunInterrupted` (exit status 130 or
+143 through `runners.cli.run_main`). The same command resumes from that checkpoint, bitwise as from any
+other; its loops (progress bar, log records) are shifted by the steps of the interrupted loop, its
+checkpoints stay at the multiples of `save_checkpoints_steps`.
 """
 
 import math
@@ -22,6 +28,7 @@ import keras
 
 from keras_bert_impl.training import checkpoint_store
 from keras_bert_impl.training.checkpoint_store import CHECKPOINT_SUBDIR
+from keras_bert_impl.training.interrupts import StopOnSignal
 from keras_bert_impl.training.metrics_log import MetricsLogger, read_metrics_log, truncate_metrics_log
 from keras_bert_impl.training.random_state import BackendGeneratorsAtFirstStep
 from keras_bert_impl.training.step_callbacks import CheckpointCallback, StopAtStep
@@ -66,7 +73,8 @@ def run_training(
             `save_checkpoints_steps` and `iterations_per_loop` must be multiples of it, so that the
             run stops and saves at exact steps.
         verbose: `fit`'s verbosity (1 = progress bar, 2 = one line per loop).
-        callbacks: Extra Keras callbacks.
+        callbacks: Extra Keras callbacks, which see every batch before the logger and the checkpoints (a
+            `DivergenceGuard` there stops a diverged step before it is logged or saved).
         write_dir: Where the checkpoints, `train_log.jsonl` and TensorBoard logs are written; default
             `output_dir`. A non-chief worker passes its `Distribution.write_dir` (a temporary directory):
             it restores from the chief's `output_dir/checkpoints` and writes nothing there.
@@ -75,6 +83,9 @@ def run_training(
         A dict: `initial_step` (restored step), `global_step` (final step), `train_metrics` (the last
         logged loop's metrics, also from an earlier run if nothing was left to train), `history`
         (this call's per-loop metrics).
+
+    Raises:
+        RunInterrupted: SIGINT or SIGTERM came; the checkpoint of the last finished step is written.
 
     Examples:
 
@@ -110,34 +121,41 @@ def run_training(
         # Records of steps after the restored checkpoint (a run killed after logging a loop but before
         # its checkpoint, or whose newest checkpoint was refused) are written again by this run.
         truncate_metrics_log(log_path, initial_step)
+        epochs = math.ceil(num_train_steps / iterations_per_loop)
+        if initial_step and verbose != 0:
+            # fit's progress bar counts loops ("Epoch k/epochs") and the steps inside the current loop.
+            print(f"Resuming at step {initial_step} of {num_train_steps} (loop {initial_step // iterations_per_loop + 1}"
+                  f"/{epochs}, {iterations_per_loop} steps per loop).", flush=True)
+        checkpoints = CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max)
+
+        def resume_point(model, step):
+            path = checkpoints.save() if step > checkpoints.last_saved_step else checkpoint_store.checkpoint_path(
+                checkpoint_dir, step)
+            return f"its checkpoint is {path}: the same command resumes from step {step}"
+
+        stop = StopOnSignal(resume_point)
+        # The callbacks given (a DivergenceGuard) see a batch first, then the logger, then the checkpoints
+        # (a loop's log record is written before its checkpoint), then the signal check.
+        own_callbacks = [StopAtStep(num_train_steps, initial_step), *list(callbacks or []),
+                         MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train")),
+                         checkpoints, stop]
         if callable(dataset):
             dataset = dataset(initial_step)
         elif initial_step and hasattr(dataset, "skip"):
             # The restored steps consumed the first initial_step batches: continue where they stopped.
             dataset = dataset.skip(initial_step)
-        # If initial_step is not a multiple of the loop (e.g. the flags changed), the loops are just
-        # shifted; StopAtStep still ends the run at exactly num_train_steps.
-        initial_epoch = initial_step // iterations_per_loop
-        epochs = math.ceil(num_train_steps / iterations_per_loop)
-        if initial_step and verbose != 0:
-            # fit's progress bar counts loops ("Epoch k/epochs") and the steps inside the current loop.
-            print(f"Resuming at step {initial_step} of {num_train_steps} (loop {initial_epoch + 1}/{epochs}, "
-                  f"{iterations_per_loop} steps per loop).", flush=True)
-        own_callbacks = [
-            BackendGeneratorsAtFirstStep() if initial_step else None,
-            StopAtStep(num_train_steps, initial_step),
-            # The logger before the checkpoints: a loop's log record is written before its checkpoint.
-            MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train")),
-            CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),
-        ]
-        fit_history = model.fit(
-            dataset,
-            epochs=epochs,
-            initial_epoch=initial_epoch,
-            steps_per_epoch=iterations_per_loop,
-            callbacks=[c for c in own_callbacks if c is not None] + list(callbacks or []),
-            verbose=verbose,
-        )
+        # If initial_step is not a multiple of the loop (a run stopped by Ctrl-C, or the flags changed), the
+        # loops are just shifted; StopAtStep still ends the run at exactly num_train_steps, and the
+        # checkpoints stay at the multiples of save_checkpoints_steps.
+        with stop:
+            fit_history = model.fit(
+                dataset,
+                epochs=epochs,
+                initial_epoch=initial_step // iterations_per_loop,
+                steps_per_epoch=iterations_per_loop,
+                callbacks=[BackendGeneratorsAtFirstStep()] * bool(initial_step) + own_callbacks,
+                verbose=verbose,
+            )
         history = fit_history.history
     global_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if model.optimizer.built else 0
     records = read_metrics_log(log_path)

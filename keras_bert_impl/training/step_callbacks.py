@@ -28,11 +28,13 @@ class StepCounter(keras.callbacks.Callback):
 
 
 class CheckpointCallback(StepCounter):
-    """Saves an atomic checkpoint every `save_every_steps` optimizer steps and at the end of training.
+    """Saves an atomic checkpoint at every multiple of `save_every_steps` optimizer steps and at the end of
+    training.
 
     Args:
         directory: Checkpoint directory.
-        save_every_steps: Optimizer steps between two checkpoints.
+        save_every_steps: Optimizer steps between two checkpoints: one at each step that is a multiple of it
+            (also in a run resumed from a step that is not, e.g. one stopped by Ctrl-C).
         initial_step: Step the model starts from (the restored step).
         keep_checkpoint_max: Number of newest checkpoints kept (5, as the Estimator).
 
@@ -59,10 +61,15 @@ class CheckpointCallback(StepCounter):
         self.last_saved_step = int(initial_step)
         self.saved = []
 
-    def _save(self):
+    def save(self):
+        """Saves the checkpoint of the current step now; returns its path."""
         step, path = save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
         self.last_saved_step = step
         self.saved.append(step)
+        return path
+
+    def _due(self):
+        return self.step // self.save_every_steps > self.last_saved_step // self.save_every_steps
 
     def on_train_batch_end(self, batch, logs=None):
         super().on_train_batch_end(batch, logs)
@@ -70,16 +77,16 @@ class CheckpointCallback(StepCounter):
         # callbacks listed before this one (run_training's MetricsLogger) logged the epoch: a kill between
         # the two then leaves a log ahead of the newest checkpoint (truncated on resume), never behind it.
         last_of_epoch = self.params is not None and batch + 1 == self.params.get("steps")
-        if self.step - self.last_saved_step >= self.save_every_steps and not last_of_epoch:
-            self._save()
+        if self._due() and not last_of_epoch:
+            self.save()
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.step - self.last_saved_step >= self.save_every_steps:
-            self._save()
+        if self._due():
+            self.save()
 
     def on_train_end(self, logs=None):
         if self.step > self.last_saved_step:
-            self._save()
+            self.save()
 
 
 class StopAtStep(StepCounter):

@@ -1,10 +1,14 @@
-"""The errors a run ends with on purpose: a user's mistake, and training that diverged.
+"""The errors a run ends with on purpose: a user's mistake, training that diverged, and a run stopped by a
+signal.
 
-Recipes print a `UserInputError` or a `TrainingDivergedError` as one line and exit non-zero, without a
-traceback (`keras_bert_impl.runners.cli.run_main`); every other exception is a bug and keeps its
-traceback. A `UserInputError` names the file, line or field and says what was expected; a
-`TrainingDivergedError` names the step (or epoch) and the value that was not finite.
+Recipes print a `UserInputError`, a `TrainingDivergedError` or a `RunInterrupted` as one line and exit
+non-zero, without a traceback (`keras_bert_impl.runners.cli.run_main`); every other exception is a bug and
+keeps its traceback. A `UserInputError` names the file, line or field and says what was expected; a
+`TrainingDivergedError` names the step (or epoch) and the value that was not finite or grew too far; a
+`RunInterrupted` names the signal, the step and where the same command resumes.
 """
+
+import signal
 
 
 class UserInputError(ValueError):
@@ -44,3 +48,31 @@ class TrainingDivergedError(RuntimeError):
     ...     print(error)
     step 12: loss is nan; the newest checkpoint is step 10.
     """
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Training stopped on purpose by SIGINT (Ctrl-C) or SIGTERM (`training.interrupts.StopOnSignal`): the
+    message says at which step and where the same command resumes; `exit_status` is the shell's status of a
+    process ended by that signal (128 + its number: 130 for SIGINT, 143 for SIGTERM).
+
+    A `KeyboardInterrupt`, so that code catching `Exception` lets it through, as it does Ctrl-C's.
+
+    Examples:
+
+    >>> error = RunInterrupted(signal.SIGTERM, "stopped after step 40; the same command resumes from step 40.")
+    >>> error.exit_status, str(error)
+    (143, 'stopped after step 40; the same command resumes from step 40.')
+    """
+
+    def __init__(self, signum, message):
+        super().__init__(message)
+        self.signum = int(signum)
+
+    @property
+    def exit_status(self):
+        return 128 + self.signum
+
+    @property
+    def signal_name(self):
+        """The signal's name, e.g. "SIGINT"."""
+        return signal.Signals(self.signum).name

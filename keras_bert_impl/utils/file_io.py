@@ -128,8 +128,8 @@ def atomic_path(path):
     """Yields a temporary path beside `path`; on success it is renamed to `path`, on error removed.
 
     A reader (or a resumed run) never sees a partial file or directory under the final name: a process
-    killed mid-write leaves at most a `.tmp-*` entry. Works for files and for directories (a SavedModel);
-    an existing directory at `path` is replaced.
+    killed mid-write leaves at most `.tmp-*` entries. Works for files and for directories (a SavedModel); an
+    existing entry at `path` is replaced.
 
     Examples:
 
@@ -150,14 +150,23 @@ def atomic_path(path):
     except BaseException:
         _remove(tmp)
         raise
-    if os.path.isdir(tmp) and os.path.isdir(path):
-        shutil.rmtree(path)
+    if os.path.isdir(tmp) and os.path.lexists(path):
+        # A directory cannot be renamed over an existing one: the old one is renamed aside first and removed
+        # once the new one is in place, so that `path` is never a partly removed directory.
+        old = os.path.join(directory, f"{_TEMP_PREFIX}{os.getpid()}-old-{os.path.basename(path.rstrip(os.sep))}")
+        _remove(old)
+        os.replace(path, old)
+        os.replace(tmp, path)
+        _remove(old)
+        return
     os.replace(tmp, path)
 
 
 @contextlib.contextmanager
 def atomic_open(path, mode="w"):
-    """`open(path, mode)` whose content appears under `path` only once it is complete (flushed to disk).
+    """`open(path, mode)` whose content appears under `path` only once it is complete (flushed to disk). A
+    write, flush or fsync refused by the file system (no space left on device) raises an `OSError` naming
+    `path`.
 
     Examples:
 
@@ -170,10 +179,16 @@ def atomic_open(path, mode="w"):
     """
     encoding = None if "b" in mode else "utf-8"
     with atomic_path(path) as tmp:
-        with open(tmp, mode, encoding=encoding) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, mode, encoding=encoding) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as error:
+            if not error.errno or error.filename is not None:
+                raise
+            # A write or fsync refused (e.g. no space left on device) names no file: name the target.
+            raise OSError(error.errno, error.strerror or str(error), path) from error
 
 
 def write_json(path, value):

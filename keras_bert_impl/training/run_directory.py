@@ -1,0 +1,254 @@
+"""A training run's output directory: made with one-line errors, written by one run at a time, bound to the
+settings that define its run, and cleared (of what a run wrote only) for a fresh start.
+
+* `make_output_dir(path)`: creates the directory; a path that is a file, cannot be created or cannot be
+  written is a `UserInputError` naming it.
+* `RunLock(path)`: held for the run's life, `fcntl.flock` on `path/.lock`, whose text names the holder
+  (pid, host, start time, command). A second run on the same directory is refused in one line naming the
+  holder. The kernel releases the lock when its process ends however it ends (even kill -9), so the lock of
+  a dead process is taken over with no cleanup. (`flock` locks hold on local file systems; on NFS they
+  depend on the server.) In a multi-worker job only the chief locks the directory: the other workers write
+  temporary directories (`distribute.Distribution.write_dir`). A file system that cannot lock files gets a
+  warning, and the run goes on unlocked.
+* `bind_run_settings(path, settings, bound)`: `path/run_settings.json` records the settings that shape the
+  trained weights (learning rate, batch size, sequence length, steps or epochs, warmup, seed, model, data,
+  ...; not output-only ones such as evaluation batch sizes), written atomically when the run starts
+  training (`record_run_settings`). While the directory holds training state (`bound`: e.g. checkpoints), a
+  run whose settings differ is refused before it loads anything, in one line listing each differing setting
+  with the recorded and the new value, so that a resume never mixes two runs. A directory without training
+  state takes the new settings.
+* `remove_run_outputs(path, names)`: `--overwrite_output_dir`, a fresh start: removes the entries `names`
+  (what the run writes: checkpoints, logs, model, results, the settings record), never any other file.
+"""
+
+import datetime
+import errno
+import fcntl
+import json
+import os
+import shutil
+import socket
+import sys
+import warnings
+
+from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.file_io import write_json
+
+LOCK_FILE = ".lock"
+SETTINGS_FILE = "run_settings.json"
+# Settings whose values are paths: recorded absolute, so that the same files named from another working
+# directory are the same setting.
+_PATH_SUFFIXES = ("_file", "_dir", "_checkpoint", "labels")
+
+
+def make_output_dir(path, flag="--output_dir"):
+    """Creates the directory `path` (and its parents); returns `path`.
+
+    Raises:
+        UserInputError: `path` is a file, cannot be created or cannot be written (a read-only file system, no
+            permission), naming `flag` and the path.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "run")
+    >>> make_output_dir(path) == path and os.path.isdir(path)
+    True
+    >>> open(os.path.join(path, "file"), "w").close()
+    >>> make_output_dir(os.path.join(path, "file"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --output_dir: .../run/file is a file, not a directory
+    """
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserInputError(f"{flag}: {path} is a file, not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename and os.fspath(error.filename) != os.fspath(path) else ""
+        if isinstance(error, FileExistsError) or error.errno == errno.ENOTDIR:
+            raise UserInputError(f"{flag}: cannot create {path}: a part of it is a file{where}") from None
+        raise UserInputError(f"{flag}: cannot create {path}: {error.strerror}{where}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UserInputError(f"{flag}: cannot write to {path} (a read-only file system or no permission)")
+    return path
+
+
+class RunLock:
+    """The lock of one writer on a run directory, held inside `with RunLock(path):` (see the module docstring).
+
+    Args:
+        path: the run directory (it must exist: `make_output_dir`).
+        flag: the flag that named it, for the messages.
+
+    Raises (on entering):
+        UserInputError: another live process holds the lock (the message names it), or the lock file
+            cannot be written.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> with RunLock(directory):
+    ...     open(os.path.join(directory, LOCK_FILE)).read().startswith(f"pid {os.getpid()} on ")
+    True
+    """
+
+    def __init__(self, path, flag="--output_dir"):
+        self.path = path
+        self.flag = flag
+        self._fd = None
+
+    def __enter__(self):
+        lock_path = os.path.join(self.path, LOCK_FILE)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise UserInputError(f"{self.flag}: cannot write to {self.path} ({error.strerror}: {lock_path})") from None
+        held = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                warnings.warn(f"{lock_path}: this file system does not lock files ({error.strerror}); a second run "
+                              f"on {self.path} would not be refused.", stacklevel=2)
+            elif error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                held = True
+            else:
+                os.close(fd)
+                raise
+        if held:
+            holder = os.read(fd, 4096).decode("utf-8", "replace").strip() or "another process"
+            os.close(fd)
+            raise UserInputError(f"{self.flag}: {self.path} is in use by {holder.splitlines()[0]}: wait for it to "
+                                 f"end, or use another {self.flag}") from None
+        command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+        started = datetime.datetime.now().isoformat(timespec="seconds")
+        text = f"pid {os.getpid()} on {socket.gethostname()} since {started}: {command}\n"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode("utf-8"), 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc_info):
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock; the file stays (removing it would race a new holder)
+            self._fd = None
+        return False
+
+
+# ---------------------------------------------------------------------------------------- the settings
+def _comparable(name, value):
+    """`value` as the JSON value it is recorded as (tuples as lists, existing local paths absolute)."""
+    if isinstance(value, tuple):
+        return [_comparable(name, v) for v in value]
+    if (isinstance(value, str) and name.endswith(_PATH_SUFFIXES) and "://" not in value
+            and os.path.exists(value)):
+        return os.path.abspath(value)
+    return value
+
+
+def read_run_settings(path):
+    """The settings recorded in the run directory `path` ({} when there are none or they do not read)."""
+    try:
+        with open(os.path.join(path, SETTINGS_FILE), encoding="utf-8") as f:
+            recorded = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+class _Absent:
+    """A setting absent on one side of a comparison."""
+
+    def __repr__(self):
+        return "(absent)"
+
+
+ABSENT = _Absent()
+
+
+def settings_differences(recorded, settings):
+    """`[(name, recorded value, new value), ...]` of the settings that differ (sorted by name); a setting
+    absent on one side counts as differing, its value there `ABSENT`.
+
+    Examples:
+
+    >>> settings_differences({"learning_rate": 1e-4, "seed": 1}, {"learning_rate": 5e-3, "seed": 1})
+    [('learning_rate', 0.0001, 0.005)]
+    """
+    settings = {name: _comparable(name, value) for name, value in settings.items()}
+    differences = []
+    for name in sorted(set(recorded) | set(settings)):
+        old, new = recorded.get(name, ABSENT), settings.get(name, ABSENT)
+        if old != new:
+            differences.append((name, old, new))
+    return differences
+
+
+def bind_run_settings(path, settings, bound, overwrite_flag="--overwrite_output_dir", flag="--output_dir"):
+    """Refuses a run whose `settings` ({flag name without dashes: value}) differ from those recorded in the
+    run directory `path`, when `bound` (the directory holds training state, e.g. a checkpoint).
+
+    Raises:
+        UserInputError: one line listing each differing setting as `--name recorded -> new`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> record_run_settings(directory, {"learning_rate": 1e-4, "train_batch_size": 16})
+    >>> bind_run_settings(directory, {"learning_rate": 1e-4, "train_batch_size": 16}, bound=True)
+    >>> bind_run_settings(directory, {"learning_rate": 1e-2, "train_batch_size": 4}, bound=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --output_dir ...: its run has other settings: --learning_rate 0.0001 -> 0.01, --train_batch_size 16 -> 4 (recorded in ...run_settings.json); rerun with the recorded values, use another --output_dir, or pass --overwrite_output_dir to start afresh
+    """
+    if not bound:
+        return
+    recorded = read_run_settings(path)
+    if not recorded:
+        return
+    differences = settings_differences(recorded, settings)
+    if differences:
+        listed = ", ".join(f"--{name} {_shown(old)} -> {_shown(new)}" for name, old, new in differences)
+        raise UserInputError(
+            f"{flag} {path}: its run has other settings: {listed} (recorded in {os.path.join(path, SETTINGS_FILE)}); "
+            f"rerun with the recorded values, use another {flag}, or pass {overwrite_flag} to start afresh")
+
+
+def _shown(value):
+    """A recorded value as the message shows it: strings quoted, numbers in full precision (JSON)."""
+    return repr(value) if isinstance(value, (str, _Absent)) else json.dumps(value)
+
+
+def record_run_settings(path, settings):
+    """Writes `settings` as the run directory's record, `path/run_settings.json` (atomically)."""
+    write_json(os.path.join(path, SETTINGS_FILE), {name: _comparable(name, v) for name, v in settings.items()})
+
+
+def remove_run_outputs(path, names):
+    """Removes the entries `names` of the directory `path` (files or directories) that exist, and the
+    settings record; returns the names removed. Nothing else in `path` is touched.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> for name in ("train_log.jsonl", "notes.txt"):
+    ...     open(os.path.join(directory, name), "w").close()
+    >>> os.mkdir(os.path.join(directory, "checkpoints"))
+    >>> remove_run_outputs(directory, ["checkpoints", "train_log.jsonl", "model"])
+    ['checkpoints', 'train_log.jsonl']
+    >>> sorted(os.listdir(directory))
+    ['notes.txt']
+    """
+    removed = []
+    for name in list(names) + [SETTINGS_FILE]:
+        target = os.path.join(path, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        elif os.path.lexists(target):
+            os.remove(target)
+        else:
+            continue
+        removed.append(name)
+    return removed
