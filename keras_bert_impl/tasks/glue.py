@@ -198,7 +198,7 @@ class GlueTask(FinetuningTask):
         """Both sequences of every example of every split read."""
         splits = [self.train_set] if self.train_set else []
         splits += [*self.dev_sets.values(), *self.test_sets.values()]
-        return [text for _, _, examples in splits for e in examples for text in (e.text_a, e.text_b) if text]
+        return [text for split in splits for e in split.examples for text in (e.text_a, e.text_b) if text]
 
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has one."""
