@@ -3,7 +3,7 @@
 `python -m keras_bert_impl.runners.run_glue`; usage, data files and outputs: recipes/run_glue.py.
 """
 
-from keras_bert_impl.data import glue_data
+from keras_bert_impl.data import glue_data, streaming
 from keras_bert_impl.runners.finetuning import finetuning_recipe
 from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
 from keras_bert_impl.tasks.glue import GlueTask
@@ -19,6 +19,9 @@ def build_parser():
     p.add_argument("--text_pair_column", default=None, help="Column of the second text ('' for none); default: "
                    "the task's (sentence2, question2, hypothesis, sentence; none for cola and sst2).")
     p.add_argument("--label_column", default="label", help="Column of the label in --*_file records.")
+    p.add_bool_flag("stream_train_data", None, "Stream the training file (a TSV or JSON lines) from disk every epoch, "
+                    "in bounded memory, instead of featurizing it whole in memory (another batch order). Default: "
+                    f"for files of {streaming.STREAMING_MIN_BYTES // 2**20} MiB or more.")
     return add_task_flags(p, "example")
 
 

@@ -5,7 +5,9 @@ Reads `--data_dir`'s train.tsv / dev*.tsv / test*.tsv (`data/glue_data.py`), or 
 `--train_file` / `--validation_file` / `--test_file` (JSON lines, JSON, CSV, TSV, parquet; columns named by
 `--text_column`, `--text_pair_column`, `--label_column`), which replaces --data_dir's file(s) of that split
 (MNLI: a --validation_file is its one dev set, a --test_file its one test set). Every split the run needs is
-read in `setup`, before the model is built. Evaluates the task's GLUE metrics (MNLI's mismatched ones
+read in `setup`, before the model is built; a training file of `data.streaming.STREAMING_MIN_BYTES` or more
+(or any, with --stream_train_data) is checked there in one pass and streamed during training, in bounded
+memory. Evaluates the task's GLUE metrics (MNLI's mismatched ones
 prefixed "mm_"); writes the GLUE server's submission files.
 """
 
@@ -15,16 +17,18 @@ from typing import Optional
 
 import numpy as np
 
-from keras_bert_impl.data import batching, glue_data
+from keras_bert_impl.data import batching, glue_data, streaming
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import NUMBER, setting
+from keras_bert_impl.utils.settings import BOOLEAN, NUMBER, optional, setting
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
+# The examples of a streamed training file whose texts the [UNK] report reads (it reads the others whole).
+UNKNOWN_TOKENS_SAMPLE = 100_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -48,6 +52,8 @@ class GlueConfig(FinetuningConfig):
     text_column: Optional[str] = None  # None: the task's glue datasets column
     text_pair_column: Optional[str] = None  # None: the task's; "": none
     label_column: str = "label"
+    # Stream the training file (`data.streaming`): None: from `streaming.STREAMING_MIN_BYTES` up.
+    stream_train_data: Optional[bool] = setting(None, optional(BOOLEAN))
 
 
 class GlueTask(FinetuningTask):
@@ -91,22 +97,55 @@ class GlueTask(FinetuningTask):
         labels = None if split.startswith("test") else glue_data.label_ids(self.task, examples)
         return features, labels, examples
 
+    def streamed_split(self, split, path=None):
+        """The training split streamed from its file (`streaming.StreamedExamples`, checked line by line in one
+        pass) when --stream_train_data says so (unset: a file of at least `streaming.STREAMING_MIN_BYTES`); None
+        to read it in memory. A TSV or JSON-lines file streams (`glue_data.glue_line_parser`); CSV, JSON and
+        parquet files are read in memory."""
+        stream = self.config.stream_train_data
+        if stream is False:
+            return None
+        config = self.config
+        file = path or glue_data.glue_file(self.task, config.data_dir, split)
+        columns = None if path is None else (config.text_column, config.text_pair_column, config.label_column)
+        parser = glue_data.glue_line_parser(self.task, file, split, columns)
+        if parser is None:
+            if stream:
+                raise UserInputError(f"--stream_train_data: {file} cannot be streamed; expected a local TSV or "
+                                     "JSON-lines file (one record a line).")
+            return None
+        if stream is None and os.path.getsize(file) < streaming.STREAMING_MIN_BYTES:
+            return None
+        header_lines, parse = parser
+
+        def featurize(examples):
+            return (glue_data.encode_examples(self.tokenizer, examples, config.max_seq_length),
+                    glue_data.label_ids(self.task, examples))
+
+        print(f"streaming {file}: reading it once to check and count its examples")
+        return streaming.StreamedExamples(file, parse, featurize, header_lines)
+
     def setup(self, tokenizer):
-        """Reads, validates and encodes every split the flags ask for (train, dev, test)."""
+        """Reads, validates and encodes every split the flags ask for (train, dev, test); a large training file
+        is checked now and streamed during training (`streamed_split`)."""
         super().setup(tokenizer)
         if self.config.do_train:
             (split, path), = self.split_files("train")
-            self.train_set = self.load_split(split, path)
+            self.train_set = self.streamed_split(split, path) or self.load_split(split, path)
         if self.config.do_eval:
             self.dev_sets = {split: self.load_split(split, path) for split, path in self.split_files("dev")}
         if self.config.do_predict:
             self.test_sets = {split: self.load_split(split, path) for split, path in self.split_files("test")}
 
     def texts_read(self):
-        """Both sequences of every example of every split read."""
-        splits = [self.train_set] if self.train_set else []
-        splits += [*self.dev_sets.values(), *self.test_sets.values()]
-        return [text for _, _, examples in splits for e in examples for text in (e.text_a, e.text_b) if text]
+        """Both sequences of every example of every split read (of a streamed training file, its first
+        `UNKNOWN_TOKENS_SAMPLE` examples)."""
+        splits = [examples for _, _, examples in [*self.dev_sets.values(), *self.test_sets.values()]]
+        if isinstance(self.train_set, streaming.StreamedExamples):
+            splits.append(self.train_set.examples(UNKNOWN_TOKENS_SAMPLE))
+        elif self.train_set:
+            splits.append(self.train_set[2])
+        return [text for examples in splits for e in examples for text in (e.text_a, e.text_b) if text]
 
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has a matching one."""
@@ -114,6 +153,10 @@ class GlueTask(FinetuningTask):
                                dropout=self.config.classifier_dropout)
 
     def training_set(self, distribution):
+        if isinstance(self.train_set, streaming.StreamedExamples):
+            stream = self.train_set
+            return TrainingSet(stream, None, stream.num_examples,
+                               f"{stream.num_examples} training examples streamed from {stream.path}")
         features, labels, examples = self.train_set
         return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")
 
