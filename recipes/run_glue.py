@@ -20,7 +20,9 @@ are label names, datasets ClassLabel ids, or -1 for none). Writes to `--output_d
     CoLA.tsv, SST-2.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv    test predictions for the GLUE server
 
 Batches are padded to their own longest example and bucketed by length (`--dynamic_padding`, on by
-default), see keras_bert_impl/data/batching.py. The task itself is keras_bert_impl/tasks/glue.py.
+default), see keras_bert_impl/data/batching.py. A training file (TSV or JSON lines) of 16 MiB or more is
+streamed from disk every epoch in bounded memory (`--stream_train_data`, keras_bert_impl/data/streaming.py;
+docs/large_files.md). The task itself is keras_bert_impl/tasks/glue.py.
 
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).

@@ -259,7 +259,7 @@ def read_glue_file(task_name, path, split):
     for line_number, row in _read_tsv(path):
         if layout.header and line_number == 1:
             continue
-        example = _row_example(task, split, layout, f"{path}:{line_number}", row)
+        example = _row_example(task, split, layout, path, line_number, row)
         if example is not None:
             examples.append(example)
     return require_examples(examples, path)
@@ -270,10 +270,11 @@ def _layout(task, split):
     return _LAYOUTS[task][1 if split.startswith("test") else 0]
 
 
-def _row_example(task, split, layout, where, row):
-    """The `InputExample` of one row of an original GLUE TSV (`where`: "path:line"); None for a blank line."""
+def _row_example(task, split, layout, path, line_number, row):
+    """The `InputExample` of row `line_number` of an original GLUE TSV; None for a blank line."""
     if not row:  # a blank line (e.g. at the end of the file)
         return None
+    where = f"{path}:{line_number}"
     if layout.num_columns is not None and len(row) != layout.num_columns:
         raise GlueDataError(
             f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, found {len(row)}."
@@ -298,7 +299,6 @@ def _row_example(task, split, layout, where, row):
         else:
             label = raw
     text_b = None if layout.text_b is None else row[layout.text_b]
-    line_number = where.rsplit(":", 1)[1]
     return InputExample(f"{split}-{line_number}", row[layout.text_a], text_b, label)
 
 
@@ -359,7 +359,7 @@ def glue_line_parser(task_name, path, split, columns=None):
     layout = _layout(task, split)
 
     def parse(lines, first_index):
-        parsed = (_row_example(task, split, layout, f"{path}:{n}", row) for n, row in rows(lines))
+        parsed = (_row_example(task, split, layout, path, n, row) for n, row in rows(lines))
         return [example for example in parsed if example is not None]
 
     return int(layout.header), parse

@@ -23,6 +23,8 @@ lines); the others read their files whole (README.md, "Large training files").
 same as a `tf.data.Dataset` (TensorFlow); `runners.finetuning.training_batches` picks per backend.
 """
 
+import itertools
+
 import keras
 import numpy as np
 
@@ -95,30 +97,30 @@ class StreamedExamples:
 
     def _chunks(self):
         """(byte offset, [(line number, text)]) of every chunk, reading the file sequentially."""
-        offset, lines = 0, []
         with open(self.path, "rb") as f:
-            for number, raw in enumerate(f, 1):
-                if number > self.header_lines:
-                    if not lines:
-                        start = offset
-                    lines.append((number, decode_line(raw, self.path, number)))
-                    if len(lines) == self.chunk_lines:
-                        yield start, lines
-                        lines = []
-                offset += len(raw)
-        if lines:
-            yield start, lines
+            for _ in range(self.header_lines):
+                f.readline()
+            number = self.header_lines + 1
+            while True:
+                start = f.tell()
+                raw = list(itertools.islice(f, self.chunk_lines))
+                if not raw:
+                    return
+                yield start, self._decoded(raw, number)
+                number += len(raw)
+
+    def _decoded(self, raw_lines, first_line):
+        """[(line number, text)] of the lines `raw_lines` (bytes), the first of them line `first_line`."""
+        try:
+            return [(number, raw.decode("utf-8")) for number, raw in enumerate(raw_lines, first_line)]
+        except UnicodeDecodeError:
+            return [(number, decode_line(raw, self.path, number)) for number, raw in enumerate(raw_lines, first_line)]
 
     def _read_chunk(self, f, chunk):
         """The examples of chunk `chunk` (an index), read from the open binary file `f`."""
         f.seek(int(self.offsets[chunk]))
-        first_line = self.header_lines + chunk * self.chunk_lines + 1
-        lines = []
-        for number in range(first_line, first_line + self.chunk_lines):
-            raw = f.readline()
-            if not raw:
-                break
-            lines.append((number, decode_line(raw, self.path, number)))
+        lines = self._decoded(list(itertools.islice(f, self.chunk_lines)),
+                              self.header_lines + chunk * self.chunk_lines + 1)
         return self.parse(lines, int(self.first_indexes[chunk]))
 
     def examples(self, limit=None):

@@ -100,7 +100,7 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
             y = self.check_labels(y)
         if raw:
             x, y, sample_weight = self._text_preprocessor()(x, y, sample_weight)
-        if isinstance(x, dict):
+        if isinstance(x, dict) and "token_ids" in x:
             self.check_inputs(x, y)
         return x, y, sample_weight
 

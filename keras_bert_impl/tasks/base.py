@@ -250,8 +250,10 @@ class TrainingSet:
     """The training data of a task, as `run_finetuning` feeds it to `model.fit`.
 
     Attributes:
-        features: dict name -> per-example sequences (`bucketed`), or dict name -> arrays [N, T].
-        labels: the labels (per example, or per token), or the label arrays when not `bucketed`.
+        features: dict name -> per-example sequences (`bucketed`), or dict name -> arrays [N, T]; or a
+            `data.streaming.StreamedExamples` (a training file read epoch by epoch, `bucketed`).
+        labels: the labels (per example, or per token), or the label arrays when not `bucketed`; None with a
+            `StreamedExamples` (its batches hold them).
         num_examples: the units counted by the step schedule (examples, windows or features).
         description: what the run trains on, for the log line.
         bucketed: whether `features` go through the length-bucketed batches (`training_batches`).
