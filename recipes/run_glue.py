@@ -32,7 +32,9 @@ pooled (default `truncate`, the original). Writes to `--output_dir`:
     test_predictions.tsv       your own data's test predictions (index, label name or score)
 
 Batches are padded to their own longest example and bucketed by length (`--dynamic_padding`, on by
-default), see keras_bert_impl/data/batching.py. The task itself is keras_bert_impl/tasks/glue.py.
+default), see keras_bert_impl/data/batching.py. A training file (TSV or JSON lines) of 16 MiB or more is
+streamed from disk every epoch in bounded memory (`--stream_train_data`, keras_bert_impl/data/streaming.py;
+docs/large_files.md). The task itself is keras_bert_impl/tasks/glue.py.
 
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
 checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).

@@ -13,6 +13,7 @@ from keras_bert_impl.tokenizers import basic_tokenizer as tokenization
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.packing import truncated_pair_lengths
+from keras_bert_impl.utils.errors import UserInputError
 from tokenization_reference import (  # noqa: E402
     OriginalBasicTokenizer,
     OriginalFullTokenizer,
@@ -288,7 +289,7 @@ def test_bad_call_arguments(small_tokenizer):
         small_tokenizer(["a", None])
     with pytest.raises(ValueError, match=r"pair_texts\[0\] is None"):
         small_tokenizer(["a"], [None])
-    with pytest.raises(TypeError, match=r"texts\[0\] must be a str"):
+    with pytest.raises(UserInputError, match=r"texts\[0\] must be a str"):
         small_tokenizer([3])
     with pytest.raises(ValueError, match="padding"):
         small_tokenizer(["a"], padding="left")

@@ -190,6 +190,15 @@ class ModelDirectory:
         return self.vocab_file is not None or os.path.isfile(
             os.path.join(self.directory, model_files.TOKENIZER_JSON_FILE))
 
+    @property
+    def tokenizer_files(self):
+        """Where this layout keeps its tokenizer, for messages: a keras-hub preset's tokenizer.json (with
+        assets/tokenizer/vocabulary.txt), else vocab.txt (or tokenizer.json)."""
+        if self.keras_hub_class is not None:
+            return (f"{model_files.TOKENIZER_JSON_FILE} (a keras-hub preset's tokenizer, with "
+                    "assets/tokenizer/vocabulary.txt)")
+        return f"{model_files.VOCAB_FILE} (or {model_files.TOKENIZER_JSON_FILE})"
+
     # ------------------------------------------------------------------------------ weights
     @property
     def has_weights(self):

@@ -33,6 +33,17 @@ def open_checkpoint(path):
     return path if isinstance(path, ModelDirectory) else ModelDirectory(path)
 
 
+def open_task_checkpoint(path, cls, ignore_stored_head=False):
+    """The `ModelDirectory` a `cls` task model loads from `path`: refused when it holds another task's model
+    (`task_layouts.check_loads_as`), unless `ignore_stored_head`, which gives the directory without its head's
+    settings (`task_layouts.backbone_only`)."""
+    checkpoint = open_checkpoint(path)
+    if ignore_stored_head:
+        return task_layouts.backbone_only(checkpoint)
+    task_layouts.check_loads_as(checkpoint, cls)
+    return checkpoint
+
+
 def read_backbone(path, **config_overrides):
     """What a backbone is built from: `(checkpoint, BertConfig, backbone weights, head weights)`.
 

@@ -17,6 +17,7 @@ the models (a higher tier) do not import this module; they register their classe
 (`keras_bert_impl.checkpoints.model_io.register_model`) and reach it through `model_io`.
 """
 
+import copy
 import dataclasses
 
 from keras_bert_impl.checkpoints.head_weights import (
@@ -139,6 +140,12 @@ LAYOUTS = {
         settings=lambda model, label_names: {} if model.objective == "mlm_nsp" else {OBJECTIVE_KEY: model.objective}),
 }
 
+# config.json entries of a directory's task head (what `backbone_only` leaves out).
+HEAD_SETTINGS = ("architectures", "id2label", "label2id", "problem_type", "use_crf", "bilstm_units",
+                 FEATURE_TAGGER_KEY, OBJECTIVE_KEY)
+# The classes whose directories every task loads its backbone from (their heads are no task's).
+BACKBONE_CLASSES = ("BertBackbone", "BertPretrainer")
+
 # The registered model classes by name (`register_model`).
 _CLASSES = {}
 
@@ -175,3 +182,55 @@ def model_class(checkpoint):
     known = [a for layout in LAYOUTS.values() for a in layout.architectures]
     raise UserInputError(f"{checkpoint.config_file}: architecture {architecture!r} is not one of this package's "
                          f"models ({', '.join(dict.fromkeys(known))}).")
+
+
+def _stored_description(checkpoint, stored):
+    """What a directory holds, for messages: e.g. "a BertTokenClassifier (BertForTokenClassification, with a CRF)"."""
+    details = [checkpoint.architecture or "BertModel"]
+    if checkpoint.setting("use_crf"):
+        details.append("with a CRF")
+    if checkpoint.setting("bilstm_units"):
+        details.append("with a BiLSTM")
+    return f"a {stored.__name__} ({', '.join(details)})"
+
+
+def check_loads_as(checkpoint, cls):
+    """Refuses (`UserInputError`) to load the `ModelDirectory` of another task's model as a `cls`: its head
+    would be dropped or, where the weight names coincide (a token classifier's `classifier.*` read as a sequence
+    classifier's), taken for another head. A backbone or pretraining directory loads into every task, and a
+    directory whose architecture no class here stores (e.g. BertForNextSentencePrediction) loads its backbone.
+
+    Examples:
+
+    >>> import tempfile
+    >>> from keras_bert_impl.config import BertConfig
+    >>> from keras_bert_impl.checkpoints.model_directory import ModelDirectory
+    >>> from keras_bert_impl.models.backbone import BertBackbone
+    >>> from keras_bert_impl.models.classifier import BertClassifier
+    >>> from keras_bert_impl.models.token_classifier import BertTokenClassifier
+    >>> directory = tempfile.mkdtemp()
+    >>> BertTokenClassifier(BertBackbone(BertConfig.preset("bert_tiny")), 9, use_crf=True).save_pretrained(directory)
+    >>> check_loads_as(ModelDirectory(directory), BertTokenClassifier)
+    >>> check_loads_as(ModelDirectory(directory), BertClassifier)
+    Traceback (most recent call last):
+    ...
+    keras_bert_impl.utils.errors.UserInputError: ...: holds a BertTokenClassifier (BertForTokenClassification, with a CRF), not a BertClassifier; load it with BertTokenClassifier.from_pretrained, or pass ignore_stored_head=True to put a new BertClassifier head on its backbone.
+    """
+    try:
+        stored = model_class(checkpoint)
+    except UserInputError:
+        return
+    if stored.__name__ in BACKBONE_CLASSES or issubclass(cls, stored):
+        return
+    raise UserInputError(f"{checkpoint.directory}: holds {_stored_description(checkpoint, stored)}, not a "
+                         f"{cls.__name__}; load it with {stored.__name__}.from_pretrained, or pass "
+                         f"ignore_stored_head=True to put a new {cls.__name__} head on its backbone.")
+
+
+def backbone_only(checkpoint):
+    """The `ModelDirectory` `checkpoint` seen as a backbone's directory: its config.json without the entries of
+    its task head (`HEAD_SETTINGS`: architecture, labels, CRF, BiLSTM, ...), so that a model loaded from it
+    takes none of its head's settings (its head weights are the loader's to leave out)."""
+    view = copy.copy(checkpoint)
+    view.__dict__["config"] = {k: v for k, v in checkpoint.config.items() if k not in HEAD_SETTINGS}
+    return view

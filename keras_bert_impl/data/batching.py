@@ -263,10 +263,7 @@ class BucketedBatches(keras.utils.PyDataset):
 
     def __init__(self, features, labels, batch_size, seed=0, initial_epoch=0, process_share=None, **options):
         super().__init__()
-        if process_share is not None:
-            options["drop_remainder"] = True
-            if batch_size % process_share[1]:
-                raise ValueError(f"batch_size {batch_size} is not a multiple of the {process_share[1]} processes.")
+        options = process_share_options(batch_size, process_share, options)
         self.features, self.labels, self.batch_size, self.seed, self.options = features, labels, batch_size, seed, options
         self.process_share = process_share
         self.epoch = int(initial_epoch)
@@ -287,6 +284,16 @@ class BucketedBatches(keras.utils.PyDataset):
     def on_epoch_end(self):
         self.epoch += 1
         self.batches = self._plan()
+
+
+def process_share_options(batch_size, process_share, options):
+    """The batching `options` of a process that feeds `process_share` = (index, count) of every global batch
+    (None: all of it): whole batches only (`drop_remainder`), each a multiple of `count`."""
+    if process_share is None:
+        return options
+    if batch_size % process_share[1]:
+        raise ValueError(f"batch_size {batch_size} is not a multiple of the {process_share[1]} processes.")
+    return dict(options, drop_remainder=True)
 
 
 def share_of_batch(batch, index, count):

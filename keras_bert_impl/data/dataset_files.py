@@ -68,18 +68,25 @@ def read_records(path):
 
 
 def _read_json_lines(path, text):
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise UserInputError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno}).") from None
-        if not isinstance(record, dict):
-            raise UserInputError(f"{path}:{number}: expected a JSON object, found {type(record).__name__}.")
-        records.append((f"{path}:{number}", record))
-    return records
+    records = (json_line_record(path, number, line) for number, line in enumerate(text.splitlines(), 1))
+    return [record for record in records if record is not None]
+
+
+def json_line_record(path, number, line):
+    """`(where, record)` of line `number` of a JSON-lines file (`where` is "path:number"); None for a blank line.
+
+    Raises:
+        UserInputError: the line is not JSON, or not a JSON object, naming the file and line.
+    """
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise UserInputError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno}).") from None
+    if not isinstance(record, dict):
+        raise UserInputError(f"{path}:{number}: expected a JSON object, found {type(record).__name__}.")
+    return f"{path}:{number}", record
 
 
 def _json_records(path, value):
@@ -115,14 +122,17 @@ def header_records(path, header, numbered_rows, error=UserInputError):
         numbered_rows: `(line number, list of fields)` of the rows after the header.
         error: the exception class of a malformed row.
     """
-    records = []
-    for line_number, row in numbered_rows:
-        if not row:
-            continue
-        if len(row) != len(header):
-            raise error(f"{path}:{line_number}: expected {len(header)} fields (as the header), found {len(row)}.")
-        records.append((f"{path}:{line_number}", dict(zip(header, row))))
-    return records
+    records = (header_record(path, header, line_number, row, error) for line_number, row in numbered_rows)
+    return [record for record in records if record is not None]
+
+
+def header_record(path, header, line_number, row, error=UserInputError):
+    """`(where, record)` of one row of a CSV/TSV file (see `header_records`); None for an empty row."""
+    if not row:
+        return None
+    if len(row) != len(header):
+        raise error(f"{path}:{line_number}: expected {len(header)} fields (as the header), found {len(row)}.")
+    return f"{path}:{line_number}", dict(zip(header, row))
 
 
 def _read_parquet(path):

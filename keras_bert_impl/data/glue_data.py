@@ -58,12 +58,22 @@ token (empty, whitespace or control characters only) packs a single segment `[CL
 
 import csv
 import dataclasses
+import json
 import sys
 from typing import Optional, Union
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, header_records, read_records, require_examples, text_field
+from keras_bert_impl.data.dataset_files import (
+    field,
+    header_record,
+    header_records,
+    json_line_record,
+    read_records,
+    record_format,
+    require_examples,
+    text_field,
+)
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
@@ -260,48 +270,57 @@ def read_glue_file(task_name, path, split):
             without examples raises a UserInputError naming it.
     """
     task = canonical_task(task_name)
-    labelled = not split.startswith("test")
-    layout = _LAYOUTS[task][0 if labelled else 1]
-    allowed = GLUE_LABELS[task]
+    layout = _layout(task, split)
     examples = []
     for line_number, row in _read_tsv(path):
         if layout.header and line_number == 1:
             continue
-        if not row:  # a blank line (e.g. at the end of the file)
-            continue
-        where = f"{path}:{line_number}"
-        if layout.num_columns is not None and len(row) != layout.num_columns:
-            raise GlueDataError(
-                f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, "
-                f"found {len(row)}."
-            )
-        if layout.num_columns is None and len(row) < layout.min_columns:
-            raise GlueDataError(
-                f"{where}: expected at least {layout.min_columns} tab-separated columns for {task} {split} "
-                f"data, found {len(row)}."
-            )
-        label = None
-        if layout.label is not None:
-            raw = row[layout.label]
-            if allowed is None:
-                try:
-                    label = float(raw)
-                except ValueError:
-                    raise GlueDataError(f"{where}: the {task} score {raw!r} is not a number.") from None
-                _check_score(task, label, raw, where)
-            elif raw not in allowed:
-                raise GlueDataError(
-                    f"{where}: unknown label {raw!r} for {task}; the allowed labels are {allowed}."
-                )
-            else:
-                label = raw
-        text_b = None if layout.text_b is None else row[layout.text_b]
-        examples.append(InputExample(f"{split}-{line_number}", row[layout.text_a], text_b, label))
+        example = _row_example(task, split, layout, path, line_number, row)
+        if example is not None:
+            examples.append(example)
     return require_examples(examples, path)
 
 
-def read_glue_examples(task_name, data_dir, split):
-    """`read_glue_file` of `data_dir/{split}.tsv` (e.g. "train", "dev", "test", MNLI's "dev_matched")."""
+def _layout(task, split):
+    """The `_Layout` of a task's labelled (train, dev) or unlabelled (test) files."""
+    return _LAYOUTS[task][1 if split.startswith("test") else 0]
+
+
+def _row_example(task, split, layout, path, line_number, row):
+    """The `InputExample` of row `line_number` of an original GLUE TSV; None for a blank line."""
+    if not row:  # a blank line (e.g. at the end of the file)
+        return None
+    where = f"{path}:{line_number}"
+    if layout.num_columns is not None and len(row) != layout.num_columns:
+        raise GlueDataError(
+            f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, found {len(row)}."
+        )
+    if layout.num_columns is None and len(row) < layout.min_columns:
+        raise GlueDataError(
+            f"{where}: expected at least {layout.min_columns} tab-separated columns for {task} {split} "
+            f"data, found {len(row)}."
+        )
+    label = None
+    allowed = GLUE_LABELS[task]
+    if layout.label is not None:
+        raw = row[layout.label]
+        if allowed is None:
+            try:
+                label = float(raw)
+            except ValueError:
+                raise GlueDataError(f"{where}: the {task} score {raw!r} is not a number.") from None
+            _check_score(task, label, raw, where)
+        elif raw not in allowed:
+            raise GlueDataError(f"{where}: unknown label {raw!r} for {task}; the allowed labels are {allowed}.")
+        else:
+            label = raw
+    text_b = None if layout.text_b is None else row[layout.text_b]
+    return InputExample(f"{split}-{line_number}", row[layout.text_a], text_b, label)
+
+
+def glue_file(task_name, data_dir, split):
+    """The path of `data_dir/{split}.tsv` (e.g. "train", "dev", "test", MNLI's "dev_matched"); a
+    `GlueDataError` when the task has no such split or the file is missing."""
     task = canonical_task(task_name)
     valid = ["train", *dev_splits(task), *test_splits(task)]
     if split not in valid:
@@ -309,7 +328,69 @@ def read_glue_examples(task_name, data_dir, split):
     path = file_io.join(data_dir, f"{split}.tsv")
     if not file_io.isfile(path):
         raise GlueDataError(f"{path}: not found ({task} expects {', '.join(s + '.tsv' for s in valid)}).")
-    return read_glue_file(task, path, split)
+    return path
+
+
+def read_glue_examples(task_name, data_dir, split):
+    """`read_glue_file` of `data_dir/{split}.tsv` (e.g. "train", "dev", "test", MNLI's "dev_matched")."""
+    return read_glue_file(task_name, glue_file(task_name, data_dir, split), split)
+
+
+def glue_line_parser(task_name, path, split, columns=None):
+    """How `data.streaming.StreamedExamples` reads a GLUE file of one record a line: `(header_lines, parse)`,
+    where `parse(numbered_lines, first_index)` gives the `InputExample`s of a list of `(line number, text)` lines
+    (`first_index`: the index of their first record in the file) and checks them, as the whole file's reader
+    does: `read_glue_file` (`columns` None: a --data_dir file) or `read_glue_records` (`columns`: its
+    `(text_column, text_pair_column, label_column)` arguments).
+
+    Lines end at "\n". None for a file of another format (CSV, JSON, parquet) or a remote one: those are
+    read whole. A `.json` file streams when it holds JSON lines (its first line a whole JSON object).
+    """
+    task = canonical_task(task_name)
+    kind = record_format(path)
+    if file_io.is_remote(path) or kind not in ("tsv", "jsonl", "json") or columns is None and kind != "tsv":
+        return None
+    if kind == "json" and not _holds_json_lines(path):
+        return None
+    labelled = not split.startswith("test")
+    if columns is not None:
+        text_column, text_pair_column, label_column = columns
+        columns = _columns(task, text_column, text_pair_column, label_column if labelled else None)
+
+    def examples(records, first_index):
+        records = [record for record in records if record is not None]
+        return [_record_example(task, split, columns, first_index + i, *record) for i, record in enumerate(records)]
+
+    if kind != "tsv":
+        return 0, lambda lines, first_index: examples((json_line_record(path, n, line) for n, line in lines),
+                                                      first_index)
+
+    def rows(lines):
+        return zip((n for n, _ in lines), csv.reader([line for _, line in lines], delimiter="\t", quotechar=None))
+
+    header = None if columns is None else next(iter(_read_tsv(path)), (1, []))[1]
+    if header is not None and all(c in header for c in columns if c):
+        return 1, lambda lines, first_index: examples(
+            (header_record(path, header, n, row, GlueDataError) for n, row in rows(lines)), first_index)
+    layout = _layout(task, split)
+
+    def parse(lines, first_index):
+        parsed = (_row_example(task, split, layout, path, n, row) for n, row in rows(lines))
+        return [example for example in parsed if example is not None]
+
+    return int(layout.header), parse
+
+
+def _holds_json_lines(path):
+    """Whether a .json file holds JSON lines: its first non-blank line is a whole JSON object, a record (not a
+    document of records, `{"data": [...]}`, or of columns, `{"sentence": [...], ...}`)."""
+    with file_io.open_text(path) as f:
+        first = next((line for line in f if line.strip()), "")
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and not any(isinstance(v, list) for v in value.values())
 
 
 def read_glue_records(task_name, path, split, text_column=None, text_pair_column=None, label_column="label"):
@@ -344,30 +425,42 @@ def read_glue_records(task_name, path, split, text_column=None, text_pair_column
     [InputExample(guid='dev_matched-0', text_a='A cat.', text_b='An animal.', label='entailment')]
     """
     task = canonical_task(task_name)
-    default_text, default_pair = GLUE_DATASET_COLUMNS[task]
-    text_column = text_column or default_text
-    text_pair_column = default_pair if text_pair_column is None else text_pair_column
     labelled = not split.startswith("test")
+    text_column, text_pair_column, _ = _columns(task, text_column, text_pair_column, None)
     if path.lower().endswith(".tsv"):
         records = tsv_records(path, [text_column, text_pair_column, label_column if labelled else ""])
         if records is None:
             return read_glue_file(task, path, split)
     else:
         records = read_records(path)
-    examples = []
-    for i, (where, record) in enumerate(records):
-        text_a = _text(record, text_column, where)
-        text_b = _text(record, text_pair_column, where) if text_pair_column else None
-        label = _record_label(task, field(record, label_column, where), where) if labelled else None
-        if labelled and label is None:
-            raise GlueDataError(f"{where}: label -1 (unlabelled) in the {split} data; expected a label of {task}.")
-        examples.append(InputExample(f"{split}-{i}", text_a, text_b, label))
+    columns = _columns(task, text_column, text_pair_column, label_column if labelled else None)
+    examples = [_record_example(task, split, columns, i, where, record) for i, (where, record) in enumerate(records)]
     return require_examples(examples, path)
 
 
+def _columns(task, text_column, text_pair_column, label_column):
+    """(text, text pair or "", label or None) column names of a task's records, the defaults filled in."""
+    default_text, default_pair = GLUE_DATASET_COLUMNS[task]
+    return (text_column or default_text, default_pair if text_pair_column is None else text_pair_column,
+            label_column)
+
+
+def _record_example(task, split, columns, index, where, record):
+    """The `InputExample` of the record `index` of a split (`columns`: `_columns`)."""
+    text_column, text_pair_column, label_column = columns
+    text_a = _text(record, text_column, where)
+    text_b = _text(record, text_pair_column, where) if text_pair_column else None
+    label = None
+    if label_column is not None:
+        label = _record_label(task, field(record, label_column, where), where)
+        if label is None:
+            raise GlueDataError(f"{where}: label -1 (unlabelled) in the {split} data; expected a label of {task}.")
+    return InputExample(f"{split}-{index}", text_a, text_b, label)
+
+
 def tsv_records(path, columns=()):
-    """(where, record) of a TSV with a header line, read without quoting as the original reads TSVs; None when
-    the header lacks one of `columns` ("" entries are ignored; an original GLUE layout)."""
+    """(where, record) of a TSV whose header names every one of `columns` ("" entries are ignored), read
+    without quoting as the original; None when the header lacks one of them (an original GLUE layout)."""
     if not file_io.isfile(path):
         raise GlueDataError(f"{path}: no such file.")
     rows = iter(_read_tsv(path))

@@ -1,4 +1,6 @@
-"""The bucketed, dynamically padded batches of `keras_bert_impl.data.batching` as a `tf.data.Dataset`.
+"""The bucketed, dynamically padded batches of `keras_bert_impl.data.batching` (a training set in memory,
+`bucketed_dataset`) and of `keras_bert_impl.data.streaming` (a training file streamed, `streamed_dataset`) as
+a `tf.data.Dataset`.
 
 TensorFlow by nature (tf.data); the Keras trainers of all three backends read a `tf.data.Dataset`, so the
 fine-tuning recipes use it on TensorFlow, JAX and PyTorch alike.
@@ -48,30 +50,56 @@ def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0
 
     `model.fit(dataset, epochs=3)` trains on it; every epoch gets a new order.
     """
-    if static_shapes:
-        if kwargs.get("max_length") is None:
-            raise ValueError("static_shapes=True needs max_length, the fixed length of every batch.")
-        kwargs.update(dynamic_padding=False, drop_remainder=True)
-    batch, length = (batch_size, kwargs["max_length"]) if static_shapes else (None, None)
-    keys = list(features)
-    nested = {k: _is_nested(features[k][0]) if len(features[k]) else False for k in keys}
+    kwargs = _static_options(static_shapes, kwargs)
+    count = num_batches(len(next(iter(features.values()))), batch_size, kwargs.get("drop_remainder", False))
+    return _epochs_dataset(
+        lambda epoch_seed: bucketed_batches(features, labels, batch_size=batch_size, shuffle=shuffle, seed=epoch_seed,
+                                            **kwargs),
+        _signature(features, labels, batch_size, static_shapes, kwargs), count, seed, initial_epoch)
 
-    def feature_spec(key):
-        if nested[key]:
-            return tf.TensorSpec([batch, len(features[key][0]), length], tf.int32)
+
+def streamed_dataset(stream, batch_size=32, seed=0, static_shapes=False, initial_epoch=0, **kwargs):
+    """The epochs of a `streaming.StreamedExamples` (`epoch_batches`, seeded `seed + epoch`) as a
+    `tf.data.Dataset`, as `bucketed_dataset` makes one of a set in memory (`static_shapes`, `initial_epoch`:
+    as there; `kwargs`: the other arguments of `epoch_batches`)."""
+    kwargs = _static_options(static_shapes, kwargs)
+    count = num_batches(stream.num_examples, batch_size, kwargs.get("drop_remainder", False))
+    features, labels = stream.sample()
+    return _epochs_dataset(lambda epoch_seed: stream.epoch_batches(batch_size, epoch_seed, **kwargs),
+                           _signature(features, labels, batch_size, static_shapes, kwargs), count, seed, initial_epoch)
+
+
+def _static_options(static_shapes, kwargs):
+    """The batching arguments of TPU mode: padded to `max_length`, whole batches only."""
+    if not static_shapes:
+        return kwargs
+    if kwargs.get("max_length") is None:
+        raise ValueError("static_shapes=True needs max_length, the fixed length of every batch.")
+    return dict(kwargs, dynamic_padding=False, drop_remainder=True)
+
+
+def _signature(features, labels, batch_size, static_shapes, kwargs):
+    """The `(x, y)` (or `x`) signature of batches of `features` and `labels` (examples of them suffice)."""
+    batch, length = (batch_size, kwargs["max_length"]) if static_shapes else (None, None)
+
+    def feature_spec(values):
+        if len(values) and _is_nested(values[0]):
+            return tf.TensorSpec([batch, len(values[0]), length], tf.int32)
         return tf.TensorSpec([batch, length], tf.int32)
 
-    x_signature = {k: feature_spec(k) for k in keys}
-    signature = x_signature if labels is None else (x_signature, _label_signature(labels, batch, length))
+    x_signature = {k: feature_spec(v) for k, v in features.items()}
+    return x_signature if labels is None else (x_signature, _label_signature(labels, batch, length))
+
+
+def _epochs_dataset(epoch_batches, signature, count, seed, initial_epoch):
+    """A dataset whose k-th pass yields `epoch_batches(seed + initial_epoch + k)`, of `count` batches."""
     epoch = [int(initial_epoch)]
 
     def generator():
         epoch_seed = seed + epoch[0]
         epoch[0] += 1
-        yield from bucketed_batches(features, labels, batch_size=batch_size, shuffle=shuffle, seed=epoch_seed,
-                                    **kwargs)
+        yield from epoch_batches(epoch_seed)
 
     dataset = tf.data.Dataset.from_generator(generator, output_signature=signature)
-    count = num_batches(len(features[keys[0]]), batch_size, drop_remainder=kwargs.get("drop_remainder", False))
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(count))
     return dataset.prefetch(2)

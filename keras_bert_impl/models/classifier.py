@@ -15,6 +15,7 @@ import numpy as np
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task_model import BertTaskModel, dense_head
+from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -80,6 +81,18 @@ class BertClassifier(BertTaskModel):
     def task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
 
+    def check_labels(self, y):
+        """Class ids 0..num_classes-1 (ints; a float, a str, None or an id out of range is refused, naming its
+        index); regression (`num_classes=1`): finite numbers."""
+        if self.num_classes == 1:
+            return input_checks.check_targets(y)
+        return input_checks.check_label_ids(y, self.num_classes)
+
+    def check_inputs(self, x, y):
+        """One label per example."""
+        if y is not None:
+            input_checks.check_num_examples(y, x)
+
     def default_loss(self):
         if self.num_classes == 1:
             return keras.losses.MeanSquaredError()
@@ -89,7 +102,8 @@ class BertClassifier(BertTaskModel):
         return None if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     @classmethod
-    def from_pretrained(cls, path, num_classes=None, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
+    def from_pretrained(cls, path, num_classes=None, dropout=0.1, dtype=None, preprocessor="auto",
+                        ignore_stored_head=False, **config_overrides):
         """A classifier on a checkpoint's backbone, with its classification head when it has one.
 
         Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
@@ -106,13 +120,14 @@ class BertClassifier(BertTaskModel):
             dtype: dtype policy for every layer.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
                 one (else none); or a preprocessor, or None.
+            ignore_stored_head: load the backbone alone and start a new head, also from another task's
+                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
             **config_overrides: backbone config fields to replace (e.g. `hidden_dropout_prob`).
 
         Raises:
             ValueError: the stored head's shape does not match `num_classes` and the hidden size.
         """
-        checkpoint = model_io.open_checkpoint(path)
-        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **config_overrides)
+        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, **config_overrides)
         if num_classes is None:
             if "classifier.weight" not in backbone.head_weights:
                 raise UserInputError(f"{checkpoint.path}: no classifier weights in the checkpoint; pass num_classes.")

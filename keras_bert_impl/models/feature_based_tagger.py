@@ -30,6 +30,7 @@ from keras_bert_impl.models.feature_modes import check_feature_layers, feature_m
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, renamed_argument
+from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -185,6 +186,13 @@ class BertFeatureBasedTagger(BertTaskModel):
         self.classifier = classifier
         self.add_mean_metrics("token_accuracy")
 
+    def check_labels(self, y):
+        """Label ids 0..num_classes-1, or -100 for "no label", per word (raw text) or per token (token ids)."""
+        return input_checks.check_tag_ids(y, self.num_classes)
+
+    def check_inputs(self, x, y):
+        input_checks.check_one_label_per_token(x, y)
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         self.token_accuracy.update_state(*losses.token_hits(y, y_pred, sample_weight))
         return losses.token_classification_loss(y, y_pred, sample_weight)
@@ -208,7 +216,8 @@ class BertFeatureBasedTagger(BertTaskModel):
 
     @classmethod
     def from_pretrained(cls, path, num_classes=None, feature_layers=None, feature_combine=None, feature_mode=None,
-                        lstm_units=None, num_lstm_layers=None, dropout=0.1, preprocessor="auto", **config_overrides):
+                        lstm_units=None, num_lstm_layers=None, dropout=0.1, preprocessor="auto", ignore_stored_head=False,
+                        **config_overrides):
         """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`); on a directory
         that `save_pretrained` wrote, the saved tagger, with its trained weights.
 
@@ -222,12 +231,14 @@ class BertFeatureBasedTagger(BertTaskModel):
             dropout: dropout on the features and between the layers.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
                 one (else none); or a preprocessor, or None.
+            ignore_stored_head: load the backbone alone and start a new head, also from another task's
+                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
             **config_overrides: backbone config fields to override.
         """
         num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
                                        "BertFeatureBasedTagger.from_pretrained")
-        checkpoint = model_io.open_checkpoint(path)
-        backbone = BertBackbone.from_pretrained(checkpoint, output_hidden_states=True, **config_overrides)
+        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, output_hidden_states=True,
+                                                       **config_overrides)
         saved = checkpoint.setting(FEATURE_TAGGER_KEY)
         settings = _tagger_settings(checkpoint.path, saved, backbone.config.num_hidden_layers, feature_layers=feature_layers,
                                     feature_combine=feature_combine, feature_mode=feature_mode,

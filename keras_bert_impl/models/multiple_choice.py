@@ -14,7 +14,9 @@ from keras import ops
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.task_model import BertTaskModel, dense_head
+from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
+from keras_bert_impl.utils.errors import UserInputError
 
 _INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -90,6 +92,21 @@ class BertMultipleChoice(BertTaskModel):
     def task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
 
+    def check_labels(self, y):
+        """The index of the right choice of each example, an int in 0..num_choices-1."""
+        return input_checks.check_label_ids(y, self.num_choices, what="the index of the right choice",
+                                           count_name="num_choices")
+
+    def check_inputs(self, x, y):
+        """`num_choices` choices per example, one label per example."""
+        shape = tuple(x["token_ids"].shape)
+        if len(shape) != 3 or shape[1] != self.num_choices:
+            choices = shape[1] if len(shape) == 3 else None
+            raise UserInputError(f"x has {choices} choices per example (token_ids of shape {shape}); this "
+                                 f"{type(self).__name__} scores num_choices={self.num_choices}.")
+        if y is not None:
+            input_checks.check_num_examples(y, x)
+
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -97,7 +114,8 @@ class BertMultipleChoice(BertTaskModel):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     @classmethod
-    def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, preprocessor="auto", **config_overrides):
+    def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, preprocessor="auto", ignore_stored_head=False,
+                        **config_overrides):
         """A multiple-choice model on a checkpoint's backbone, with its scoring head when it has one.
 
         Reads Hugging Face BertForMultipleChoice directories (`classifier.weight` [1, H],
@@ -109,13 +127,14 @@ class BertMultipleChoice(BertTaskModel):
             num_choices: choices per example.
             dropout: dropout rate of the head.
             dtype: dtype policy for every layer.
+            ignore_stored_head: load the backbone alone and start a new head, also from another task's
+                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
             **config_overrides: backbone config fields to replace.
 
         Raises:
             ValueError: the stored head is not a [1, H] / [1] scoring layer.
         """
-        checkpoint = model_io.open_checkpoint(path)
-        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **config_overrides)
+        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, **config_overrides)
         model = cls(backbone, num_choices=num_choices, dropout=dropout,
                     preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
         model.load_head_weights(backbone.head_weights, source=checkpoint.path)

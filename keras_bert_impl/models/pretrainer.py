@@ -270,7 +270,8 @@ class BertPretrainer(BertTaskModel):
         return {"objective": self.objective}
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, preprocessor="auto", objective=None, **config_overrides):
+    def from_pretrained(cls, path, dtype=None, preprocessor="auto", objective=None, ignore_stored_head=False,
+                        **config_overrides):
         """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.
 
         Reads Hugging Face BertForPreTraining / BertForMaskedLM / BertLMHeadModel directories
@@ -280,10 +281,10 @@ class BertPretrainer(BertTaskModel):
 
         `objective` None: the one `save_pretrained` recorded in config.json, else "ltr" for a causal
         checkpoint (`is_decoder: true`) and "mlm_nsp" otherwise. `objective="ltr"` on a bidirectional
-        checkpoint raises `UserInputError`.
+        checkpoint raises `UserInputError`. A task model's directory is refused unless `ignore_stored_head=True`
+        (which loads its backbone with new pretraining heads; see `BertTaskModel.pretrained_backbone`).
         """
-        checkpoint = model_io.open_checkpoint(path)
-        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **config_overrides)
+        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, **config_overrides)
         causal = backbone.config.attention_direction == "causal"
         if objective is None:
             stored = checkpoint.setting(OBJECTIVE_KEY)

@@ -9,6 +9,8 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, bilstm_layer, dense_head
 from keras_bert_impl.models.token_classifier import stored_bilstm_units
+from keras_bert_impl.preprocessors import input_checks
+from keras_bert_impl.utils.errors import UserInputError
 
 
 @model_io.register_model
@@ -95,6 +97,16 @@ class BertSpanQA(BertTaskModel):
         end_loss = ops.mean(end_nll * losses.example_weights(sample_weight, batch, "end_positions"))
         return (start_loss + end_loss) / 2.0, start_loss, end_loss
 
+    def check_inputs(self, x, y):
+        """With token ids, `y` is {start_positions, end_positions}: token positions 0..seq-1 of each row (raw
+        text's answers are checked by the preprocessor)."""
+        if isinstance(y, dict):
+            length = int(x["token_ids"].shape[-1])
+            for key in ("start_positions", "end_positions"):
+                if key not in y:
+                    raise UserInputError(f"y has no {key!r}; expected the dict {{start_positions, end_positions}}.")
+                input_checks.check_label_ids(y[key], length, f"y[{key!r}]", what="a token position")
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         total, start_loss, end_loss = self.span_losses(y, y_pred, sample_weight)
         start_positions = ops.reshape(ops.cast(y["start_positions"], "int32"), (-1,))
@@ -113,7 +125,8 @@ class BertSpanQA(BertTaskModel):
         return {"bilstm_units": self.bilstm_units}
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, preprocessor="auto", bilstm_units=None, **config_overrides):
+    def from_pretrained(cls, path, dtype=None, preprocessor="auto", bilstm_units=None, ignore_stored_head=False,
+                        **config_overrides):
         """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
 
         Reads Hugging Face `BertForQuestionAnswering` directories (`qa_outputs.weight` [2, H],
@@ -130,11 +143,13 @@ class BertSpanQA(BertTaskModel):
             dtype: dtype policy for every layer.
             bilstm_units: the BiLSTM of the head; None: the checkpoint's (config.json's `bilstm_units`, none
                 when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
+            ignore_stored_head: load the backbone alone and start a new head, also from another task's
+                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
             **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
         """
-        checkpoint = model_io.open_checkpoint(path)
+        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, require_pooler=False,
+                                                       **config_overrides)
         bilstm_units = stored_bilstm_units(checkpoint, bilstm_units)
-        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, require_pooler=False, **config_overrides)
         model = cls(backbone, bilstm_units=bilstm_units,
                     preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
         model.load_head_weights(backbone.head_weights, source=checkpoint.path)

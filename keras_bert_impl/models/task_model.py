@@ -10,8 +10,8 @@ import numpy as np
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
-from keras_bert_impl.models.backbone import serialize_dtype_policy
-from keras_bert_impl.preprocessors.bert_preprocessor import is_raw_text
+from keras_bert_impl.models.backbone import BertBackbone, serialize_dtype_policy
+from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils import keras_compat
 
 
@@ -76,7 +76,8 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
 
     # ------------------------------------------------------------------------------ raw text
     def _preprocess(self, x, y=None, sample_weight=None, needs_labels=False):
-        """`(x, y, sample_weight)` through the preprocessor when `x` is raw text (or a dataset of it)."""
+        """`(x, y, sample_weight)` through the preprocessor when `x` is raw text (or a dataset of it), `x` and `y`
+        checked first (`preprocessors.input_checks`; the task's rules: `check_labels`, `check_inputs`)."""
         if sys.modules.get("tensorflow") is not None:  # a tf.data.Dataset exists only once TensorFlow is imported
             import tensorflow as tf
 
@@ -86,13 +87,33 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
                 if not tf_dataset_preprocessing.holds_text(x):
                     return x, y, sample_weight
                 return tf_dataset_preprocessing.preprocess_dataset(self._text_preprocessor(), x), y, sample_weight
-        if not is_raw_text(x):
-            return x, y, sample_weight
-        x, y, sample_weight = self._text_preprocessor()(x, y, sample_weight)
-        if needs_labels and y is None:
-            raise ValueError(f"{type(self).__name__}: training on raw text needs its labels y "
-                             f"(see {self.preprocessor_class.__name__}).")
+        if x is not None and not isinstance(x, (dict, list, tuple, str, bytes, np.ndarray)):
+            return x, y, sample_weight  # a PyDataset, a generator or a tensor: to Keras as it comes
+        input_checks.check_given(x)
+        raw = input_checks.is_text_input(x)
+        if raw:
+            self._text_preprocessor()
+            if needs_labels and y is None:
+                raise ValueError(f"{type(self).__name__}: training on raw text needs its labels y "
+                                 f"(see {self.preprocessor_class.__name__}).")
+        if y is not None:
+            y = self.check_labels(y)
+        if raw:
+            x, y, sample_weight = self._text_preprocessor()(x, y, sample_weight)
+        if isinstance(x, dict) and "token_ids" in x:
+            self.check_inputs(x, y)
         return x, y, sample_weight
+
+    def check_labels(self, y):
+        """`y` as the task takes it, checked element by element (`preprocessors.input_checks`), or a
+        `UserInputError` naming the first element that is not a valid label; `y` in the form given (raw text's
+        labels, or those of token ids). The base class checks nothing."""
+        return y
+
+    def check_inputs(self, x, y):
+        """Checks the token-id dict `x` (raw text already preprocessed) against the model and the labels `y`
+        (e.g. the number of choices, one label per example); raises `UserInputError`. The base class checks
+        nothing."""
 
     def _text_preprocessor(self):
         if self.preprocessor is None:
@@ -135,14 +156,36 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
         return super().predict_on_batch(self._preprocess(x)[0])
 
     @classmethod
+    def pretrained_backbone(cls, path, ignore_stored_head=False, **backbone_arguments):
+        """`(checkpoint, backbone)` of `from_pretrained`: the `ModelDirectory` of `path` and the `BertBackbone`
+        loaded from it (`backbone_arguments`: `BertBackbone.from_pretrained`'s), its `head_weights` the
+        directory's heads.
+
+        A directory of another task's model (a CRF token tagger read as a `BertClassifier`) is refused
+        (`UserInputError` naming the directory, the class it holds and how to load it); a backbone or
+        pretraining directory loads into every task. `ignore_stored_head=True` loads the backbone alone, of
+        any directory: the model gets a new head, and none of the stored head's weights or settings (labels,
+        CRF, BiLSTM)."""
+        checkpoint = model_io.open_task_checkpoint(path, cls, ignore_stored_head)
+        backbone = BertBackbone.from_pretrained(checkpoint, **backbone_arguments)
+        if ignore_stored_head:
+            backbone.head_weights = {}
+        return checkpoint, backbone
+
+    @classmethod
     def pretrained_preprocessor(cls, path, preprocessor="auto"):
         """The preprocessor a task loaded by `from_pretrained(path, preprocessor=...)` gets: "auto": the
         directory's vocabulary (`preprocessor_class.from_pretrained`) when it holds one, else None; a
-        `BertPreprocessor` or None: itself."""
+        `BertPreprocessor` or None: itself. The directory's vocabulary must have the size of its config's
+        `vocab_size` (`tokenizers.vocabulary.check_vocab_size`; tables padded by up to 1% accepted)."""
         if isinstance(preprocessor, str) and preprocessor == "auto":
-            if cls.preprocessor_class is None or not model_io.open_checkpoint(path).has_vocabulary:
+            checkpoint = model_io.open_checkpoint(path)
+            if cls.preprocessor_class is None or not checkpoint.has_vocabulary:
                 return None
-            return cls.preprocessor_class.from_pretrained(model_io.open_checkpoint(path).directory)
+            preprocessor = cls.preprocessor_class.from_pretrained(checkpoint.directory)
+            # The directory's vocabulary must be its model's, not only fit its table (a vocab.txt cut short).
+            preprocessor.check_vocabulary(checkpoint.bert_config().vocab_size, checkpoint.config_file or checkpoint.path,
+                                          allow_smaller=False)
         return preprocessor
 
     # ------------------------------------------------------------------------------ compile

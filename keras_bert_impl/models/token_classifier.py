@@ -26,6 +26,7 @@ from keras_bert_impl.models import losses
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, bilstm_layer, dense_head, renamed_argument
+from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils.errors import UserInputError
 
 # save_pretrained stores the CRF transitions as CRF_TRANSITIONS_NAME ("classifier.crf_transitions"): the
@@ -234,6 +235,13 @@ class BertTokenClassifier(BertTaskModel):
         weights = losses.example_weights(sample_weight, ops.shape(log_likelihood)[0])  # [B]
         return -ops.mean(log_likelihood * weights)
 
+    def check_labels(self, y):
+        """Label ids 0..num_classes-1, or -100 for "no label", per word (raw text) or per token (token ids)."""
+        return input_checks.check_tag_ids(y, self.num_classes)
+
+    def check_inputs(self, x, y):
+        input_checks.check_one_label_per_token(x, y)
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         loss = self.token_classification_loss(y, y_pred, sample_weight)
         if self.use_crf:
@@ -281,7 +289,7 @@ class BertTokenClassifier(BertTaskModel):
 
     @classmethod
     def from_pretrained(cls, path, num_classes=None, dropout=0.1, use_crf=None, dtype=None, preprocessor="auto",
-                        bilstm_units=None, **config_overrides):
+                        bilstm_units=None, ignore_stored_head=False, **config_overrides):
         """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
 
         Reads Hugging Face BertForTokenClassification directories (and plain BertModel / Google
@@ -299,13 +307,15 @@ class BertTokenClassifier(BertTaskModel):
                 one (else none); or a preprocessor, or None.
             bilstm_units: the BiLSTM of the head; None: the checkpoint's (config.json's `bilstm_units`, none
                 when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
+            ignore_stored_head: load the backbone alone and start a new head, also from another task's
+                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
             **config_overrides: backbone config fields to override.
         """
         num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
                                        "BertTokenClassifier.from_pretrained")
-        checkpoint = model_io.open_checkpoint(path)
+        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, require_pooler=False,
+                                                       **config_overrides)
         bilstm_units = stored_bilstm_units(checkpoint, bilstm_units)
-        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, require_pooler=False, **config_overrides)
         heads = backbone.head_weights
         has_crf = CRF_TRANSITIONS_NAME in heads or bool(checkpoint.setting("use_crf", False))
         if use_crf is None:

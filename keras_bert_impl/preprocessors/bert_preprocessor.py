@@ -21,6 +21,7 @@ import numpy as np
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list
 from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open
 from keras_bert_impl.utils.model_files import VOCAB_FILE
 
@@ -73,9 +74,10 @@ class BertPreprocessor:
         (`tokenizers.packing`, through `BertTokenizer.__call__`, as the GLUE and SWAG featurizers pack)."""
         return self.tokenizer(texts, pair_texts, max_length=self.sequence_length, padding="max_length")
 
-    def check_vocabulary(self, vocab_size, where):
-        """Refuses a vocabulary with ids beyond the model's `vocab_size` (see `check_vocab_size`)."""
-        check_vocab_size(self.tokenizer, vocab_size, where)
+    def check_vocabulary(self, vocab_size, where, allow_smaller=True):
+        """Refuses a vocabulary with ids beyond the model's `vocab_size`, and unless `allow_smaller` one that is
+        not the model's (see `check_vocab_size`)."""
+        check_vocab_size(self.tokenizer, vocab_size, where, allow_smaller=allow_smaller)
 
     # ------------------------------------------------------------------------------ saving
     @classmethod
@@ -152,23 +154,12 @@ class BertPreprocessor:
                 f"do_lower_case={self.tokenizer.do_lower_case}, sequence_length={self.sequence_length})")
 
 
-def is_raw_text(x):
-    """Whether `x` is raw text (a str, a list/tuple/array of str or of such lists) rather than token ids."""
-    if isinstance(x, (str, bytes)):
-        return True
-    if isinstance(x, np.ndarray):
-        return x.dtype.kind in ("U", "S", "O")
-    if isinstance(x, (list, tuple)):
-        return len(x) > 0 and all(is_raw_text(item) for item in x)
-    return False
-
-
 def split_pair(x, what):
     """`x` as (first texts, second texts or None): a tuple of two sequences of str is a batch of pairs."""
     if isinstance(x, tuple) and len(x) == 2 and not any(isinstance(part, (str, bytes)) for part in x):
         first, second = as_text_list(x[0], f"{what}[0]"), as_text_list(x[1], f"{what}[1]")
         if len(first) != len(second):
-            raise ValueError(f"{what}: {len(first)} first texts but {len(second)} second texts; they must pair up.")
+            raise UserInputError(f"{what}: {len(first)} first texts but {len(second)} second texts; they must pair up.")
         return first, second
     return as_text_list(x, what), None
 
@@ -184,11 +175,3 @@ def per_window(sample_weight, example_index, num_examples):
         raise ValueError(f"sample_weight has shape {weights.shape}; expected one weight per example "
                          f"({num_examples}), which every window of the example takes.")
     return weights[np.asarray(example_index, "int64")]
-
-
-def as_int_array(values, name):
-    """Labels as an int32 array (a list, array or tensor), refusing non-integers with the field name."""
-    array = np.asarray(values if isinstance(values, (list, tuple)) else keras.ops.convert_to_numpy(values))
-    if array.dtype.kind not in ("i", "u", "b"):
-        raise TypeError(f"{name} must be integers, got {array.dtype}.")
-    return array.astype("int32")

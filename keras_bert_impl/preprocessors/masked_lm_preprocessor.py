@@ -7,7 +7,8 @@ import keras
 import numpy as np
 
 from keras_bert_impl.data.masked_lm_predictions import check_masking_split, create_masked_lm_predictions
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_int_array, split_pair
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, split_pair
+from keras_bert_impl.preprocessors.input_checks import check_label_ids
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -100,7 +101,7 @@ class BertMaskedLMPreprocessor(BertPreprocessor):
         packed["masked_lm_positions"] = positions
         if y is None:
             return packed, None
-        next_sentence_labels = as_int_array(y, "y (next_sentence_labels)").reshape(-1)
+        next_sentence_labels = check_label_ids(y, 2, what="a next-sentence label (1: B is random)").reshape(-1)
         if len(next_sentence_labels) != batch:
             raise ValueError(f"y has {len(next_sentence_labels)} next-sentence labels, x has {batch} examples.")
         return packed, {"masked_lm_ids": masked_ids, "masked_lm_weights": weights,

@@ -6,6 +6,7 @@ import numpy as np
 from keras_bert_impl.data.swag_data import pack_choices
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
 from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
+from keras_bert_impl.utils.errors import UserInputError
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -36,17 +37,17 @@ class BertMultipleChoicePreprocessor(BertPreprocessor):
     def _choices(self, x):
         """(contexts, endings) of `x`, checked: N str and N lists of C str."""
         if not (isinstance(x, (tuple, list)) and len(x) == 2):
-            raise TypeError("BertMultipleChoicePreprocessor takes x = (contexts, endings): a list of contexts and, "
+            raise UserInputError("BertMultipleChoicePreprocessor takes x = (contexts, endings): a list of contexts and, "
                             "for each, a list of its candidate endings.")
         contexts = as_text_list(x[0], "contexts")
         endings = x[1].tolist() if isinstance(x[1], np.ndarray) else list(x[1])
         if len(endings) != len(contexts):
-            raise ValueError(f"{len(contexts)} contexts but {len(endings)} lists of endings; one list per context.")
+            raise UserInputError(f"{len(contexts)} contexts but {len(endings)} lists of endings; one list per context.")
         rows = [as_text_list(choices, f"endings[{i}]") for i, choices in enumerate(endings)]
         num_choices = len(rows[0]) if rows else 0
         for i, choices in enumerate(rows):
             if len(choices) != num_choices:
-                raise ValueError(f"endings[{i}] has {len(choices)} choices, endings[0] has {num_choices}; "
+                raise UserInputError(f"endings[{i}] has {len(choices)} choices, endings[0] has {num_choices}; "
                                  "every example needs the same number.")
         return contexts, rows
 

@@ -6,8 +6,10 @@ import numpy as np
 
 from keras_bert_impl.data.squad_data import squad_example
 from keras_bert_impl.data.squad_features import convert_examples_to_features, features_to_arrays
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, as_int_array, per_window, split_pair
+from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, per_window, split_pair
+from keras_bert_impl.preprocessors.input_checks import check_label_ids
 from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
+from keras_bert_impl.utils.errors import UserInputError
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -96,22 +98,23 @@ class BertSpanQAPreprocessor(BertPreprocessor):
         """
         questions, contexts = split_pair(x, "x")
         if contexts is None:
-            raise TypeError("BertSpanQAPreprocessor takes x = (questions, contexts), two lists of str.")
+            raise UserInputError("BertSpanQAPreprocessor takes x = (questions, contexts), two lists of str.")
         starts, texts = [None] * len(contexts), [""] * len(contexts)
         if y is not None:
             if not (isinstance(y, (tuple, list)) and len(y) == 2):
-                raise TypeError("BertSpanQAPreprocessor takes y = (answer_starts, answer_texts): each answer's "
+                raise UserInputError("BertSpanQAPreprocessor takes y = (answer_starts, answer_texts): each answer's "
                                 "character offset in its context and its text.")
-            starts, texts = as_int_array(y[0], "answer_starts").reshape(-1).tolist(), as_text_list(y[1], "answer_texts")
+            starts = check_label_ids(y[0], None, "answer_starts", what="a character offset").reshape(-1).tolist()
+            texts = as_text_list(y[1], "answer_texts")
             if not len(starts) == len(texts) == len(contexts):
-                raise ValueError(f"{len(contexts)} contexts but {len(starts)} answer_starts and {len(texts)} "
+                raise UserInputError(f"{len(contexts)} contexts but {len(starts)} answer_starts and {len(texts)} "
                                  "answer_texts.")
         examples = []
         for i, (question, context, start, text) in enumerate(zip(questions, contexts, starts, texts)):
             example, reason = squad_example(str(i), question, context, text, start, is_impossible=not text,
                                             is_training=y is not None)
             if reason is not None:
-                raise ValueError(f"y[{i}]: answer_texts[{i}] {text!r} is not at answer_starts[{i}]={start} of its "
+                raise UserInputError(f"y[{i}]: answer_texts[{i}] {text!r} is not at answer_starts[{i}]={start} of its "
                                  f"context ({reason}).")
             examples.append(example)
         features = convert_examples_to_features(examples, self.tokenizer, self.sequence_length, self.doc_stride,

@@ -8,6 +8,7 @@ from keras_bert_impl.data.conll_features import IGNORE_LABEL_ID, features_to_arr
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor, per_window
 from keras_bert_impl.tokenizers.basic_tokenizer import split_words
 from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
+from keras_bert_impl.utils.errors import UserInputError
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
@@ -68,7 +69,7 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         if isinstance(x, np.ndarray):
             x = x.tolist()
         if not isinstance(x, (list, tuple)):
-            raise TypeError(f"x must be a list of sentences (str or lists of words), got {type(x).__name__}.")
+            raise UserInputError(f"x must be a list of sentences (str or lists of words), got {type(x).__name__}.")
         sentences = []
         for i, sentence in enumerate(x):
             words = as_text_list(sentence, f"x[{i}]")
@@ -79,14 +80,14 @@ class BertTokenClassifierPreprocessor(BertPreprocessor):
         """Each sentence's word labels (a list of ints), checked against its number of words."""
         rows = y.tolist() if isinstance(y, np.ndarray) else [list(np.asarray(row).reshape(-1)) for row in y]
         if len(rows) != len(sentences):
-            raise ValueError(f"y has labels for {len(rows)} sentences, x has {len(sentences)}.")
+            raise UserInputError(f"y has labels for {len(rows)} sentences, x has {len(sentences)}.")
         labels = []
         for i, (row, words) in enumerate(zip(rows, sentences)):
             row = [int(label) for label in row]
             while len(row) > len(words) and row[-1] == IGNORE_LABEL_ID:  # padding of a [batch, words] array
                 row.pop()
             if len(row) != len(words):
-                raise ValueError(f"y[{i}] has {len(row)} labels, x[{i}] has {len(words)} words; one label a word.")
+                raise UserInputError(f"y[{i}] has {len(row)} labels, x[{i}] has {len(words)} words; one label a word.")
             labels.append(row)
         return labels
 

@@ -76,7 +76,7 @@ import warnings
 
 import keras
 
-from keras_bert_impl.data import batching
+from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning_flags import config_from_flags, run_settings
@@ -189,7 +189,8 @@ def training_batches(features, labels, config, distribution=None, initial_epoch=
     `config.seed + k`, also when a resumed run starts at `initial_epoch=k`.
 
     Args:
-        features, labels: as in `batching.bucketed_batches`.
+        features, labels: as in `batching.bucketed_batches`; or a `streaming.StreamedExamples` (a training file
+            read epoch by epoch, labels None).
         config: the run's `tasks.base.FinetuningConfig` (train_batch_size, seed, dynamic_padding,
             max_seq_length, pad_to_multiple_of).
         distribution: the run's `distribute.Distribution` (a TPU: static shapes; a multi-process JAX job:
@@ -200,18 +201,22 @@ def training_batches(features, labels, config, distribution=None, initial_epoch=
     options = {"dynamic_padding": config.dynamic_padding, "max_length": config.max_seq_length,
                "pad_to_multiple_of": config.pad_to_multiple_of, **options}
     static_shapes = distribution is not None and distribution.is_tpu
+    streamed = isinstance(features, streaming.StreamedExamples)
     if keras.backend.backend() == "tensorflow":
         from keras_bert_impl.data import tf_batching
 
-        return tf_batching.bucketed_dataset(features, labels, batch_size=config.train_batch_size, shuffle=True,
-                                            seed=config.seed, static_shapes=static_shapes,
-                                            initial_epoch=initial_epoch, **options)
+        epochs = dict(batch_size=config.train_batch_size, seed=config.seed, static_shapes=static_shapes,
+                      initial_epoch=initial_epoch, **options)
+        if streamed:
+            return tf_batching.streamed_dataset(features, **epochs)
+        return tf_batching.bucketed_dataset(features, labels, shuffle=True, **epochs)
     if static_shapes:
         options.update(dynamic_padding=False, drop_remainder=True)
-    return batching.BucketedBatches(features, labels, config.train_batch_size, seed=config.seed,
-                                    initial_epoch=initial_epoch,
-                                    process_share=None if distribution is None else distribution.process_share,
-                                    **options)
+    epochs = dict(seed=config.seed, initial_epoch=initial_epoch,
+                  process_share=None if distribution is None else distribution.process_share, **options)
+    if streamed:
+        return streaming.StreamedBatches(features, config.train_batch_size, **epochs)
+    return batching.BucketedBatches(features, labels, config.train_batch_size, **epochs)
 
 
 class BestCheckpoint(keras.callbacks.Callback):

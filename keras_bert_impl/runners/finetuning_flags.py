@@ -61,6 +61,8 @@ def finetuning_flag_parser(description, max_seq_length=128):
         help="Checkpoint to start from: a Hugging Face directory, a Google checkpoint directory or prefix, "
         "or a directory written by save_pretrained. Without it the model starts from random weights.",
     )
+    p.add_bool_flag("ignore_stored_head", False, "Start a new task head on --init_checkpoint's backbone, also when "
+                    "it holds another task's model (refused otherwise) or other labels.")
     p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
     p.add_argument("--vocab_file", default=None, help="vocab.txt; default: the checkpoint directory's vocab.txt.")
     p.add_bool_flag("do_lower_case", None, "Lower-case the input (uncased models). Default: the checkpoint's.")

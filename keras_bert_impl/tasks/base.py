@@ -68,6 +68,7 @@ class FinetuningConfig:
     nfkc: Optional[bool] = setting(None, optional(BOOLEAN))  # NFKC before tokenizing; None: the checkpoint's
     output_dir: str
     overwrite_output_dir: bool = setting(False, BOOLEAN)  # start afresh: remove what a run wrote in output_dir
+    ignore_stored_head: bool = setting(False, BOOLEAN)  # a new head on --init_checkpoint's backbone
     max_seq_length: int = setting(128, POSITIVE_INT)
     # What the run does.
     do_train: bool = setting(False, BOOLEAN)
@@ -151,7 +152,7 @@ def check_model_flags(config):
                              f"{', '.join(model_files.WEIGHT_FILES)} or a Google bert_model.ckpt.index)")
     if not config.vocab_file and not checkpoint.has_vocabulary:
         raise UserInputError(f"--vocab_file is required: the --init_checkpoint directory {checkpoint.directory} holds "
-                             "no vocab.txt.")
+                             f"no {checkpoint.tokenizer_files}.")
 
 
 def load_tokenizer(config):
@@ -167,8 +168,11 @@ def load_tokenizer(config):
             raise UserInputError(f"--vocab_file: no file at {config.vocab_file}")
         return BertTokenizer(config.vocab_file, **kwargs)
     checkpoint = _init_checkpoint(config) if config.init_checkpoint else None
-    if checkpoint is None or not checkpoint.has_vocabulary:
-        raise UserInputError("--vocab_file is required when --init_checkpoint is not a directory holding vocab.txt.")
+    if checkpoint is None:
+        raise UserInputError("--vocab_file is required without --init_checkpoint.")
+    if not checkpoint.has_vocabulary:
+        raise UserInputError(f"--vocab_file is required: the --init_checkpoint directory {checkpoint.directory} holds "
+                             f"no {checkpoint.tokenizer_files}.")
     return BertTokenizer.from_pretrained(checkpoint.directory, **kwargs)
 
 
@@ -184,9 +188,10 @@ def model_vocab_size(config):
 
 
 def check_tokenizer_fits_model(tokenizer, config):
-    """Refuses (`UserInputError`) a tokenizer with more ids than the `vocab_size` of the model the settings
-    load (`model_vocab_size`), before the model is built: out-of-table ids fail on TensorFlow and give
-    NaN losses on JAX."""
+    """Refuses (`UserInputError`) a tokenizer that is not the vocabulary of the model the settings load
+    (`model_vocab_size`), before the model is built: more ids than its `vocab_size` (out-of-table ids fail on
+    TensorFlow and give NaN losses on JAX), or fewer by more than 1% of them (another model's vocabulary, or
+    a vocab.txt cut short: `tokenizers.vocabulary.check_vocab_size`)."""
     found = model_vocab_size(config)
     if found is not None:
         check_vocab_size(tokenizer, *found)
@@ -246,8 +251,10 @@ class TrainingSet:
     """The training data of a task, as `run_finetuning` feeds it to `model.fit`.
 
     Attributes:
-        features: dict name -> per-example sequences (`bucketed`), or dict name -> arrays [N, T].
-        labels: the labels (per example, or per token), or the label arrays when not `bucketed`.
+        features: dict name -> per-example sequences (`bucketed`), or dict name -> arrays [N, T]; or a
+            `data.streaming.StreamedExamples` (a training file read epoch by epoch, `bucketed`).
+        labels: the labels (per example, or per token), or the label arrays when not `bucketed`; None with a
+            `StreamedExamples` (its batches hold them).
         num_examples: the units counted by the step schedule (examples, windows or features).
         description: what the run trains on, for the log line.
         bucketed: whether `features` go through the length-bucketed batches (`training_batches`).
@@ -324,9 +331,11 @@ class FinetuningTask:
     def load_model(self, model_class, **head_arguments):
         """A `model_class` task model (`head_arguments`: its head's, e.g. `num_classes`) on `--init_checkpoint`
         (`from_pretrained`: with the checkpoint's head when it has a matching one, `--bert_config_file`'s
-        fields replacing the checkpoint's), else on a random backbone of `--bert_config_file`."""
+        fields replacing the checkpoint's; another task's directory is refused unless --ignore_stored_head,
+        which starts a new head), else on a random backbone of `--bert_config_file`."""
         if self.config.init_checkpoint:
             return model_class.from_pretrained(self.config.init_checkpoint, **head_arguments,
+                                               ignore_stored_head=self.config.ignore_stored_head,
                                                **config_overrides(self.config))
         return model_class(load_backbone(self.config), **head_arguments)
 

@@ -20,6 +20,9 @@ classified by its windows of `--max_seq_length` tokens (`tokenizers.packing.pack
 are pooled by their `mean` or `max` (`text_classification_data.pool_window_logits`); training then trains
 on every window with its text's label. The mode is saved in config.json (`long_input`), where the pipeline
 reads it. Every split the run needs is read in `setup`, before the model is built.
+A GLUE task's training file of `data.streaming.STREAMING_MIN_BYTES` or more (or any, with
+`--stream_train_data`; a TSV or JSON-lines file, `--long_input=truncate`) is checked in `setup` in one pass
+and streamed during training, in bounded memory.
 """
 
 import dataclasses
@@ -29,7 +32,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
-from keras_bert_impl.data import batching, glue_data, text_classification_data
+from keras_bert_impl.data import batching, glue_data, streaming, text_classification_data
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
@@ -38,12 +41,14 @@ from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import NUMBER, one_of, setting
+from keras_bert_impl.utils.settings import BOOLEAN, NUMBER, one_of, optional, setting
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 # The prediction file of your own data's test split.
 TEST_PREDICTIONS_FILE = "test_predictions.tsv"
+# The examples of a streamed training file whose texts the [UNK] report reads (it reads the others whole).
+UNKNOWN_TOKENS_SAMPLE = 100_000
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -70,6 +75,8 @@ class GlueConfig(FinetuningConfig):
     text_pair_column: Optional[str] = None  # None: the task's; "": none
     label_column: str = "label"
     long_input: str = setting("truncate", one_of(LONG_INPUT_MODES))
+    # Stream the training file (`data.streaming`): None: from `streaming.STREAMING_MIN_BYTES` up.
+    stream_train_data: Optional[bool] = setting(None, optional(BOOLEAN))
 
 
 class ClassificationSplit(NamedTuple):
@@ -175,30 +182,74 @@ class GlueTask(FinetuningTask):
                                  "id2label); --train_file or --validation_file gives them.")
         return text_classification_data.label_set(labelled)
 
+    def streamed_split(self, split, path=None):
+        """The training split streamed from its file (`streaming.StreamedExamples`, checked line by line in one
+        pass) when --stream_train_data says so (unset: a file of at least `streaming.STREAMING_MIN_BYTES`); None
+        to read it in memory. A TSV or JSON-lines file streams (`glue_data.glue_line_parser`); CSV, JSON and
+        parquet files are read in memory, and so is your own data (its label set is read from the whole file)
+        and --long_input mean / max."""
+        stream = self.config.stream_train_data
+        if stream is False:
+            return None
+        config = self.config
+        if self.task is None or config.long_input != "truncate":
+            if stream:
+                raise UserInputError("--stream_train_data streams a GLUE task's training file (--task_name) with "
+                                     "--long_input=truncate; your own data and windows are read in memory.")
+            return None
+        file = path or glue_data.glue_file(self.task, config.data_dir, split)
+        columns = None if path is None else (config.text_column, config.text_pair_column, config.label_column)
+        parser = glue_data.glue_line_parser(self.task, file, split, columns)
+        if parser is None:
+            if stream:
+                raise UserInputError(f"--stream_train_data: {file} cannot be streamed; expected a local TSV or "
+                                     "JSON-lines file (one record a line).")
+            return None
+        if stream is None and os.path.getsize(file) < streaming.STREAMING_MIN_BYTES:
+            return None
+        header_lines, parse = parser
+
+        def featurize(examples):
+            return (glue_data.encode_examples(self.tokenizer, examples, config.max_seq_length),
+                    glue_data.label_ids(self.task, examples))
+
+        print(f"streaming {file}: reading it once to check and count its examples")
+        return streaming.StreamedExamples(file, parse, featurize, header_lines)
+
     def setup(self, tokenizer):
         """Reads and validates every split the flags ask for (train, dev, test), settles the label set (your
-        own data) and encodes them."""
+        own data) and encodes them; a large GLUE training file is checked now and streamed during training
+        (`streamed_split`)."""
         super().setup(tokenizer)
         config = self.config
         wanted = [kind for kind, flag in (("train", config.do_train), ("dev", config.do_eval),
                                           ("test", config.do_predict)) if flag]
         files = {kind: self.split_files(kind) for kind in wanted}
-        examples = {kind: {split: self.read_examples(split, path) for split, path in files[kind]} for kind in wanted}
+        stream = None
+        if "train" in files:
+            (split, path), = files["train"]
+            stream = self.streamed_split(split, path)
+        examples = {kind: {split: self.read_examples(split, path) for split, path in files[kind]}
+                    for kind in wanted if not (kind == "train" and stream)}
         if self.task is None:
             self.label_names = self.own_label_names({kind: next(iter(v.values())) for kind, v in examples.items()})
             self.main_metric = "spearmanr" if self.regression else "accuracy"
             print(f"labels: {'a regression (float labels)' if self.regression else self.label_names}")
         splits = {kind: {split: self.load_split(split, rows) for split, rows in examples[kind].items()}
-                  for kind in wanted}
-        self.train_set = splits["train"]["train"] if "train" in splits else None
+                  for kind in examples}
+        self.train_set = stream or (splits["train"]["train"] if "train" in splits else None)
         self.dev_sets = splits.get("dev", {})
         self.test_sets = splits.get("test", {})
 
     def texts_read(self):
-        """Both sequences of every example of every split read."""
-        splits = [self.train_set] if self.train_set else []
-        splits += [*self.dev_sets.values(), *self.test_sets.values()]
-        return [text for split in splits for e in split.examples for text in (e.text_a, e.text_b) if text]
+        """Both sequences of every example of every split read (of a streamed training file, its first
+        `UNKNOWN_TOKENS_SAMPLE` examples)."""
+        examples = [split.examples for split in [*self.dev_sets.values(), *self.test_sets.values()]]
+        if isinstance(self.train_set, streaming.StreamedExamples):
+            examples.append(self.train_set.examples(UNKNOWN_TOKENS_SAMPLE))
+        elif self.train_set:
+            examples.append(self.train_set.examples)
+        return [text for split in examples for e in split for text in (e.text_a, e.text_b) if text]
 
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has one."""
@@ -206,6 +257,10 @@ class GlueTask(FinetuningTask):
         return self.load_model(BertClassifier, num_classes=num_classes, dropout=self.config.classifier_dropout)
 
     def training_set(self, distribution):
+        if isinstance(self.train_set, streaming.StreamedExamples):
+            stream = self.train_set
+            return TrainingSet(stream, None, stream.num_examples,
+                               f"{stream.num_examples} training examples streamed from {stream.path}")
         features, labels, examples, example_index = self.train_set
         if example_index is None:
             return TrainingSet(features, labels, len(examples), f"{len(examples)} training examples")

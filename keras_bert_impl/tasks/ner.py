@@ -209,10 +209,11 @@ class NerTask(FinetuningTask):
         everything = [s for split in wanted for s in sentences[split]]
         strict = True
         if label_names is not None:
-            label_list = conll_data.label_list_from_names(label_names, config.labels)
+            label_list = self.model_label_order(conll_data.label_list_from_names(label_names, config.labels),
+                                                f"--labels={config.labels}")
             conll_data.check_labels(everything, label_list, f"the labels of --labels={config.labels} are")
         elif config.do_train:
-            label_list = conll_data.build_label_list(everything)
+            label_list = self.model_label_order(conll_data.build_label_list(everything), "the training data")
         else:
             label_list = labels_from_checkpoint(config.init_checkpoint)
             strict = label_list is None
@@ -226,6 +227,26 @@ class NerTask(FinetuningTask):
                 print(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
             self.splits[split] = NerSplit(paths[split], tokenizer, label_list, config, sentences=sentences[split],
                                           strict=strict)
+
+    def model_label_order(self, label_list, source):
+        """`label_list` (read from `source`, e.g. "--labels=labels.txt") in the order of the label ids of the
+        --init_checkpoint model's head when it has one (a fine-tuned tagger's label_list.json or id2label): its
+        labels matched by name, so that its ids keep their meaning. Labels other than the model's are a
+        `UserInputError` naming both sets (unless --ignore_stored_head, which trains a new head)."""
+        config = self.config
+        if not config.init_checkpoint or config.ignore_stored_head:
+            return label_list
+        stored = labels_from_checkpoint(config.init_checkpoint)
+        if stored is None or stored == label_list:
+            return label_list
+        if set(stored) != set(label_list):
+            missing, extra = sorted(set(stored) - set(label_list)), sorted(set(label_list) - set(stored))
+            raise UserInputError(
+                f"{source}: the labels are not those of the --init_checkpoint model's head ({', '.join(stored)}): "
+                f"{'lacks ' + ', '.join(missing) if missing else ''}{'; ' if missing and extra else ''}"
+                f"{'adds ' + ', '.join(extra) if extra else ''}; pass --ignore_stored_head to train a new head.")
+        print(f"labels of {source} matched by name to the label ids of the --init_checkpoint model")
+        return list(stored)
 
     def texts_read(self):
         """The words of every sentence of every split read."""
@@ -245,6 +266,7 @@ class NerTask(FinetuningTask):
             if config.init_checkpoint:
                 return BertFeatureBasedTagger.from_pretrained(config.init_checkpoint, num_classes=num_classes,
                                                               dropout=config.classifier_dropout, **tagger_flags,
+                                                              ignore_stored_head=config.ignore_stored_head,
                                                               **config_overrides(config))
             defaults = {key: value for key, value in tagger_flags.items() if value is not None}
             return BertFeatureBasedTagger(load_backbone(config, output_hidden_states=True), num_classes,
@@ -253,6 +275,7 @@ class NerTask(FinetuningTask):
             # Loads a fine-tuned classifier (and CRF) head too when the checkpoint has one.
             return BertTokenClassifier.from_pretrained(config.init_checkpoint, num_classes=num_classes,
                                                        dropout=config.classifier_dropout,
+                                                       ignore_stored_head=config.ignore_stored_head,
                                                        use_crf=config.use_crf or None,  # None: the checkpoint's
                                                        bilstm_units=config.bilstm_units,
                                                        **config_overrides(config))

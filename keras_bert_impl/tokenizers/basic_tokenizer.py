@@ -23,6 +23,8 @@ import itertools
 import re
 import unicodedata
 
+from keras_bert_impl.utils.errors import UserInputError, describe
+
 MAX_INPUT_CHARS_PER_WORD = 200
 
 # The CJK Unified Ideographs blocks, as listed by the original `_is_chinese_char`.
@@ -196,9 +198,10 @@ def basic_tokenize(text, do_lower_case=True):
 
 
 def check_text(text, name):
-    """Refuses a `text` that is not a str (None: ValueError; another type: TypeError), naming it `name`."""
+    """Refuses (`UserInputError`) a `text` that is not a str (None, a number, NaN), naming it `name` (e.g.
+    "x[3]") and showing what it is."""
     if text is None:
-        raise ValueError(f"{name} is None; expected a str.")
+        raise UserInputError(f"{name} is None; expected a str.")
     if not isinstance(text, str):
-        raise TypeError(f"{name} must be a str, got {type(text).__name__}.")
+        raise UserInputError(f"{name} must be a str, got {describe(text)}.")
 

@@ -35,7 +35,7 @@ from keras_bert_impl.tokenizers.basic_tokenizer import (
 )
 from keras_bert_impl.tokenizers.vocabulary import _checked_token_list, load_vocab, read_tokenizer_json
 from keras_bert_impl.utils import model_files
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.errors import UserInputError, describe
 from keras_bert_impl.utils.file_io import atomic_open
 from keras_bert_impl.utils.model_names import resolve_model_path
 
@@ -420,17 +420,18 @@ class BertTokenizer:
 
 def as_text_list(texts, name):
     """A str (batch of one) or a sequence of str, checked element by element; UTF-8 bytes are decoded (what
-    tf.data hands over). The task preprocessors read their text fields with it too."""
+    tf.data hands over). The task preprocessors read their text fields with it too. Anything else (None, a
+    number, NaN) is a `UserInputError` naming the element, e.g. "x[2] must be a str, got nan (a float)"."""
     if isinstance(texts, bytes):
         texts = texts.decode("utf-8")
     if isinstance(texts, str):
         return [texts]
     if texts is None:
-        raise ValueError(f"{name} is None; expected a str or a sequence of str.")
+        raise UserInputError(f"{name} is None; expected a str or a sequence of str.")
     if isinstance(texts, np.ndarray):
         texts = texts.reshape(-1).tolist()
     if not isinstance(texts, (list, tuple)):
-        raise TypeError(f"{name} must be a str or a list/tuple of str, got {type(texts).__name__}.")
+        raise UserInputError(f"{name} must be a str or a list/tuple of str, got {describe(texts)}.")
     out = []
     for i, text in enumerate(texts):
         if isinstance(text, bytes):

@@ -185,17 +185,27 @@ def read_tokenizer_json(path):
 
 
 
-def check_vocab_size(tokenizer, vocab_size, where):
-    """Refuses a tokenizer whose ids do not all fit the model's embedding table of `vocab_size` rows.
+# A model's embedding table may hold a few rows past its vocabulary: NVIDIA's BERT checkpoints pad 30,522 tokens
+# to 30,528 rows (a multiple of 8, for tensor cores), Nordic BERT's 31,748 tokens have 32,000 rows (room for
+# added words), Baidu's converted ERNIE 17,964 tokens 18,000 rows. A vocabulary that leaves at most this share
+# of the rows without a token is the model's; a shorter one is another model's or a cut file, under which the
+# texts get the wrong ids or [UNK].
+MAX_UNUSED_ROWS = 0.01
 
-    An id >= `vocab_size` is out of the table: TensorFlow fails in the gather, JAX silently reads
-    garbage (NaN losses). A vocabulary smaller than the table is accepted (the original's checkpoints pad
-    their tables, e.g. multilingual models).
+
+def check_vocab_size(tokenizer, vocab_size, where, allow_smaller=False):
+    """Refuses a tokenizer whose vocabulary is not the one of a model's embedding table of `vocab_size` rows.
+
+    An id >= `vocab_size` is out of the table: TensorFlow fails in the gather, JAX silently reads garbage (NaN
+    losses). A vocabulary smaller than the table by more than `MAX_UNUSED_ROWS` of its rows is another
+    model's (or a file cut short): refused too, unless `allow_smaller` (a model built in Python on a toy
+    vocabulary). Tables padded past their vocabulary by up to 1% (NVIDIA's, Nordic BERT's) are accepted.
 
     Args:
         tokenizer: a `BertTokenizer` (or anything with `vocab_size` and `vocab_file`).
         vocab_size: the model's `vocab_size` (rows of its token embedding table).
         where: what holds the model's `vocab_size`, for the message (a config file or a flag).
+        allow_smaller: accept any vocabulary whose ids fit the table.
 
     Raises:
         UserInputError: naming the vocabulary file, its size, `where` and its `vocab_size`.
@@ -209,10 +219,17 @@ def check_vocab_size(tokenizer, vocab_size, where):
     Traceback (most recent call last):
     ...
     keras_bert_impl.utils.errors.UserInputError: <vocabulary list>: 6 tokens (ids 0..5), but config.json has vocab_size 5; the vocabulary must be the model's (at most vocab_size tokens).
+    >>> check_vocab_size(tokenizer, 30522, "config.json")
+    Traceback (most recent call last):
+    ...
+    keras_bert_impl.utils.errors.UserInputError: <vocabulary list>: 6 tokens, but config.json has vocab_size 30522 (30516 rows of its embedding table without a token); the vocabulary must be the model's (tables padded past their vocabulary by at most 1% are accepted).
     """
-    size = int(tokenizer.vocab_size)
-    if size > int(vocab_size):
-        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', 'the vocabulary')}: {size} tokens (ids 0..{size - 1}), "
-                             f"but {where} has vocab_size {int(vocab_size)}; the vocabulary must be the model's "
-                             "(at most vocab_size tokens).")
-
+    size, vocab_size = int(tokenizer.vocab_size), int(vocab_size)
+    vocab_file = getattr(tokenizer, "vocab_file", "the vocabulary")
+    if size > vocab_size:
+        raise UserInputError(f"{vocab_file}: {size} tokens (ids 0..{size - 1}), but {where} has vocab_size {vocab_size}; "
+                             "the vocabulary must be the model's (at most vocab_size tokens).")
+    if not allow_smaller and vocab_size - size > MAX_UNUSED_ROWS * vocab_size:
+        raise UserInputError(f"{vocab_file}: {size} tokens, but {where} has vocab_size {vocab_size} ({vocab_size - size} "
+                             "rows of its embedding table without a token); the vocabulary must be the model's "
+                             f"(tables padded past their vocabulary by at most {MAX_UNUSED_ROWS:.0%} are accepted).")

@@ -24,6 +24,27 @@ class UserInputError(ValueError):
     """
 
 
+def describe(value, limit=40):
+    """How a user's value is shown in an error message: its repr (cut to `limit` characters) and its type.
+
+    Examples:
+
+    >>> describe(float("nan")), describe("B-PER"), describe(None), describe(3)
+    ('nan (a float)', "'B-PER' (a str)", 'None', '3 (an int)')
+    """
+    if value is None:
+        return "None"
+    text = repr(value.item() if hasattr(value, "item") and getattr(value, "ndim", 1) == 0 else value)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    kind = type(value).__name__
+    for generic in ("float", "int", "str", "bool", "complex"):  # numpy scalars: float64 -> float
+        if kind.startswith(generic) or kind.startswith(f"{generic}_"):
+            kind = generic
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{text} ({article} {kind})"
+
+
 class CheckpointNotFoundError(FileNotFoundError, UserInputError):
     """No checkpoint (or no config file in it) at the path or name given: a `FileNotFoundError` that recipes
     report as one line, as every `UserInputError`.

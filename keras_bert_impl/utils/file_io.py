@@ -95,12 +95,23 @@ def _decoding_error(path, error):
     with raw:
         for number, line in enumerate(raw, 1):
             try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as line_error:
-                bad = line_error.object[line_error.start:line_error.end]
-                return UserInputError(f"{path}:{number}: not valid UTF-8 text ({line_error.reason} "
-                                      f"0x{bad.hex()} at byte {line_error.start} of the line).")
+                decode_line(line, path, number)
+            except ValueError as line_error:
+                return line_error
     return UserInputError(f"{path}: not valid UTF-8 text ({error.reason}).")
+
+
+def decode_line(line, path, number):
+    """The text of line `number` of `path`, given as bytes; bytes that are not UTF-8 raise
+    `UserInputError("path:LINE: not valid UTF-8 text (...)")`, as `open_text` reports them."""
+    from keras_bert_impl.utils.errors import UserInputError
+
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = error.object[error.start:error.end]
+        raise UserInputError(f"{path}:{number}: not valid UTF-8 text ({error.reason} 0x{bad.hex()} at byte "
+                             f"{error.start} of the line).") from None
 
 
 def join(directory, name):
