@@ -3,6 +3,7 @@ dropout), with BERT's optimizers, their warmup schedule counted in updates, on e
 counters of the training callbacks count updates."""
 
 import dataclasses
+import json
 
 import keras
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from keras_bert_impl import BertBackbone, BertClassifier
 from keras_bert_impl.training.optimization import OptimizerStepSchedule, WarmupLinearDecay, create_optimizer
 from keras_bert_impl.training.step_callbacks import StepCounter
+from keras_bert_impl.utils.errors import UserInputError
 from tests.backend_utils import to_numpy
 from tests.task_harness import TINY
 from tests.test_task_models import _inputs
@@ -69,3 +71,53 @@ def test_step_counter_counts_optimizer_steps_of_accumulated_batches():
     resumed.on_train_batch_end(0)
     resumed.on_train_batch_end(1)
     assert resumed.step == 2
+
+
+def test_run_glue_with_accumulation_and_lora_counts_updates_and_writes_merged_model_and_adapters(tmp_path):
+    from keras_bert_impl.models.classifier import BertClassifier
+    from keras_bert_impl.runners import run_glue
+    from tests.finetuning_files import run_glue_flags, write_sst2_task
+
+    output_dir = tmp_path / "out"
+    data_flags = write_sst2_task(str(tmp_path / "data"))
+    run_glue.main(run_glue_flags(data_flags, str(output_dir), "--gradient_accumulation_steps=2", "--lora_rank=2"))
+    # 40 examples in batches of 4 / 2 = 2: 20 batches, 10 updates per epoch.
+    records = [json.loads(line) for line in (output_dir / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [10, 20, 30]
+    steps = [json.loads(line)["step"] for line in (output_dir / "train_steps_log.jsonl").read_text().splitlines()]
+    assert steps[:2] == [4, 8]  # --log_every_steps=4 updates
+    adapters = output_dir / "adapters.lora.h5"
+    merged = BertClassifier.from_pretrained(str(output_dir / "model"), num_classes=2)
+    assert merged.backbone.lora_rank is None and adapters.is_file()
+    with pytest.raises(UserInputError, match="--gradient_accumulation_steps=3: expected a positive divisor"):
+        run_glue.run(run_glue.build_parser().parse_args(
+            run_glue_flags(data_flags, str(tmp_path / "other"), "--gradient_accumulation_steps=3")))
+
+
+def test_pretraining_with_accumulation_counts_updates_and_resumes_to_the_uninterrupted_weights(tmp_path):
+    from keras_bert_impl.runners import pretrain
+    from keras_bert_impl.training import checkpoint_store
+    from tests.test_pretrain_recipe import recipe_args
+    from tests.test_training import write_tiny_data
+
+    data = write_tiny_data(str(tmp_path / "data"))
+
+    def run(output_dir, num_train_steps):
+        args = [a for a in recipe_args(data, str(output_dir)) if not a.startswith(("--num_train_steps", "--save_"))]
+        args = [a for a in args if not a.startswith(("--iterations_per_loop", "--do_eval"))]
+        return pretrain.main(args + [f"--num_train_steps={num_train_steps}", "--save_checkpoints_steps=4",
+                                     "--iterations_per_loop=4", "--gradient_accumulation_steps=2", "--nodo_eval"])
+
+    whole = run(tmp_path / "whole", 8)
+    assert (whole["initial_step"], whole["global_step"]) == (0, 8)
+    checkpoints = tmp_path / "whole" / checkpoint_store.CHECKPOINT_SUBDIR
+    assert [step for step, _ in checkpoint_store.list_checkpoints(str(checkpoints))] == [4, 8]
+    records = [json.loads(line) for line in (tmp_path / "whole" / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [4, 8]
+    run(tmp_path / "resumed", 4)
+    resumed = run(tmp_path / "resumed", 8)
+    assert (resumed["initial_step"], resumed["global_step"]) == (4, 8)
+    a = BertBackbone.from_pretrained(str(tmp_path / "whole" / "final"))
+    b = BertBackbone.from_pretrained(str(tmp_path / "resumed" / "final"))
+    for wa, wb in zip(a.weights, b.weights):
+        np.testing.assert_allclose(to_numpy(wb), to_numpy(wa), atol=1e-6, err_msg=wa.path)

@@ -49,6 +49,10 @@ def run_training(
     `num_train_steps`, and a `MetricsLogger` writing `output_dir/train_log.jsonl` and TensorBoard
     scalars under `output_dir/logs/train`. Running it again after the run finished trains nothing.
 
+    Under gradient accumulation (the optimizer's `gradient_accumulation_steps` N) every step here is an
+    optimizer update of N batches: a loop runs `iterations_per_loop * N` batches, checkpoints fall after an
+    update's last batch, and a resumed run skips `initial_step * N` batches.
+
     Args:
         model: A compiled model (`model.compile(optimizer=...)`); its `steps_per_execution` should be
             `steps_per_execution`.
@@ -93,13 +97,16 @@ def run_training(
     """
     # A loop longer than the run would show a progress bar target (e.g. 1000) the run never reaches.
     iterations_per_loop = min(int(iterations_per_loop or save_checkpoints_steps), num_train_steps)
+    # Batches per optimizer step: the optimizer's gradient accumulation (the steps above count updates).
+    accumulation = int(getattr(model.optimizer, "gradient_accumulation_steps", None) or 1)
     for name, value in (
         ("num_train_steps", num_train_steps),
         ("save_checkpoints_steps", save_checkpoints_steps),
         ("iterations_per_loop", iterations_per_loop),
     ):
-        if value <= 0 or value % steps_per_execution:
-            raise ValueError(f"{name}={value} must be a positive multiple of steps_per_execution={steps_per_execution}.")
+        if value <= 0 or value * accumulation % steps_per_execution:
+            raise ValueError(f"{name}={value} must be a positive multiple of steps_per_execution={steps_per_execution}"
+                             + (f" / gradient_accumulation_steps={accumulation}." if accumulation > 1 else "."))
 
     write_dir = output_dir if write_dir is None else write_dir
     checkpoint_dir = os.path.join(write_dir, CHECKPOINT_SUBDIR)
@@ -114,7 +121,7 @@ def run_training(
             dataset = dataset(initial_step)
         elif initial_step and hasattr(dataset, "skip"):
             # The restored steps consumed the first initial_step batches: continue where they stopped.
-            dataset = dataset.skip(initial_step)
+            dataset = dataset.skip(initial_step * accumulation)
         # If initial_step is not a multiple of the loop (e.g. the flags changed), the loops are just
         # shifted; StopAtStep still ends the run at exactly num_train_steps.
         initial_epoch = initial_step // iterations_per_loop
@@ -125,16 +132,16 @@ def run_training(
                   f"{iterations_per_loop} steps per loop).", flush=True)
         own_callbacks = [
             BackendGeneratorsAtFirstStep() if initial_step else None,
-            StopAtStep(num_train_steps, initial_step),
+            StopAtStep(num_train_steps, initial_step, accumulation),
             # The logger before the checkpoints: a loop's log record is written before its checkpoint.
-            MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train")),
-            CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max),
+            MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train"), accumulation_steps=accumulation),
+            CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max, accumulation),
         ]
         fit_history = model.fit(
             dataset,
             epochs=epochs,
             initial_epoch=initial_epoch,
-            steps_per_epoch=iterations_per_loop,
+            steps_per_epoch=iterations_per_loop * accumulation,
             callbacks=[c for c in own_callbacks if c is not None] + list(callbacks or []),
             verbose=verbose,
         )
