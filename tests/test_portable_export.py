@@ -142,3 +142,45 @@ def test_gelu_and_split_rows_compute_the_same_values_for_every_export_target(tar
     np.testing.assert_allclose(gelu, reference_gelu, atol=2e-6)
     for part, reference in zip(rows, reference_rows):
         np.testing.assert_array_equal(part, reference)
+
+
+@pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
+def test_litert_packer_gives_bert_tokenizers_ids_on_the_shipped_sentiment_texts(minilm_path):
+    import tensorflow as tf
+
+    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    from keras_bert_impl.tokenizers.tf_litert_tokenizer import LiteRTTextPacker
+
+    tokenizer = BertTokenizer.from_pretrained(minilm_path)
+    packer = tf.function(LiteRTTextPacker(tokenizer, 64).__call__,
+                         input_signature=[tf.TensorSpec([1], tf.string)])
+    texts = []
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        with open(os.path.join(os.path.dirname(__file__), "..", "data", "sentiment", name), encoding="utf-8") as f:
+            texts += [line.rstrip("\n").split("\t")[0 if name != "test.tsv" else 1] for line in list(f)[1:]]
+    texts += ["Café DÉJÀ-VU!", "naïve 東京 emoji 😀 tabs\tand\u00a0spaces", "don't stop..."]
+    for text in texts:
+        expected = tokenizer([text], max_length=64)["token_ids"][0]
+        got = packer(tf.constant([text]))["token_ids"].numpy()[0]
+        assert got.tolist() == [int(i) for i in expected if i != 0], text
+
+
+@pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
+def test_litert_text_classifier_runs_with_tensorflow_texts_registerers_and_equals_keras_on_its_ids(tmp_path):
+    from ai_edge_litert.interpreter import Interpreter, InterpreterWithCustomOps
+
+    from keras_bert_impl.export.tf_litert import custom_ops, export_litert_text_model, text_op_registerers
+    from tests.task_harness import TOKENIZER
+    from tests.test_task_models import TEXTS
+
+    model = _build(CASES["classifier"])
+    path = export_litert_text_model(model, TOKENIZER, str(tmp_path / "text.tflite"), max_length=8)
+    assert custom_ops(open(path, "rb").read()) == ["FastBertNormalize", "FastWordpieceTokenizeWithOffsets"]
+    runner = InterpreterWithCustomOps(model_path=path, custom_op_registerers=text_op_registerers()).get_signature_runner()
+    for text in TEXTS:
+        ids = {k: np.asarray(v) for k, v in TOKENIZER([text], max_length=8).items()}
+        served = runner(text=np.array([text.encode("utf-8")]))["output_0"]
+        np.testing.assert_allclose(served, to_numpy(model(ids, training=False)), atol=1e-4, err_msg=text)
+    with pytest.raises(RuntimeError, match="unresolved custom op: FastBertNormalize"):
+        stock = Interpreter(model_path=path)
+        stock.get_signature_runner()(text=np.array([b"w1"]))
