@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -126,37 +127,53 @@ def fused_onnx(path, model_type, size):
     return out, {k: v for k, v in optimized.get_fused_operator_statistics().items() if v}
 
 
+def export_in_subprocess(model_dir, export_dir, export_format):
+    """recipes/export_savedmodel.py in its own process (a bert_base conversion holds several copies of the
+    weights: in one process with the timed models, it ran out of this machine's 24 GB); returns its peak MB."""
+    command = [sys.executable, os.path.join(REPO, "recipes", "export_savedmodel.py"), f"--model_dir={model_dir}",
+               f"--export_dir={export_dir}", f"--format={export_format}"]
+    env = {**os.environ, "PYTHONPATH": REPO}
+    with open(os.path.join(os.path.dirname(export_dir), f"{export_format}.log"), "w") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+    if status:
+        raise RuntimeError(f"{' '.join(command)} failed: see {log.name}")
+    return round(usage.ru_maxrss / 1024)
+
+
 def tensorflow_deployables(model, x, size, work):
-    """{name: fn} of our SavedModel, LiteRT and ONNX files (TensorFlow backend), and notes on them."""
+    """{name: fn} of our SavedModel, LiteRT and ONNX files (TensorFlow backend), each exported from the model's
+    directory by the export recipe, and notes on them."""
     import numpy as np
     import tensorflow as tf
     from ai_edge_litert.interpreter import Interpreter
 
-    from keras_bert_impl.export.onnx_export import export_onnx
-    from keras_bert_impl.export.tf_litert import export_litert
-    from keras_bert_impl.export.tf_saved_model import export_saved_model
     from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
     notes, paths = {}, {}
-    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(VOCAB - 5)]
-    export_saved_model(model, BertTokenizer(vocabulary), os.path.join(work, "saved_model"), "classifier",
-                       labels=["a", "b"], max_seq_length=128)
-    signature = tf.saved_model.load(os.path.join(work, "saved_model")).signatures["serving_token_ids"]
+    model_dir = os.path.join(work, "model")
+    if not os.path.isdir(model_dir):
+        vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(VOCAB - 5)]
+        model.save_pretrained(model_dir, label_names=["a", "b"])
+        BertTokenizer(vocabulary).save_pretrained(model_dir)
+        for export_format in ("savedmodel", "litert", "onnx"):
+            notes[f"{export_format}_export_peak_mb"] = export_in_subprocess(
+                model_dir, os.path.join(work, export_format), export_format)
+    signature = tf.saved_model.load(os.path.join(work, "savedmodel")).signatures["serving_token_ids"]
     tensors = {k: tf.constant(v) for k, v in x.items()}
     paths["ours_savedmodel"] = lambda: signature(**tensors)
 
-    litert = export_litert(model, os.path.join(work, "model.tflite"))
+    litert = os.path.join(work, "litert", "model.tflite")
     runner = Interpreter(model_path=litert, num_threads=os.cpu_count()).get_signature_runner()
     paths["ours_litert"] = lambda: runner(**x)
 
-    onnx_path = export_onnx(model, os.path.join(work, "model.onnx"))
+    onnx_path = os.path.join(work, "onnx", "model.onnx")
     plain = onnx_session(onnx_path)
     paths["ours_onnx"] = lambda: plain.run(None, x)
     fused_path, notes["ours_onnx_fused"] = fused_onnx(onnx_path, "bert_tf", size)
     fused = onnx_session(fused_path)
     paths["ours_onnx_fused"] = lambda: fused.run(None, x)
-    for name, value in (("file_mb", os.path.getsize(litert) / 2**20),):
-        notes[f"ours_litert_{name}"] = round(value, 1)
+    notes["ours_litert_file_mb"] = round(os.path.getsize(litert) / 2**20, 1)
     reference = np.asarray(model(x, training=False))
     for name in ("ours_litert", "ours_onnx", "ours_onnx_fused"):
         out = paths[name]()
