@@ -141,3 +141,23 @@ def test_a_variant_replaces_its_path_during_each_step_only():
     step()
     step()
     assert seen == [True, True] and backends.float32_epilogue is original
+
+
+@pytest.mark.slow
+def test_serving_latency_smoke_times_every_path_of_this_backend_and_writes_its_report(tmp_path):
+    spec = importlib.util.spec_from_file_location("serving_latency", os.path.join(REPO, "benchmarks", "serving_latency.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    backend = keras.backend.backend()
+    report = module.main(["--smoke", f"--output_dir={tmp_path}"])
+    paths = set(report["lengths"]["8"])
+    expected = {"ours_predict", "ours_compiled", "keras_hub_predict", "keras_hub_compiled"}
+    expected |= {"tensorflow": {"ours_xla", "ours_savedmodel", "ours_litert", "ours_onnx", "ours_onnx_fused"},
+                 "torch": {"hf_eager", "hf_onnx_fused"}}.get(backend, set())  # --smoke: no torch.compile
+    assert paths == expected
+    for timing in report["lengths"]["8"].values():
+        assert 0 < timing["p50_ms"] <= timing["p99_ms"]
+    if backend == "tensorflow":  # the deployable files compute the Keras model's logits
+        assert all(report["notes"][f"{name}_max_abs_diff"] < 1e-4 for name in ("ours_litert", "ours_onnx", "ours_onnx_fused"))
+    assert json.load(open(tmp_path / f"latency_{backend}.json"))["backend"] == backend
+    assert f"| {backend} | ours_predict |" in module.main(["--table", f"--output_dir={tmp_path}"])

@@ -23,12 +23,52 @@ path. Why each path is faster, with the measurements and their commands, is in d
 
 `tf_replicas` (sums over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
+
+Exports (keras_bert_impl/export/) trace the model under `export_target("litert" | "onnx")`, in which the
+functions choose forms the target's runtime computes with its own operators, the same outputs to float
+tolerance: for LiteRT `gelu` is `tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU (the fast
+path's erf is a TensorFlow (Flex) op there, which the stock interpreter lacks); for ONNX `split_rows` is two
+slices (tf2onnx writes tf.split's size -1 as a negative ONNX Split size, which onnxruntime refuses).
 """
 
+import contextlib
+import contextvars
 import math
 
 import keras
 from keras import ops
+
+
+# ------------------------------------------------------------------------------------------------ exports
+_EXPORT_TARGET = contextvars.ContextVar("export_target", default=None)
+EXPORT_TARGETS = ("litert", "onnx")
+
+
+@contextlib.contextmanager
+def export_target(target):
+    """Within it, the functions compute the forms the runtime of `target` ("litert" or "onnx") computes
+    with its own operators (see the module docstring); the model traced in it is the exported graph.
+
+    Examples:
+
+    >>> with export_target("litert"):
+    ...     current_export_target()
+    'litert'
+    >>> current_export_target() is None
+    True
+    """
+    if target not in EXPORT_TARGETS:
+        raise ValueError(f"export target {target!r}: expected one of {EXPORT_TARGETS}.")
+    token = _EXPORT_TARGET.set(target)
+    try:
+        yield
+    finally:
+        _EXPORT_TARGET.reset(token)
+
+
+def current_export_target():
+    """The target of the enclosing `export_target`, or None outside one."""
+    return _EXPORT_TARGET.get()
 
 
 # ------------------------------------------------------------------------------------------ dense products
@@ -143,7 +183,9 @@ def gelu(x):
     """Exact GELU, x * Phi(x) with Phi(x) = (1 + erf(x / sqrt(2))) / 2.
 
     JAX: the erf form (`jax_ops.gelu`; Keras' is JAX's erfc form); TensorFlow: its derivative
-    Phi(x) + x * phi(x) written out (`tf_ops.gelu`); torch: Keras' exact GELU.
+    Phi(x) + x * phi(x) written out (`tf_ops.gelu`), and for a LiteRT export Keras' exact GELU
+    (`tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU; tf2onnx has no ONNX form of its
+    erfc, so an ONNX export keeps `tf_ops.gelu`); torch: Keras' exact GELU.
 
     Examples:
 
@@ -155,7 +197,7 @@ def gelu(x):
         from keras_bert_impl.backends import jax_ops
 
         return jax_ops.gelu(x)
-    if backend == "tensorflow":
+    if backend == "tensorflow" and current_export_target() != "litert":
         from keras_bert_impl.backends import tf_ops
 
         return tf_ops.gelu(x)
@@ -274,7 +316,8 @@ def split_rows(hidden_states, split_at):
 
     TensorFlow: `tf_ops.split_rows` (keras.ops.split there needs a static T, which a functional graph or a
     SavedModel signature leaves unknown); elsewhere keras.ops.split. One split rather than two slices: its
-    gradient is one concatenation.
+    gradient is one concatenation. For an ONNX export: two slices (tf2onnx writes tf.split's size -1 as a
+    negative ONNX Split size).
 
     Examples:
 
@@ -282,6 +325,8 @@ def split_rows(hidden_states, split_at):
     >>> tuple(first.shape), tuple(rest.shape)
     ((2, 1, 3), (2, 4, 3))
     """
+    if current_export_target() == "onnx":
+        return hidden_states[:, :split_at], hidden_states[:, split_at:]
     if keras.backend.backend() == "tensorflow":
         from keras_bert_impl.backends import tf_ops
 

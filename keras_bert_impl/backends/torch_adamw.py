@@ -52,7 +52,9 @@ def adam_weight_decay_update(optimizer, grads, variables, learning_rate):
     """One `AdamWeightDecay` step on every variable, through `torch._fused_adamw_` (two calls: the decayed
     variables and the excluded ones)."""
     lr = float(learning_rate)
-    step = float(optimizer.iterations.value + 1) if optimizer.bias_correction else _NO_BIAS_CORRECTION_STEP
+    # `iterations` counts updates: a variable, or under gradient accumulation a tensor (batches // N).
+    iterations = getattr(optimizer.iterations, "value", optimizer.iterations)
+    step = float(iterations + 1) if optimizer.bias_correction else _NO_BIAS_CORRECTION_STEP
     groups = {True: ([], [], [], []), False: ([], [], [], [])}
     for grad, variable in zip(grads, variables):
         index = optimizer.variable_index(variable)

@@ -2,7 +2,8 @@
 
 `keras_bert_impl.models` imports nothing else of `keras_bert_impl.checkpoints` (tests/test_architecture.py
 checks it): a model's `from_pretrained` reads a checkpoint with `read_backbone` and `load_heads`,
-`save_pretrained` writes with `save_model`, `save_to_preset` with `save_keras_hub_preset`; where the files
+`save_pretrained` writes with `save_model`, `save_to_preset` with `save_keras_hub_preset`, LoRA adapters
+with `write_lora_file` / `read_lora_file`; where the files
 are and what they hold is `model_directory.ModelDirectory`'s, how each class is stored `task_layouts`'.
 """
 
@@ -12,6 +13,7 @@ from keras_bert_impl.checkpoints.head_weights import (  # noqa: F401 (CRF_TRANSI
     assign_head_weights,
     head_weights_dict,
 )
+from keras_bert_impl.checkpoints.lora_file import read_lora_file, write_lora_file  # noqa: F401 (for the backbone)
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.checkpoints.task_layouts import (  # noqa: F401 (the names the models use)
     FEATURE_TAGGER_KEY,

@@ -173,11 +173,15 @@ def assign_table(table, weights, source="checkpoint", mismatch=BACKBONE_MISMATCH
 
 # ------------------------------------------------------------------------------------------- saving
 def table_weights_dict(table):
-    """{hf_name: float32 numpy array in Hugging Face layout} of the variables of `table`."""
+    """{hf_name: float32 numpy array in Hugging Face layout} of the variables of `table` (a LoRA layer's kernel
+    is the tensor W + (alpha / rank) A B: the adapters merged)."""
     import keras
 
+    def value(variable):
+        return variable.value if isinstance(variable, keras.Variable) else variable
+
     return {
-        name: np.ascontiguousarray(from_keras(keras.ops.convert_to_numpy(variable.value)).astype("float32"))
+        name: np.ascontiguousarray(from_keras(keras.ops.convert_to_numpy(value(variable))).astype("float32"))
         for name, variable, _, from_keras in table
     }
 

@@ -575,6 +575,26 @@ def squad_settings(config, version_2_with_negative=None, null_score_diff_thresho
                                                    "max_query_length")}}
 
 
+def load_model(settings):
+    """(model, task) of the directory `read_export_settings` read: the model of its class with its weights,
+    and its task, "regressor" for a classifier with one label or config.json's problem_type "regression"."""
+    task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
+    if task == "backbone":
+        from keras_bert_impl.models.backbone import BertBackbone
+
+        return BertBackbone.from_pretrained(checkpoint), task
+    if task == "span_qa":
+        return settings["model_class"].from_pretrained(checkpoint), task
+    if task == "multiple_choice":
+        num_choices = int(checkpoint.setting(NUM_CHOICES_KEY) or NUM_CHOICES)
+        return settings["model_class"].from_pretrained(checkpoint, num_choices=num_choices), task
+    # a classifier, a token classifier (with its CRF, if any) or a feature-based tagger
+    model = settings["model_class"].from_pretrained(checkpoint, num_classes=len(labels))
+    if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
+        task = "regressor"
+    return model, task
+
+
 def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length=None, text_pair=False,
                           null_score_diff_threshold=None, do_lower_case=None, max_answer_length=None,
                           n_best_size=None, version_2_with_negative=None, doc_stride=None, max_query_length=None,
@@ -604,21 +624,10 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
                               normalize=settings["normalize"])
     max_seq_length = int(max_seq_length or checkpoint.setting("max_seq_length") or 128)
     squad = {}
-    if task == "backbone":
-        from keras_bert_impl.models.backbone import BertBackbone
-
-        model = BertBackbone.from_pretrained(checkpoint)
-    elif task == "multiple_choice":
-        model = settings["model_class"].from_pretrained(checkpoint, num_choices=int(
-            checkpoint.setting(NUM_CHOICES_KEY) or NUM_CHOICES))
-    elif task == "span_qa":
-        model = settings["model_class"].from_pretrained(checkpoint)
+    model, task = load_model(settings)
+    if task == "span_qa":
         squad = squad_settings(checkpoint.config, version_2_with_negative, null_score_diff_threshold,
                                max_answer_length, n_best_size, doc_stride, max_query_length)
-    else:  # a classifier, a token classifier (with its CRF, if any) or a feature-based tagger
-        model = settings["model_class"].from_pretrained(checkpoint, num_classes=len(labels))
-        if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
-            task = "regressor"
     long_input = checkpoint.setting(LONG_INPUT_KEY, "truncate") if task in ("classifier", "regressor") else "truncate"
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
                        text_pair=text_pair, long_input=long_input, overwrite=overwrite,

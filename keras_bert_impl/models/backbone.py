@@ -54,7 +54,7 @@ class BertBackbone(keras.Model):
     Load a Hugging Face or Google checkpoint with `BertBackbone.from_pretrained(path)`.
     """
 
-    def __init__(self, config, output_hidden_states=False, dtype=None, **kwargs):
+    def __init__(self, config, output_hidden_states=False, dtype=None, lora_rank=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         if not isinstance(config, BertConfig):
@@ -131,6 +131,11 @@ class BertBackbone(keras.Model):
         self.pooler = pooler
         # Head weights (HF names) found in the checkpoint this backbone was loaded from; see from_pretrained.
         self.head_weights = {}
+        # LoRA (`enable_lora`): keras-hub's attribute names, so that its save/load functions read this backbone.
+        self._lora_rank = None
+        self._lora_enabled_layers = []
+        if lora_rank:
+            self.enable_lora(lora_rank)
 
     def pooled_output(self, inputs):
         """`pooled_output` of `inputs`, computing the last encoder layer at the [CLS] position only.
@@ -166,6 +171,82 @@ class BertBackbone(keras.Model):
         with keras_compat.calls_in_graph_only(self):
             return super().summary(*args, **kwargs)
 
+    # === LoRA, as keras-hub's Backbone ===
+    def default_lora_layer_names(self):
+        """The layers `enable_lora` adapts by default: keras-hub's names of the attention's query and value
+        projections (this backbone's are "query" and "value")."""
+        return ["query_dense", "value_dense", "query", "value"]
+
+    def _layers_with_weights(self):
+        return [layer for layer in keras_compat.flatten_layers(self, include_self=False) if layer.weights]
+
+    @property
+    def lora_rank(self):
+        """The rank of the LoRA adapters `enable_lora` added, or None."""
+        return self._lora_rank
+
+    def enable_lora(self, rank, target_layer_names=None):
+        """Freezes every weight of the backbone and adds trainable LoRA adapters of `rank` to the attention's
+        query and value projections (keras-hub's `Backbone.enable_lora`): kernel W becomes W + (alpha / rank)
+        A B with A [*W.shape[:-1], rank] and B [rank, W.shape[-1]] (Keras' `Dense.enable_lora`; B starts at 0,
+        so the outputs are unchanged until a step trains them). The adapted layers' biases are frozen too
+        (keras-hub leaves them trainable, and its adapters file does not hold them): the `.lora.h5` file then
+        holds all that fine-tuning changes in the backbone. A task model's head stays trainable.
+
+        Args:
+            rank: the adapters' rank.
+            target_layer_names: the names of the layers to adapt; None: `default_lora_layer_names()`.
+
+        Examples:
+
+        >>> backbone = BertBackbone(BertConfig.preset("bert_tiny"))
+        >>> backbone.enable_lora(4)
+        >>> len(backbone.trainable_weights)  # A and B of query and value in each of the 2 layers
+        8
+        """
+        if self._lora_enabled_layers:
+            raise ValueError(f"LoRA is enabled already (rank {self._lora_rank}).")
+        names = set(self.default_lora_layer_names() if target_layer_names is None else target_layer_names)
+        self.trainable = True
+        for layer in keras_compat.flatten_layers(self, include_self=False):
+            layer.trainable = False
+        for index, layer in enumerate(self._layers_with_weights()):
+            if layer.name in names and hasattr(layer, "enable_lora"):
+                layer.trainable = True
+                layer.enable_lora(rank)
+                if layer.bias is not None:
+                    layer.bias.trainable = False
+                self._lora_enabled_layers.append(index)
+        self._lora_rank = int(rank)
+
+    def save_lora_weights(self, filepath):
+        """Writes the LoRA adapters to `filepath` (`*.lora.h5`) in keras-hub's layout
+        (`keras_bert_impl.checkpoints.lora_file`)."""
+        if not self._lora_enabled_layers:
+            raise ValueError("There are no LoRA-enabled layers in this backbone: call `enable_lora(rank)` first.")
+        layers = self._layers_with_weights()
+        model_io.write_lora_file(filepath, self._lora_rank, {
+            index: (keras.ops.convert_to_numpy(layers[index].lora_kernel_a),
+                    keras.ops.convert_to_numpy(layers[index].lora_kernel_b))
+            for index in self._lora_enabled_layers})
+
+    def load_lora_weights(self, filepath):
+        """Assigns the LoRA adapters of `filepath` (written by `save_lora_weights` or keras-hub's), enabling
+        LoRA at the file's rank first if it is not enabled; a rank or layer that differs raises ValueError."""
+        rank, kernels = model_io.read_lora_file(filepath)
+        if not self._lora_enabled_layers:
+            self.enable_lora(rank)
+        elif self._lora_rank != rank:
+            raise ValueError(f"{filepath} holds LoRA adapters of rank {rank}; this backbone's are rank "
+                             f"{self._lora_rank} (enable_lora).")
+        if sorted(kernels) != sorted(self._lora_enabled_layers):
+            raise ValueError(f"{filepath} adapts the layers {sorted(kernels)} (indices among the layers with "
+                             f"weights); this backbone adapts {sorted(self._lora_enabled_layers)}.")
+        layers = self._layers_with_weights()
+        for index, (kernel_a, kernel_b) in kernels.items():
+            layers[index].lora_kernel_a.assign(kernel_a)
+            layers[index].lora_kernel_b.assign(kernel_b)
+
     @property
     def token_embedding(self):
         """The word-embedding layer (its matrix is tied to the masked-LM output layer)."""
@@ -178,6 +259,7 @@ class BertBackbone(keras.Model):
             "config": self.config.to_dict(),
             "output_hidden_states": self.output_hidden_states,
             "dtype": serialize_dtype_policy(self, self.dtype_policy),
+            "lora_rank": self._lora_rank,
         }
 
     @classmethod
@@ -217,6 +299,10 @@ class BertBackbone(keras.Model):
 
     def save_pretrained(self, directory):
         """Writes `config.json` + `model.safetensors` in Hugging Face's layout (a BertModel directory).
+
+        With LoRA enabled, the adapters are merged: each adapted kernel is written as W + (alpha / rank) A B,
+        so the directory is a plain BERT checkpoint with the LoRA model's outputs (keep the adapters alone
+        with `save_lora_weights`).
 
         The directory loads back with `from_pretrained` here and with transformers' `BertModel`. A dtype
         policy other than float32 is written to config.json as `keras_dtype_policy` (transformers ignores

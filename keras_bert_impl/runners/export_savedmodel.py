@@ -12,6 +12,10 @@ unless `--vocab_file` / `--do_lower_case` say it. A token classifier keeps its C
 by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and for SQuAD v2.0
 `--null_score_diff_threshold`, each defaulting to config.json's "squad" entry, then to run_squad.py's
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
+`--format=litert` and `--format=onnx` write instead the model on token ids, `model.tflite` (LiteRT builtins
+only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's int8 weights) or `model.onnx`
+(dynamic batch and sequence axes, for onnxruntime), beside `vocab.txt` and `export_config.json` (task,
+labels, do_lower_case, max_seq_length, inputs): the text is tokenized by the caller (docs/deployment.md).
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
 files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
@@ -45,6 +49,11 @@ def build_parser():
                         help="Candidate starts and ends per question, as run_squad.py (default 20).")
     parser.add_bool_flag("overwrite", False, "Replace --export_dir even when it holds other files than an earlier "
                          "export (without it, such a directory is refused and left as it is).")
+    parser.add_argument("--format", default="savedmodel", choices=["savedmodel", "litert", "onnx"],
+                        help="savedmodel (raw strings in, answers out), or the model on token ids as "
+                             "litert (model.tflite) or onnx (model.onnx).")
+    parser.add_argument("--quantization", default="none", choices=["none", "dynamic_int8"],
+                        help="--format=litert: LiteRT's dynamic-range int8 weights.")
     return parser
 
 
@@ -55,10 +64,14 @@ def run(args):
     if keras.backend.backend() != "tensorflow":
         raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
                              f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
+    if args.quantization != "none" and args.format != "litert":
+        raise UserInputError(f"--quantization={args.quantization} applies to --format=litert only.")
     from keras_bert_impl.export.tf_saved_model import check_export_dir, export_from_directory  # TensorFlow
 
     check_export_dir(args.export_dir, args.overwrite)
     try:
+        if args.format != "savedmodel":
+            return _export_token_id_model(args)
         task, export_dir = export_from_directory(
             args.model_dir, args.export_dir, vocab_file=args.vocab_file, max_seq_length=args.max_seq_length,
             text_pair=args.text_pair, null_score_diff_threshold=args.null_score_diff_threshold,
@@ -72,6 +85,34 @@ def run(args):
         raise UserInputError(str(error)) from error
     print(f"Exported the {task} of {args.model_dir} to {export_dir}")
     return task, export_dir
+
+
+def _export_token_id_model(args):
+    """`--format` litert or onnx: the model file, vocab.txt and export_config.json in `--export_dir`."""
+    import shutil
+
+    from keras_bert_impl.export.tf_saved_model import load_model, read_export_settings
+    from keras_bert_impl.utils.file_io import write_json
+
+    settings = read_export_settings(args.model_dir, args.vocab_file, args.do_lower_case)
+    model, task = load_model(settings)
+    os.makedirs(args.export_dir, exist_ok=True)
+    if args.format == "litert":
+        from keras_bert_impl.export.tf_litert import export_litert
+
+        path = export_litert(model, os.path.join(args.export_dir, "model.tflite"),
+                             quantization=None if args.quantization == "none" else args.quantization)
+    else:
+        from keras_bert_impl.export.onnx_export import export_onnx
+
+        path = export_onnx(model, os.path.join(args.export_dir, "model.onnx"))
+    shutil.copyfile(settings["vocab_file"], os.path.join(args.export_dir, "vocab.txt"))
+    write_json(os.path.join(args.export_dir, "export_config.json"), {
+        "format": args.format, "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
+        "max_seq_length": int(args.max_seq_length or settings["checkpoint"].setting("max_seq_length") or 128),
+        "inputs": sorted(model.input), "quantization": args.quantization})
+    print(f"Exported the {task} of {args.model_dir} to {path}")
+    return task, path
 
 
 def main(argv=None):

@@ -80,6 +80,7 @@ from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.finetuning_flags import config_from_flags, run_settings
+from keras_bert_impl.runners.flags import accumulation_options
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
     load_backbone,
@@ -98,6 +99,7 @@ STEPS_LOG = "train_steps_log.jsonl"
 TENSORBOARD_DIR = "logs"
 STATE_FILE = "state.json"
 BEST_WEIGHTS = "best.weights.h5"
+LORA_WEIGHTS = "adapters.lora.h5"
 # What a resumed run reads back from --output_dir (a multi-worker job's other workers read the chief's).
 READ_BACK = (checkpoint_store.CHECKPOINT_SUBDIR, BEST_WEIGHTS)
 
@@ -108,6 +110,7 @@ OUTPUT_DESCRIPTIONS = {
     TENSORBOARD_DIR: "TensorBoard events (tensorboard --logdir {path})",
     checkpoint_store.CHECKPOINT_SUBDIR: "model + optimizer state per epoch: the same command resumes from it",
     BEST_WEIGHTS: "the best epoch's weights (model.load_weights)",
+    LORA_WEIGHTS: "--lora_rank: the LoRA adapters (backbone.load_lora_weights)",
     "dev_metrics_per_epoch.json": "dev metrics of every epoch",
     "eval_results.json": "the final dev metrics",
     "model": "the fine-tuned model directory (from_pretrained, export_savedmodel.py)",
@@ -176,8 +179,10 @@ def predictor(model, distribution):
 
 
 def create_finetuning_optimizer(config, total_steps):
-    """BERT's AdamW with warmup over `warmup_proportion` of the steps, then linear decay to zero."""
-    return create_optimizer(config.learning_rate, total_steps, int(total_steps * config.warmup_proportion))
+    """BERT's AdamW with warmup over `warmup_proportion` of the steps, then linear decay to zero; with
+    `gradient_accumulation_steps` N, an update every N batches (`total_steps` counts updates)."""
+    return create_optimizer(config.learning_rate, total_steps, int(total_steps * config.warmup_proportion),
+                            **accumulation_options(config.gradient_accumulation_steps, config.train_batch_size))
 
 
 def training_batches(features, labels, config, distribution=None, initial_epoch=0, **options):
@@ -508,6 +513,7 @@ def finetune(task, distribution, select_on_dev=False):
     config = task.config
     task.check_flags()
     check_model_flags(config)
+    accumulation_options(config.gradient_accumulation_steps, config.train_batch_size)  # refused before any reading
     if config.do_train:  # a directory holding checkpoints is bound to the settings of its run
         run_directory.bind_run_settings(config.output_dir, run_settings(config), bound=bool(
             checkpoint_store.list_checkpoints(os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR))))
@@ -526,12 +532,16 @@ def finetune(task, distribution, select_on_dev=False):
         if not config.do_train:  # `warn_untrained_heads` says it once, plainly
             warnings.filterwarnings("ignore", message=".*initialized randomly", category=UserWarning)
         model = task.build_model()
+    if config.lora_rank:
+        model.backbone.enable_lora(config.lora_rank)
     predictions = predictor(model, distribution)
     results = {}
     if config.do_train:
         results = fit_task(task, model, train, distribution, predictions)
         if config.save_model:
-            task.save_model(model, os.path.join(config.output_dir, "model"))
+            task.save_model(model, os.path.join(config.output_dir, "model"))  # LoRA: the adapters merged
+            if config.lora_rank:
+                model.backbone.save_lora_weights(os.path.join(config.output_dir, LORA_WEIGHTS))
     elif config.do_eval or config.do_predict:
         warn_untrained_heads(model, config)
     if task.can_evaluate and not results:
@@ -550,8 +560,13 @@ def fit_task(task, model, train, distribution, predictions):
     `model` or `predictor(model, distribution)`."""
     config = task.config
     epochs = math.ceil(config.num_train_epochs)
-    total_steps = num_train_steps(train.num_examples, config.train_batch_size, config.num_train_epochs,
-                                  distribution.whole_batches_only)
+    # Gradient accumulation: batches of train_batch_size / N, an update every N of them; steps count updates.
+    accumulation = config.gradient_accumulation_steps
+    batch_config = dataclasses.replace(config, train_batch_size=config.train_batch_size // accumulation)
+    batches_per_epoch = batching.num_batches(train.num_examples, batch_config.train_batch_size,
+                                             distribution.whole_batches_only)
+    total_steps = max(1, num_train_steps(train.num_examples, batch_config.train_batch_size, config.num_train_epochs,
+                                         distribution.whole_batches_only) // accumulation)
     # The model's own loss and metrics (`BertTaskModel.compile`'s defaults).
     model.compile(optimizer=create_finetuning_optimizer(config, total_steps),
                   steps_per_execution=config.steps_per_execution)
@@ -575,12 +590,12 @@ def fit_task(task, model, train, distribution, predictions):
         for path in (log_path, steps_log_path):
             metrics_log.truncate_metrics_log(path, initial_step)
         if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
-            data = training_batches(train.features, train.labels, config, distribution, initial_epoch=initial_epoch,
-                                    **train.batching_options)
+            data = training_batches(train.features, train.labels, batch_config, distribution,
+                                    initial_epoch=initial_epoch, **train.batching_options)
             fit_kwargs = {"shuffle": False, **train.fit_kwargs}
         else:
             data = train.features
-            fit_kwargs = {"y": train.labels, "batch_size": config.train_batch_size, "shuffle": True,
+            fit_kwargs = {"y": train.labels, "batch_size": batch_config.train_batch_size, "shuffle": True,
                           **train.fit_kwargs}
         print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
         run_directory.record_run_settings(config.output_dir, run_settings(config))
@@ -590,7 +605,8 @@ def fit_task(task, model, train, distribution, predictions):
         stop = StopOnSignal(lambda model, step: epoch_resume_point(checkpoint_dir, step))
         callbacks = [guard, EpochSeed(config.seed)] + ([] if best is None else [best]) + [
             metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
-                                    steps_path=steps_log_path, log_every_steps=config.log_every_steps),
+                                    steps_path=steps_log_path, log_every_steps=config.log_every_steps,
+                                    accumulation_steps=accumulation, initial_batches=initial_epoch * batches_per_epoch),
             EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max), stop,
         ]
         with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length):

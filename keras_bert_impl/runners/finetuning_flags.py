@@ -92,6 +92,13 @@ def finetuning_flag_parser(description, max_seq_length=128):
                    help="Optimizer steps between two records of output_dir/train_steps_log.jsonl (0: none).")
     p.add_argument("--keep_checkpoint_max", type=positive_int, default=2,
                    help="Epoch checkpoints (with optimizer state) kept in output_dir/checkpoints for resuming.")
+    p.add_argument("--gradient_accumulation_steps", type=positive_int, default=1,
+                   help="Split each --train_batch_size batch into this many batches whose gradients are summed "
+                        "before one update (less memory, the same updates); steps count updates.")
+    p.add_argument("--lora_rank", type=positive_int, default=None,
+                   help="Fine-tune LoRA adapters of this rank on the attention's query and value projections "
+                        "(the backbone frozen; output_dir/model gets the merged weights, "
+                        "output_dir/adapters.lora.h5 the adapters); default: full fine-tuning.")
     p.add_argument("--learning_rate_grid", type=learning_rate_list, default=None,
                    help="Comma-separated learning rates, e.g. 5e-5,4e-5,3e-5,2e-5 (the paper's): one run each "
                    "(replacing --learning_rate) in output_dir/runs/, the best on dev selected "

@@ -10,6 +10,8 @@ exit status 2.
 import argparse
 import sys
 
+from keras_bert_impl.utils.errors import UserInputError
+
 
 def parse_bool(value):
     """absl's boolean spellings: true/false, t/f, yes/no, y/n, 1/0 (any case)."""
@@ -118,3 +120,18 @@ class FlagParser(argparse.ArgumentParser):
         """One line on stderr (`error: <message> (see --help)`) and exit status 2."""
         print(f"error: {message} (see --help)", file=sys.stderr)
         sys.exit(2)
+
+
+def accumulation_options(gradient_accumulation_steps, train_batch_size):
+    """The optimizer's `gradient_accumulation_steps` option ({} for 1), or a `UserInputError` naming the flag
+    when it does not divide `--train_batch_size` (each update's batch is split into that many).
+
+    Examples:
+
+    >>> accumulation_options(4, 32), accumulation_options(1, 32)
+    ({'gradient_accumulation_steps': 4}, {})
+    """
+    if gradient_accumulation_steps < 1 or train_batch_size % gradient_accumulation_steps:
+        raise UserInputError(f"--gradient_accumulation_steps={gradient_accumulation_steps}: expected a positive "
+                             f"divisor of --train_batch_size={train_batch_size}.")
+    return {"gradient_accumulation_steps": gradient_accumulation_steps} if gradient_accumulation_steps > 1 else {}

@@ -56,7 +56,7 @@ import time
 
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.runners.flags import FlagParser, accumulation_options
 from keras_bert_impl.training import checkpoint_store, run_directory
 from keras_bert_impl.training.distribute import add_distribution_flags
 
@@ -94,6 +94,9 @@ def build_parser():
                    help="Steps per fit epoch: the progress bar's unit and the window of the logged train metrics.")
     p.add_argument("--max_eval_steps", type=int, default=100, help="Maximum number of eval steps.")
     p.add_argument("--optimizer", default="adamw", choices=("adamw", "lamb"), help="adamw (original) or lamb.")
+    p.add_argument("--gradient_accumulation_steps", type=int, default=1,
+                   help="Split each --train_batch_size batch into this many batches whose gradients are summed "
+                        "before one update (less memory, the same updates); steps count updates.")
     p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
     p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
     p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
@@ -212,8 +215,10 @@ def train_and_evaluate(args, distribution, write_dir=None):
     from keras_bert_impl.utils import file_io
 
     model = build_model(args)
+    accumulation = accumulation_options(args.gradient_accumulation_steps, args.train_batch_size)
     optimizer = create_optimizer(
-        args.learning_rate, args.num_train_steps, args.num_warmup_steps, optimizer_type=args.optimizer
+        args.learning_rate, args.num_train_steps, args.num_warmup_steps, optimizer_type=args.optimizer,
+        **accumulation,
     )
     model.compile(optimizer=optimizer, steps_per_execution=args.steps_per_execution)
     verbose = args.verbose if args.verbose == "auto" else int(args.verbose)
@@ -221,10 +226,11 @@ def train_and_evaluate(args, distribution, write_dir=None):
     start = time.time()
 
     if args.do_train:
+        batch_size = args.train_batch_size // args.gradient_accumulation_steps  # the batches of one update
 
         def train_dataset(initial_step):
             return objective_dataset(pretraining_dataset(
-                args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
+                args.input_file, args.max_seq_length, args.max_predictions_per_seq, batch_size,
                 is_training=True, seed=None,
             ), args.objective)
 
@@ -232,7 +238,7 @@ def train_and_evaluate(args, distribution, write_dir=None):
             # One seeded pipeline: run_training skips the batches the restored steps read, so a resumed run
             # sees exactly the batches of an uninterrupted one.
             train_dataset = objective_dataset(pretraining_dataset(
-                args.input_file, args.max_seq_length, args.max_predictions_per_seq, args.train_batch_size,
+                args.input_file, args.max_seq_length, args.max_predictions_per_seq, batch_size,
                 is_training=True, seed=args.seed,
             ), args.objective)
 

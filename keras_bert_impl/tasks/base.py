@@ -85,6 +85,8 @@ class FinetuningConfig:
     steps_per_execution: int = setting(1, POSITIVE_INT)
     log_every_steps: int = setting(100, NON_NEGATIVE_INT)
     keep_checkpoint_max: int = setting(2, POSITIVE_INT)
+    gradient_accumulation_steps: int = setting(1, POSITIVE_INT)  # batches of train_batch_size / N per update
+    lora_rank: Optional[int] = setting(None, optional(POSITIVE_INT))  # None: full fine-tuning
     # The paper's protocol (`runners.protocol`): a learning-rate grid times restarts.
     learning_rate_grid: Optional[tuple] = setting(None, optional(LEARNING_RATE_GRID))
     num_restarts: int = setting(1, POSITIVE_INT)

@@ -32,21 +32,24 @@ class MetricsLogger(StepCounter):
         tensorboard_dir: Directory for TensorBoard event files; `None` for none.
         steps_path: The JSON-lines file of the records every `log_every_steps` steps; `None` for none.
         log_every_steps: Optimizer steps between two of those records (0: none).
+        accumulation_steps, initial_batches: batches per optimizer step, and the batches trained before
+            (`step_callbacks.StepCounter`).
 
     Examples:
 
     >>> logger = MetricsLogger("out/train_log.jsonl", initial_step=0, tensorboard_dir="out/logs/train")
     """
 
-    def __init__(self, path, initial_step=0, tensorboard_dir=None, steps_path=None, log_every_steps=0):
-        super().__init__(initial_step)
+    def __init__(self, path, initial_step=0, tensorboard_dir=None, steps_path=None, log_every_steps=0,
+                 accumulation_steps=1, initial_batches=None):
+        super().__init__(initial_step, accumulation_steps, initial_batches)
         self.path = path
         self.tensorboard_dir = tensorboard_dir
         self.steps_path = steps_path
         self.log_every_steps = int(log_every_steps or 0)
         self._writer = None
         self._epoch = 0
-        self._last_logged_step = int(initial_step)
+        self._last_logged_step = self.step
 
     def on_train_begin(self, logs=None):
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)

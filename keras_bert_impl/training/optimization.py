@@ -103,6 +103,36 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="keras_bert_impl")
+class OptimizerStepSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """`schedule` counted in optimizer steps under gradient accumulation: `schedule(batch // accumulation_steps)`.
+
+    Keras evaluates an optimizer's schedule at its count of batches; with `gradient_accumulation_steps` N the
+    variables are updated once every N batches (at the group's last batch), and `optimizer.iterations` counts
+    those updates. `AdamWeightDecay` and `Lamb` wrap their schedule in this one, so that warmup and decay are
+    counted in updates, as without accumulation: update k (0-based) uses `schedule(k)`.
+
+    Examples:
+
+    >>> schedule = OptimizerStepSchedule(WarmupLinearDecay(1.0, num_train_steps=10, num_warmup_steps=4), 2)
+    >>> [round(float(schedule(batch)), 2) for batch in (1, 3, 5, 7, 9)]  # updates 0..4
+    [0.0, 0.25, 0.5, 0.75, 0.6]
+    """
+
+    def __init__(self, schedule, accumulation_steps):
+        if isinstance(schedule, dict):
+            schedule = keras.optimizers.schedules.deserialize(schedule)
+        self.schedule = schedule
+        self.accumulation_steps = int(accumulation_steps)
+
+    def __call__(self, step):
+        return self.schedule(ops.floor_divide(step, self.accumulation_steps))
+
+    def get_config(self):
+        return {"schedule": keras.optimizers.schedules.serialize(self.schedule),
+                "accumulation_steps": self.accumulation_steps}
+
+
 class _BertOptimizerBase(keras_compat.OptimizerHooks):
     """Shared plumbing: Adam's moments and direction, weight-decay exclusion by variable path, clipping,
     config. Its arguments and defaults are those of both subclasses (see their docstrings)."""
@@ -124,6 +154,10 @@ class _BertOptimizerBase(keras_compat.OptimizerHooks):
                 "`weight_decay_rate` instead of Keras's `weight_decay`."
             )
         kwargs.pop("weight_decay", None)
+        accumulation_steps = kwargs.get("gradient_accumulation_steps")
+        if (accumulation_steps and isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule)
+                and not isinstance(learning_rate, OptimizerStepSchedule)):
+            learning_rate = OptimizerStepSchedule(learning_rate, accumulation_steps)
         super().__init__(learning_rate=learning_rate, global_clipnorm=global_clipnorm, **kwargs)
         self.weight_decay_rate = float(weight_decay_rate)
         if exclude_from_weight_decay is None:
@@ -221,6 +255,11 @@ class AdamWeightDecay(_BertOptimizerBase):
     `tf.clip_by_global_norm(grads, clip_norm=1.0)`). The learning rate may be a float or a
     `LearningRateSchedule` such as `WarmupLinearDecay`, evaluated at the step count before the
     update.
+
+    With `gradient_accumulation_steps=N` (Keras' argument) the variables are updated once every N
+    batches, with the mean of their N gradients (clipped as one), and the schedule and bias correction
+    count those updates (`OptimizerStepSchedule`): N batches of B examples make the update one batch of
+    N * B makes.
 
     Args:
         learning_rate: Float or `keras.optimizers.schedules.LearningRateSchedule`.

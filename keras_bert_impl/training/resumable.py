@@ -56,6 +56,10 @@ def run_training(
     `num_train_steps`, and a `MetricsLogger` writing `output_dir/train_log.jsonl` and TensorBoard
     scalars under `output_dir/logs/train`. Running it again after the run finished trains nothing.
 
+    Under gradient accumulation (the optimizer's `gradient_accumulation_steps` N) every step here is an
+    optimizer update of N batches: a loop runs `iterations_per_loop * N` batches, checkpoints fall after an
+    update's last batch, and a resumed run skips `initial_step * N` batches.
+
     Args:
         model: A compiled model (`model.compile(optimizer=...)`); its `steps_per_execution` should be
             `steps_per_execution`.
@@ -104,13 +108,16 @@ def run_training(
     """
     # A loop longer than the run would show a progress bar target (e.g. 1000) the run never reaches.
     iterations_per_loop = min(int(iterations_per_loop or save_checkpoints_steps), num_train_steps)
+    # Batches per optimizer step: the optimizer's gradient accumulation (the steps above count updates).
+    accumulation = int(getattr(model.optimizer, "gradient_accumulation_steps", None) or 1)
     for name, value in (
         ("num_train_steps", num_train_steps),
         ("save_checkpoints_steps", save_checkpoints_steps),
         ("iterations_per_loop", iterations_per_loop),
     ):
-        if value <= 0 or value % steps_per_execution:
-            raise ValueError(f"{name}={value} must be a positive multiple of steps_per_execution={steps_per_execution}.")
+        if value <= 0 or value * accumulation % steps_per_execution:
+            raise ValueError(f"{name}={value} must be a positive multiple of steps_per_execution={steps_per_execution}"
+                             + (f" / gradient_accumulation_steps={accumulation}." if accumulation > 1 else "."))
 
     write_dir = output_dir if write_dir is None else write_dir
     checkpoint_dir = os.path.join(write_dir, CHECKPOINT_SUBDIR)
@@ -126,24 +133,29 @@ def run_training(
             # fit's progress bar counts loops ("Epoch k/epochs") and the steps inside the current loop.
             print(f"Resuming at step {initial_step} of {num_train_steps} (loop {initial_step // iterations_per_loop + 1}"
                   f"/{epochs}, {iterations_per_loop} steps per loop).", flush=True)
-        checkpoints = CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max)
+        checkpoints = CheckpointCallback(checkpoint_dir, save_checkpoints_steps, initial_step, keep_checkpoint_max,
+                                         accumulation)
 
         def resume_point(model, step):
-            path = checkpoints.save() if step > checkpoints.last_saved_step else checkpoint_store.checkpoint_path(
-                checkpoint_dir, step)
+            if step > checkpoints.last_saved_step and checkpoints.at_update():
+                path = checkpoints.save()
+            else:  # saved already, or inside an accumulated update: the newest checkpoint
+                step = checkpoints.last_saved_step
+                path = checkpoint_store.checkpoint_path(checkpoint_dir, step)
             return f"its checkpoint is {path}: the same command resumes from step {step}"
 
         stop = StopOnSignal(resume_point)
         # The callbacks given (a DivergenceGuard) see a batch first, then the logger, then the checkpoints
         # (a loop's log record is written before its checkpoint), then the signal check.
-        own_callbacks = [StopAtStep(num_train_steps, initial_step), *list(callbacks or []),
-                         MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train")),
+        own_callbacks = [StopAtStep(num_train_steps, initial_step, accumulation), *list(callbacks or []),
+                         MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train"),
+                                       accumulation_steps=accumulation),
                          checkpoints, stop]
         if callable(dataset):
             dataset = dataset(initial_step)
         elif initial_step and hasattr(dataset, "skip"):
             # The restored steps consumed the first initial_step batches: continue where they stopped.
-            dataset = dataset.skip(initial_step)
+            dataset = dataset.skip(initial_step * accumulation)
         # If initial_step is not a multiple of the loop (a run stopped by Ctrl-C, or the flags changed), the
         # loops are just shifted; StopAtStep still ends the run at exactly num_train_steps, and the
         # checkpoints stay at the multiples of save_checkpoints_steps.
@@ -152,7 +164,7 @@ def run_training(
                 dataset,
                 epochs=epochs,
                 initial_epoch=initial_step // iterations_per_loop,
-                steps_per_epoch=iterations_per_loop,
+                steps_per_epoch=iterations_per_loop * accumulation,
                 callbacks=[BackendGeneratorsAtFirstStep()] * bool(initial_step) + own_callbacks,
                 verbose=verbose,
             )

@@ -12,19 +12,28 @@ class StepCounter(keras.callbacks.Callback):
     """Counts optimizer steps from the batch indices `fit` reports, without touching model state.
 
     (Reading `self.model` on JAX forces a device-to-model state sync, so it is done only when needed.)
+
+    Args:
+        initial_step: the optimizer step the model starts from.
+        accumulation_steps: batches per optimizer step (the optimizer's `gradient_accumulation_steps`).
+        initial_batches: the batches trained before this `fit`; default `initial_step * accumulation_steps`
+            (a run resumed at an update; a fine-tuning run resumed at an epoch's end may be inside a group).
     """
 
-    def __init__(self, initial_step):
+    def __init__(self, initial_step, accumulation_steps=1, initial_batches=None):
         super().__init__()
-        self.step = int(initial_step)
-        self._epoch_start_step = self.step
+        self.accumulation_steps = int(accumulation_steps or 1)
+        self.batches = int(initial_step) * self.accumulation_steps if initial_batches is None else int(initial_batches)
+        self.step = self.batches // self.accumulation_steps
+        self._epoch_start_batches = self.batches
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_start_step = self.step
+        self._epoch_start_batches = self.batches
 
     def on_train_batch_end(self, batch, logs=None):
-        # `batch` is the index of the last step run in this epoch (also with steps_per_execution > 1).
-        self.step = self._epoch_start_step + int(batch) + 1
+        # `batch` is the index of the last batch run in this epoch (also with steps_per_execution > 1).
+        self.batches = self._epoch_start_batches + int(batch) + 1
+        self.step = self.batches // self.accumulation_steps
 
 
 class CheckpointCallback(StepCounter):
@@ -37,6 +46,7 @@ class CheckpointCallback(StepCounter):
             (also in a run resumed from a step that is not, e.g. one stopped by Ctrl-C).
         initial_step: Step the model starts from (the restored step).
         keep_checkpoint_max: Number of newest checkpoints kept (5, as the Estimator).
+        accumulation_steps: batches per optimizer step; checkpoints are saved after an update's last batch.
 
     Examples:
 
@@ -51,8 +61,8 @@ class CheckpointCallback(StepCounter):
     [2, 4, 5]
     """
 
-    def __init__(self, directory, save_every_steps, initial_step=0, keep_checkpoint_max=5):
-        super().__init__(initial_step)
+    def __init__(self, directory, save_every_steps, initial_step=0, keep_checkpoint_max=5, accumulation_steps=1):
+        super().__init__(initial_step, accumulation_steps)
         if save_every_steps <= 0:
             raise ValueError(f"save_every_steps must be positive; got {save_every_steps}.")
         self.directory = directory
@@ -77,15 +87,19 @@ class CheckpointCallback(StepCounter):
         # callbacks listed before this one (run_training's MetricsLogger) logged the epoch: a kill between
         # the two then leaves a log ahead of the newest checkpoint (truncated on resume), never behind it.
         last_of_epoch = self.params is not None and batch + 1 == self.params.get("steps")
-        if self._due() and not last_of_epoch:
+        if self._due() and self.at_update() and not last_of_epoch:
             self.save()
 
+    def at_update(self):
+        """Whether the last batch completed an update (no gradients accumulated and not yet applied)."""
+        return self.batches % self.accumulation_steps == 0
+
     def on_epoch_end(self, epoch, logs=None):
-        if self._due():
+        if self._due() and self.at_update():
             self.save()
 
     def on_train_end(self, logs=None):
-        if self.step > self.last_saved_step:
+        if self.step > self.last_saved_step and self.at_update():
             self.save()
 
 
@@ -101,8 +115,8 @@ class StopAtStep(StepCounter):
     >>> stop = StopAtStep(num_train_steps=1000, initial_step=500)
     """
 
-    def __init__(self, num_train_steps, initial_step=0):
-        super().__init__(initial_step)
+    def __init__(self, num_train_steps, initial_step=0, accumulation_steps=1):
+        super().__init__(initial_step, accumulation_steps)
         self.num_train_steps = int(num_train_steps)
 
     def on_train_batch_end(self, batch, logs=None):
