@@ -16,35 +16,67 @@ The public classes below are backend-neutral; `pipeline(task, model)` answers ra
 model (`keras_bert_impl.pipelines`).
 """
 
-from keras_bert_impl.config import BertConfig
-from keras_bert_impl.layers import (
-    CRF,
-    BertDense,
-    BertDropout,
-    BertEinsumDense,
-    BertEmbeddings,
-    BertEncoderBlock,
-    BertSelfAttention,
-    MaskedLMHead,
-    ScalarMix,
-)
-from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
-from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.models.pretrainer import BertPretrainer
-from keras_bert_impl.models.span_qa import BertSpanQA
-from keras_bert_impl.models.token_classifier import BertTokenClassifier
-from keras_bert_impl.pipelines import pipeline
-from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
-from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
-from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
-from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
-from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
-from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from keras_bert_impl.training.divergence import DivergenceGuard
-from keras_bert_impl.training.optimization import AdamWeightDecay, Lamb, WarmupLinearDecay, create_optimizer
+import importlib
+import os
+
+# name -> the module that defines it: what `from keras_bert_impl import X` gives.
+_EXPORTS = {
+    "BertConfig": "keras_bert_impl.config",
+    "CRF": "keras_bert_impl.layers",
+    "BertDense": "keras_bert_impl.layers",
+    "BertDropout": "keras_bert_impl.layers",
+    "BertEinsumDense": "keras_bert_impl.layers",
+    "BertEmbeddings": "keras_bert_impl.layers",
+    "BertEncoderBlock": "keras_bert_impl.layers",
+    "BertSelfAttention": "keras_bert_impl.layers",
+    "MaskedLMHead": "keras_bert_impl.layers",
+    "ScalarMix": "keras_bert_impl.layers",
+    "BertBackbone": "keras_bert_impl.models.backbone",
+    "BertClassifier": "keras_bert_impl.models.classifier",
+    "BertFeatureBasedTagger": "keras_bert_impl.models.feature_based_tagger",
+    "BertMultipleChoice": "keras_bert_impl.models.multiple_choice",
+    "BertPretrainer": "keras_bert_impl.models.pretrainer",
+    "BertSpanQA": "keras_bert_impl.models.span_qa",
+    "BertTokenClassifier": "keras_bert_impl.models.token_classifier",
+    "pipeline": "keras_bert_impl.pipelines",
+    "BertPreprocessor": "keras_bert_impl.preprocessors.bert_preprocessor",
+    "BertMaskedLMPreprocessor": "keras_bert_impl.preprocessors.masked_lm_preprocessor",
+    "BertMultipleChoicePreprocessor": "keras_bert_impl.preprocessors.multiple_choice_preprocessor",
+    "BertSpanQAPreprocessor": "keras_bert_impl.preprocessors.span_qa_preprocessor",
+    "BertTextClassifierPreprocessor": "keras_bert_impl.preprocessors.text_classifier_preprocessor",
+    "BertTokenClassifierPreprocessor": "keras_bert_impl.preprocessors.token_classifier_preprocessor",
+    "BertTokenizer": "keras_bert_impl.tokenizers.bert_tokenizer",
+    "DivergenceGuard": "keras_bert_impl.training.divergence",
+    "AdamWeightDecay": "keras_bert_impl.training.optimization",
+    "Lamb": "keras_bert_impl.training.optimization",
+    "WarmupLinearDecay": "keras_bert_impl.training.optimization",
+    "create_optimizer": "keras_bert_impl.training.optimization",
+}
+
+# Set (to anything but "" or "0") by the recipes before they import the package: the exports are then imported
+# on first use (PEP 562), or all at once by `import_exports()`, which `runners.cli.run_main` calls once the
+# flags are parsed, so that `--help` and a flag's error answer without importing Keras and TensorFlow.
+# Otherwise they are imported now, registering every class with Keras and with the model directory's registry
+# (what loading a `.keras` file or a model directory needs).
+LAZY_IMPORT_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_LAZY_IMPORT"
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def import_exports():
+    """Imports every export now (a no-op when they are)."""
+    for name in _EXPORTS:
+        __getattr__(name)
+
+
+if os.environ.get(LAZY_IMPORT_ENVIRONMENT_VARIABLE, "") in ("", "0"):
+    import_exports()
 
 __version__ = "0.1.0"
 

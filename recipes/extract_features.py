@@ -17,7 +17,11 @@ written under a temporary name renamed once complete: a mistake or a full disk l
 A mistake in a flag or a file stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
-from keras_bert_impl.runners.extract_features import build_parser, main, run  # noqa: F401
+import os
+
+os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+
+from keras_bert_impl.runners.extract_features import build_parser, main, run  # noqa: E402, F401
 
 if __name__ == "__main__":
     main()

@@ -8,9 +8,12 @@ The vocabulary is written under a temporary name and renamed once complete. A mi
 input file stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
+import os
 import sys
 
-from keras_bert_impl.runners.learn_vocab import build_parser, main, run  # noqa: F401
+os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+
+from keras_bert_impl.runners.learn_vocab import build_parser, main, run  # noqa: E402, F401
 
 if __name__ == "__main__":
     sys.exit(main())

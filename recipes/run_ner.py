@@ -56,7 +56,11 @@ The recipe is keras_bert_impl/runners/run_ner.py (also `python -m keras_bert_imp
 flags set the fields of `NerConfig`, and from Python `run_finetuning(NerTask(NerConfig(...)))` runs it.
 """
 
-from keras_bert_impl.runners.run_ner import build_parser, main, run  # noqa: F401
+import os
+
+os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+
+from keras_bert_impl.runners.run_ner import build_parser, main, run  # noqa: E402, F401
 
 if __name__ == "__main__":
     main()

@@ -40,7 +40,11 @@ The recipe is keras_bert_impl/runners/run_squad.py (also `python -m keras_bert_i
 flags set the fields of `SquadConfig`, and from Python `run_finetuning(SquadTask(SquadConfig(...)))` runs it.
 """
 
-from keras_bert_impl.runners.run_squad import build_parser, main, run  # noqa: F401
+import os
+
+os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+
+from keras_bert_impl.runners.run_squad import build_parser, main, run  # noqa: E402, F401
 
 if __name__ == "__main__":
     main()

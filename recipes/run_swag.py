@@ -21,7 +21,11 @@ The recipe is keras_bert_impl/runners/run_swag.py (also `python -m keras_bert_im
 flags set the fields of `SwagConfig`, and from Python `run_finetuning(SwagTask(SwagConfig(...)))` runs it.
 """
 
-from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: F401
+import os
+
+os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+
+from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: E402, F401
 
 if __name__ == "__main__":
     main()

@@ -234,12 +234,12 @@ def test_the_namespace_rule_catches_every_kind_of_read_and_passes_a_typed_config
 # --- One packer: `[CLS] A [SEP] (B [SEP])` is laid out only in tokenizers/packing.py ---------------------------
 # The other modules that name [CLS] / [SEP] in code: the tokenizer that defines their ids, the in-graph twin of
 # the tokenizer and packer, the packer of one text with LiteRT's ops (tensorflow-text's, which the twin cannot
-# use), the vocabulary learner's reserved tokens, the pretraining data generator (whose
+# use), the learned vocabularies' reserved tokens, the pretraining data generator (whose
 # random front/back truncation is the original's create_pretraining_data.py), and the masked-LM choices, which
 # never mask [CLS] / [SEP] (in Python and in the graph).
 SPECIAL_TOKEN_MODULES = {"tokenizers/packing.py", "tokenizers/bert_tokenizer.py", "tokenizers/tf_bert_tokenizer.py",
                          "tokenizers/tf_litert_tokenizer.py",
-                         "tokenizers/tf_vocab_learning.py", "data/pretraining_instances.py",
+                         "tokenizers/vocabulary.py", "data/pretraining_instances.py",
                          "data/masked_lm_predictions.py", "data/tf_dynamic_masking.py"}
 
 

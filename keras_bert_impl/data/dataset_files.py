@@ -17,6 +17,10 @@ from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import open_text
 
 RECORD_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+# Training files from this size up are streamed (`data.streaming`) by the fine-tuning tasks that can
+# (`tasks.glue`): the size above which featurizing the whole file in memory (about 30 times the file:
+# docs/large_files.md) costs more than the reordering of the batches that streaming brings.
+STREAMING_MIN_BYTES = 16 * 2**20
 
 
 def record_format(path):

@@ -29,13 +29,9 @@ import keras
 import numpy as np
 
 from keras_bert_impl.data.batching import bucketed_batches, num_batches, process_share_options, share_of_batch
-from keras_bert_impl.data.dataset_files import require_examples
+from keras_bert_impl.data.dataset_files import STREAMING_MIN_BYTES, require_examples  # noqa: F401 (its threshold)
 from keras_bert_impl.utils.file_io import decode_line
 
-# Training files from this size up are streamed by the fine-tuning tasks that can (`tasks.glue`): the size
-# above which featurizing the whole file in memory (about 30 times the file: docs/large_files.md) costs more
-# than the reordering of the batches that streaming brings.
-STREAMING_MIN_BYTES = 16 * 2**20
 # Lines a chunk: the unit of reading (and of the first pass's index: one offset and one count a chunk).
 CHUNK_LINES = 64
 

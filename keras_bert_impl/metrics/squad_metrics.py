@@ -13,6 +13,9 @@ import collections
 import re
 import string
 
+# The metrics a span QA run scores its answers by (run_squad.py --eval_metric): "auto" is CMRC 2018's for a
+# mostly Chinese dev set (`cmrc2018_metrics.mostly_chinese`), else SQuAD's.
+EVAL_METRICS = ("auto", "squad", "cmrc2018")
 _PUNCTUATION = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 

@@ -73,6 +73,9 @@ class BertSpanQA(BertTaskModel):
         start_logits = keras.layers.Activation("linear", dtype="float32", name="start_logits")(logits[:, :, 0])
         end_logits = keras.layers.Activation("linear", dtype="float32", name="end_logits")(logits[:, :, 1])
         super().__init__(inputs=inputs, outputs={"start_logits": start_logits, "end_logits": end_logits}, **kwargs)
+        # The head does not read the pooler: it is frozen, so that no optimizer looks for its gradients
+        # (transformers builds this model without one); its weights are kept and saved as read.
+        backbone.pooler.trainable = False
 
         # === Config ===
         self.backbone = backbone

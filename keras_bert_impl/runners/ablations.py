@@ -189,7 +189,7 @@ def build_parser(repo):
     >>> args.table, args.smoke, args.seed, args.data_dir
     (8, True, 12345, '/repo/data')
     """
-    from keras_bert_impl.training.distribute import add_distribution_flags
+    from keras_bert_impl.runners.flags import add_distribution_flags
 
     p = FlagParser(description="Reproduces the shape of the paper's ablation Tables 5, 7 and 8 end to end.")
     p.add_argument("--table", type=int, required=True, choices=sorted(TABLES), help="The paper's table number.")

@@ -18,6 +18,7 @@ import errno
 import os
 import sys
 
+from keras_bert_impl import import_exports
 from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
@@ -51,6 +52,7 @@ def run_main(build_parser, run, argv=None):
     args.debug = debug
     try:
         with filtered_stderr(enabled=not wants_tensorflow_logs(debug)):
+            import_exports()  # the package's classes, registered (a recipe imports the package lazily)
             return run(args)
     except UserInputError as error:
         if debug:

@@ -24,8 +24,6 @@ flag or in the model directory stops the run with one line and exit status 2 (--
 
 import os
 
-import keras
-
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import FlagParser
 from keras_bert_impl.utils.errors import UserInputError
@@ -59,6 +57,8 @@ def build_parser():
 
 def run(args):
     """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
+    import keras  # imported once the flags are parsed: --help answers without Keras and TensorFlow
+
     if not os.path.isdir(args.model_dir):
         raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
     if keras.backend.backend() != "tensorflow":

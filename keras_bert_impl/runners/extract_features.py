@@ -20,10 +20,8 @@ A mistake in a flag or a file stops the run with one line and exit status 2 (--d
 """
 
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning import load_backbone, load_tokenizer
 from keras_bert_impl.runners.flags import FlagParser, positive_int
 from keras_bert_impl.models.feature_modes import FEATURE_MODES
-from keras_bert_impl.tasks.feature_extraction import extract_features, read_input_lines, write_features
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -56,6 +54,9 @@ def parse_layers(value):
 
 def run(args):
     """Checks the flags and the input, loads the checkpoint, writes --output_file; returns the line count."""
+    from keras_bert_impl.runners.finetuning import load_backbone, load_tokenizer  # Keras: after the flags
+    from keras_bert_impl.tasks.feature_extraction import extract_features, read_input_lines, write_features
+
     layer_indexes = parse_layers(args.layers)
     if args.max_seq_length < 3:
         raise UserInputError(f"--max_seq_length: expected at least 3 ([CLS] a [SEP]), got {args.max_seq_length}.")

@@ -283,7 +283,7 @@ class BestCheckpoint(keras.callbacks.Callback):
         if self.metric not in metrics:
             raise KeyError(f"evaluate_fn returned {sorted(metrics)}, without the metric {self.metric!r}.")
         numbers = {k: float(v) for k, v in sorted(metrics.items()) if isinstance(v, (int, float))}
-        print(f"\nepoch {epoch + 1}: dev " + ", ".join(f"{k}={v:.4f}" for k, v in numbers.items()))
+        print(f"\nepoch {epoch + 1}: dev {metrics_log.metrics_text(metrics)}")
         main_value = numbers.get(self.metric, math.nan)
         if not math.isfinite(main_value):
             # `nan > best` is False, so a NaN epoch would never be best, and the run would end with no best
@@ -466,37 +466,6 @@ def run_finetuning(task):
         return protocol.run_protocol(task, distribution, finetune)
 
 
-def finetuning_recipe(build_parser, task_class):
-    """The `run(args)` and `main(argv=None)` of the fine-tuning recipe whose flags `build_parser()` parses
-    and whose task is a `task_class` (a `tasks.base.FinetuningTask` subclass).
-
-    `run(args)` makes the task's config from the parsed flags (`config_from_flags(task_class.config_class,
-    args)`) and returns `run_finetuning(task_class(config))`: the results written to eval_results.json (or
-    {}). `main(argv)` parses `argv` (default: the command line) and returns `run`'s results; a user's
-    mistake is one line on stderr and exit status 2 (--debug: its traceback; `cli.run_main`).
-
-    Examples:
-
-    >>> from keras_bert_impl.runners.run_swag import build_parser
-    >>> from keras_bert_impl.tasks.swag import SwagTask
-    >>> run, main = finetuning_recipe(build_parser, SwagTask)
-    >>> main(["--output_dir=/tmp/swag", "--do_train", "--learning_rate=0"])  # stderr: the flag's error
-    Traceback (most recent call last):
-    SystemExit: 2
-    """
-
-    def run(args):
-        """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json
-        (or {})."""
-        return run_finetuning(task_class(config_from_flags(task_class.config_class, args)))
-
-    def main(argv=None):
-        """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-        return run_main(build_parser, run, argv)
-
-    return run, main
-
-
 def finetune(task, distribution, select_on_dev=False):
     """The work of `run_finetuning`, inside the strategy scope of `distribution` (see the module docstring
     for the order, the files written and resuming); `select_on_dev`: the protocol selects this run on its
@@ -528,10 +497,14 @@ def finetune(task, distribution, select_on_dev=False):
     train = task.training_set(distribution) if config.do_train else None
     os.makedirs(config.output_dir, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
-    with warnings.catch_warnings():
-        if not config.do_train:  # `warn_untrained_heads` says it once, plainly
-            warnings.filterwarnings("ignore", message=".*initialized randomly", category=UserWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
         model = task.build_model()
+    for warning in caught:  # a new head is one plain line when it is trained (`warn_untrained_heads` otherwise)
+        if "initialized randomly" not in str(warning.message):
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+        elif config.do_train:
+            print(f"{str(warning.message).rstrip('.')} (a new head: training sets its weights).")
     if config.lora_rank:
         model.backbone.enable_lora(config.lora_rank)
     predictions = predictor(model, distribution)
@@ -593,6 +566,8 @@ def fit_task(task, model, train, distribution, predictions):
             data = training_batches(train.features, train.labels, batch_config, distribution,
                                     initial_epoch=initial_epoch, **train.batching_options)
             fit_kwargs = {"shuffle": False, **train.fit_kwargs}
+            if hasattr(data, "element_spec"):  # a tf.data.Dataset, already shuffled: Keras ignores `shuffle`
+                fit_kwargs["shuffle"] = False
         else:
             data = train.features
             fit_kwargs = {"y": train.labels, "batch_size": batch_config.train_batch_size, "shuffle": True,

@@ -10,6 +10,7 @@ exit status 2.
 import argparse
 import sys
 
+from keras_bert_impl.training.strategy_names import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -135,3 +136,12 @@ def accumulation_options(gradient_accumulation_steps, train_batch_size):
         raise UserInputError(f"--gradient_accumulation_steps={gradient_accumulation_steps}: expected a positive "
                              f"divisor of --train_batch_size={train_batch_size}.")
     return {"gradient_accumulation_steps": gradient_accumulation_steps} if gradient_accumulation_steps > 1 else {}
+
+
+def add_distribution_flags(parser):
+    """Adds --strategy, --tpu and --mixed_precision to a recipe's `FlagParser`."""
+    parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="Distribution strategy.")
+    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (Colab: leave empty).")
+    parser.add_argument(
+        "--mixed_precision", default="float32", choices=tuple(MIXED_PRECISION), help="Compute dtype policy."
+    )

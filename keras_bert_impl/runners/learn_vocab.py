@@ -13,7 +13,7 @@ import sys
 
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import positive_int
-from keras_bert_impl.tokenizers.tf_vocab_learning import RESERVED_TOKENS, learn_vocab, write_vocab
+from keras_bert_impl.tokenizers.vocabulary import RESERVED_TOKENS
 
 
 def build_parser():
@@ -42,6 +42,8 @@ def parse_args(argv=None):
 
 def run(args):
     """Learns the vocabulary of the flags and writes --output_file; returns 0."""
+    from keras_bert_impl.tokenizers.tf_vocab_learning import learn_vocab, write_vocab  # TensorFlow: after the flags
+
     vocab = learn_vocab(
         args.input_files,
         args.vocab_size,

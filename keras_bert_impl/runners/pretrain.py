@@ -56,9 +56,7 @@ import time
 
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.flags import FlagParser, accumulation_options
-from keras_bert_impl.training import checkpoint_store, run_directory
-from keras_bert_impl.training.distribute import add_distribution_flags
+from keras_bert_impl.runners.flags import FlagParser, accumulation_options, add_distribution_flags
 
 # What a run writes into --output_dir (what --overwrite_output_dir removes).
 RUN_OUTPUTS = ("checkpoints", "train_log.jsonl", "logs", "final", "metrics.json")
@@ -169,7 +167,7 @@ def run(args):
 
     import keras
 
-    from keras_bert_impl.training import distribute
+    from keras_bert_impl.training import checkpoint_store, distribute, run_directory
 
     # The strategy first: MultiWorkerMirroredStrategy configures TensorFlow's collectives, which must
     # precede any other use of the TensorFlow runtime (set_random_seed included).
@@ -209,7 +207,7 @@ def train_and_evaluate(args, distribution, write_dir=None):
 
     from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
     from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
-    from keras_bert_impl.training import divergence, resumable
+    from keras_bert_impl.training import checkpoint_store, divergence, resumable, run_directory
     from keras_bert_impl.training.optimization import create_optimizer
     from keras_bert_impl.training.out_of_memory import explain_out_of_memory
     from keras_bert_impl.utils import file_io

@@ -4,11 +4,15 @@ on the `GlueConfig` made from them. `python recipes/run_glue.py` or
 `python -m keras_bert_impl.runners.run_glue`; usage, data files and outputs: recipes/run_glue.py.
 """
 
-from keras_bert_impl.data import glue_data, streaming
+from keras_bert_impl.data import glue_data
+from keras_bert_impl.data.dataset_files import STREAMING_MIN_BYTES
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
-from keras_bert_impl.runners.finetuning import finetuning_recipe
-from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
-from keras_bert_impl.tasks.glue import GlueTask
+from keras_bert_impl.runners.finetuning_flags import (
+    add_data_file_flags,
+    add_task_flags,
+    finetuning_flag_parser,
+    finetuning_recipe,
+)
 
 
 def build_parser():
@@ -28,14 +32,21 @@ def build_parser():
                    help="A text longer than --max_seq_length: truncate it (the original), or classify its windows "
                    "of --max_seq_length tokens, pooling their logits by their mean or max (training on every "
                    "window).")
-    p.add_bool_flag("stream_train_data", None, "Stream the training file of a GLUE task (a TSV or JSON lines) from disk every epoch, "
-                    "in bounded memory, instead of featurizing it whole in memory (another batch order). Default: "
-                    f"for files of {streaming.STREAMING_MIN_BYTES // 2**20} MiB or more.")
+    p.add_bool_flag("stream_train_data", None, "Stream the training file of a GLUE task (a TSV or JSON lines) "
+                    "from disk every epoch, in bounded memory, instead of featurizing it whole in memory (another batch order). Default: "
+                    f"for files of {STREAMING_MIN_BYTES // 2**20} MiB or more.")
     return add_task_flags(p, "example")
 
 
+def task_class():
+    """The task, imported when the recipe runs (its flags are parsed without Keras)."""
+    from keras_bert_impl.tasks.glue import GlueTask
+
+    return GlueTask
+
+
 # run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
-run, main = finetuning_recipe(build_parser, GlueTask)
+run, main = finetuning_recipe(build_parser, task_class)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,12 @@ recipes/run_ner.py.
 
 from keras_bert_impl.data import conll_data
 from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
-from keras_bert_impl.runners.finetuning import finetuning_recipe
-from keras_bert_impl.runners.finetuning_flags import add_data_file_flags, add_task_flags, finetuning_flag_parser
-from keras_bert_impl.tasks.ner import NerTask
+from keras_bert_impl.runners.finetuning_flags import (
+    add_data_file_flags,
+    add_task_flags,
+    finetuning_flag_parser,
+    finetuning_recipe,
+)
 
 
 def build_parser():
@@ -40,8 +43,15 @@ def build_parser():
     return add_task_flags(p, "window", bilstm=True)
 
 
+def task_class():
+    """The task, imported when the recipe runs (its flags are parsed without Keras)."""
+    from keras_bert_impl.tasks.ner import NerTask
+
+    return NerTask
+
+
 # run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
-run, main = finetuning_recipe(build_parser, NerTask)
+run, main = finetuning_recipe(build_parser, task_class)
 
 
 if __name__ == "__main__":

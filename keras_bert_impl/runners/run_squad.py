@@ -3,9 +3,12 @@
 `python -m keras_bert_impl.runners.run_squad`; usage, data files and outputs: recipes/run_squad.py.
 """
 
-from keras_bert_impl.runners.finetuning import finetuning_recipe
-from keras_bert_impl.runners.finetuning_flags import add_task_flags, finetuning_flag_parser
-from keras_bert_impl.tasks.squad import EVAL_METRICS, SquadTask
+from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS
+from keras_bert_impl.runners.finetuning_flags import (
+    add_task_flags,
+    finetuning_flag_parser,
+    finetuning_recipe,
+)
 
 
 def build_parser():
@@ -28,8 +31,15 @@ def build_parser():
     return add_task_flags(p, "feature", bilstm=True)
 
 
+def task_class():
+    """The task, imported when the recipe runs (its flags are parsed without Keras)."""
+    from keras_bert_impl.tasks.squad import SquadTask
+
+    return SquadTask
+
+
 # run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
-run, main = finetuning_recipe(build_parser, SquadTask)
+run, main = finetuning_recipe(build_parser, task_class)
 
 
 if __name__ == "__main__":

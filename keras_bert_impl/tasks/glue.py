@@ -39,6 +39,7 @@ from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
 from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
 from keras_bert_impl.tokenizers import packing
+from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
 from keras_bert_impl.utils.settings import BOOLEAN, NUMBER, one_of, optional, setting
@@ -309,5 +310,4 @@ class GlueTask(FinetuningTask):
         results["task_name"] = self.task
         results["num_dev_examples"] = {split: len(v.examples) for split, v in self.dev_sets.items()}
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"{self.name} dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items())
-                                               if isinstance(v, float)))
+        print(f"{self.name} dev: {metrics_text(results)}")

@@ -16,7 +16,7 @@ from typing import Optional
 
 from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.metrics.cmrc2018_metrics import cmrc2018_evaluate, mostly_chinese
-from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
+from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS, squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
 from keras_bert_impl.tasks.squad_postprocessing import (
@@ -24,12 +24,12 @@ from keras_bert_impl.tasks.squad_postprocessing import (
     predict_raw_results,
     write_predictions,
 )
+from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
 # --eval_metric: the official SQuAD evaluation, CMRC 2018's (Chinese), or the one that fits the contexts.
-EVAL_METRICS = ("auto", "squad", "cmrc2018")
 
 
 def has_answers(dataset):
@@ -257,4 +257,4 @@ class SquadTask(FinetuningTask):
         if not self.can_evaluate:
             return
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print("dev: " + ", ".join(f"{k}={v:.4f}" for k, v in sorted(results.items()) if isinstance(v, float)))
+        print(f"dev: {metrics_text(results)}")

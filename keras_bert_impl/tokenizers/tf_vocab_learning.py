@@ -18,9 +18,9 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.tokenizers.vocabulary import RESERVED_TOKENS
 from keras_bert_impl.utils.file_io import atomic_open
 
-RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def expand_input_files(input_files):

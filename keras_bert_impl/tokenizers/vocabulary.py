@@ -11,6 +11,9 @@ import warnings
 
 from keras_bert_impl.utils.errors import UserInputError
 
+# The special tokens a learned vocabulary begins with (`tf_vocab_learning`, learn_vocab.py's --reserved_tokens).
+RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
 
 def load_vocab(vocab_file):
     """Reads a vocab.txt (one token a line, ids by line number) into an ordered list of tokens.

@@ -27,10 +27,9 @@ import tempfile
 
 import keras
 
+from keras_bert_impl.training.strategy_names import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils import keras_compat
 
-STRATEGY_NAMES = ("auto", "tpu", "mirrored", "multiworker", "gpu", "cpu", "data_parallel")
-MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
 @dataclasses.dataclass
@@ -335,12 +334,3 @@ def set_mixed_precision(name):
         raise ValueError(f"Unknown --mixed_precision {name!r}; allowed: {', '.join(MIXED_PRECISION)}.")
     keras.config.set_dtype_policy(MIXED_PRECISION[name])
     return MIXED_PRECISION[name]
-
-
-def add_distribution_flags(parser):
-    """Adds --strategy, --tpu and --mixed_precision to a recipe's `FlagParser`."""
-    parser.add_argument("--strategy", default="auto", choices=STRATEGY_NAMES, help="Distribution strategy.")
-    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (Colab: leave empty).")
-    parser.add_argument(
-        "--mixed_precision", default="float32", choices=tuple(MIXED_PRECISION), help="Compute dtype policy."
-    )

@@ -151,3 +151,18 @@ def truncate_metrics_log(path, max_step):
     if len(kept) < num_lines:
         with file_io.atomic_open(path, "w") as f:
             f.writelines(json.dumps(record, sort_keys=True) + "\n" for record in kept)
+
+
+def metrics_text(metrics):
+    """"name=value, ..." of the numbers among `metrics`, sorted by name: a count (a name starting with "num_",
+    or an int) as an integer, any other number with 4 decimals.
+
+    Examples:
+
+    >>> metrics_text({"f1": 0.8571428, "num_gold": 70.0, "num_pred": 71, "task_name": "ner"})
+    'f1=0.8571, num_gold=70, num_pred=71'
+    """
+    numbers = {k: v for k, v in sorted(metrics.items()) if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return ", ".join(f"{k}={int(v)}" if isinstance(v, int) or k.startswith("num_") and float(v).is_integer()
+                     else f"{k}={float(v):.4f}" for k, v in numbers.items())
+
