@@ -82,7 +82,7 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_ans
 
 
 def convert_examples_to_features(
-    examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, is_training=False
+    examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64, is_training=False, progress=False
 ):
     """Turns examples into fixed-length features (the original `convert_examples_to_features`).
 
@@ -93,6 +93,7 @@ def convert_examples_to_features(
         doc_stride: tokens between the starts of consecutive document windows.
         max_query_length: the question is cut to this many WordPiece tokens.
         is_training: compute `start_position` / `end_position`.
+        progress: show a progress bar (with its ETA) over the examples.
 
     Returns:
         list of `InputFeature`, in example order, `unique_id` from 1000000000.
@@ -100,7 +101,14 @@ def convert_examples_to_features(
     pad_id = tokenizer.pad_token_id
     features = []
     unique_id = FIRST_UNIQUE_ID
+    bar = None
+    if progress:
+        import keras  # only for the bar: featurizing needs no backend
+
+        bar = keras.utils.Progbar(len(examples), unit_name="example")
     for example_index, example in enumerate(examples):
+        if bar is not None and example_index % 100 == 0:
+            bar.update(example_index)
         query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
 
         tok_to_orig_index = []  # WordPiece index -> doc token index
@@ -170,6 +178,8 @@ def convert_examples_to_features(
                 )
             )
             unique_id += 1
+    if bar is not None:
+        bar.update(len(examples), finalize=True)
     return features
 
 

@@ -9,14 +9,17 @@ message (where the same command resumes) and exits 130 (SIGINT) or 143 (SIGTERM)
 to write (no space left, a read-only file system, no permission: an `OSError` with one of
 `FILE_SYSTEM_ERRORS`) is one line naming the path and exits 2. `--debug` (a flag of every
 `runners.flags.FlagParser`) or the environment variable `KERAS_BERT_IMPL_DEBUG=1` re-raises them with their
-traceback. Any other exception is a bug and keeps its traceback. A flag the parser refuses (unknown,
+traceback. Any other exception is a bug and keeps its traceback. A Python warning is one line, `warning:
+<message>` (with --debug: Python's own form, naming its source line). A flag the parser refuses (unknown,
 abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`). TensorFlow's C++ log lines are kept off stderr (`utils.tensorflow_logs`) unless the
 user set `TF_CPP_MIN_LOG_LEVEL` or passed `--debug`.
 """
 
+import contextlib
 import errno
 import os
 import sys
+import warnings
 
 from keras_bert_impl import import_exports
 from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
@@ -51,7 +54,7 @@ def run_main(build_parser, run, argv=None):
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
     args.debug = debug
     try:
-        with filtered_stderr(enabled=not wants_tensorflow_logs(debug)):
+        with filtered_stderr(enabled=not wants_tensorflow_logs(debug)), one_line_warnings(enabled=not debug):
             import_exports()  # the package's classes, registered (a recipe imports the package lazily)
             return run(args)
     except UserInputError as error:
@@ -74,6 +77,19 @@ def run_main(build_parser, run, argv=None):
             raise
         print(f"error: {file_system_error(error)}", file=sys.stderr)
         sys.exit(2)
+
+
+@contextlib.contextmanager
+def one_line_warnings(enabled=True):
+    """Within: a warning shown is "warning: <message>", without its category and source line (it is still
+    recorded as it is raised: `pytest.warns` and `warnings.catch_warnings(record=True)` see it unchanged)."""
+    original = warnings.formatwarning
+    if enabled:
+        warnings.formatwarning = lambda message, category, filename, lineno, line=None: f"warning: {message}\n"
+    try:
+        yield
+    finally:
+        warnings.formatwarning = original
 
 
 def file_system_error(error):

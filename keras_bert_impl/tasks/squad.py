@@ -62,6 +62,8 @@ def contexts(dataset):
 
 
 # The settings a fine-tuned span QA model answers with (config.json's "squad" entry, written by `save_model`).
+# A file of this many questions or more is featurized under a progress bar (about a second on a 2-core CPU).
+FEATURIZING_PROGRESS_MIN_EXAMPLES = 2000
 DECODING_SETTINGS = ("version_2_with_negative", "null_score_diff_threshold", "max_answer_length", "n_best_size",
                      "doc_stride", "max_query_length")
 
@@ -150,6 +152,7 @@ class SquadTask(FinetuningTask):
         features = squad_features.convert_examples_to_features(
             examples, self.tokenizer, max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
             max_query_length=config.max_query_length, is_training=is_training,
+            progress=config.verbose == 1 and len(examples) >= FEATURIZING_PROGRESS_MIN_EXAMPLES,
         )
         stats = dict(stats, num_features=len(features))
         if config.verbose_logging:
@@ -204,7 +207,9 @@ class SquadTask(FinetuningTask):
         config = self.config
         results = predict_raw_results(model, self.eval_features, batch_size=config.predict_batch_size,
                                       dynamic_padding=config.dynamic_padding,
-                                      pad_to_multiple_of=config.pad_to_multiple_of)
+                                      pad_to_multiple_of=config.pad_to_multiple_of, progress=config.verbose == 1)
+        if config.verbose == 1:
+            print(f"decoding the answers of {len(self.eval_examples)} questions ({len(self.eval_features)} windows)")
         return compute_predictions(
             self.eval_examples, self.eval_features, results, n_best_size=config.n_best_size,
             max_answer_length=config.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
