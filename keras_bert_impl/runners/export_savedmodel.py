@@ -91,7 +91,7 @@ def _export_token_id_model(args):
     """`--format` litert or onnx: the model file, vocab.txt and export_config.json in `--export_dir`."""
     import shutil
 
-    from keras_bert_impl.export.tf_saved_model import load_model, read_export_settings
+    from keras_bert_impl.export.export_settings import load_model, read_export_settings
     from keras_bert_impl.utils.file_io import write_json
 
     settings = read_export_settings(args.model_dir, args.vocab_file, args.do_lower_case)

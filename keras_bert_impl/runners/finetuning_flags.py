@@ -4,14 +4,13 @@ same names and defaults) and the typed config made from them.
 A recipe (`runners.run_glue`, `run_ner`, `run_squad`, `run_swag`) builds its parser from
 `finetuning_flag_parser` and the `add_*` functions below; its `run(args)` makes the task's config once from
 the parsed flags with `config_from_flags` (every flag is the field of its name of `tasks.base.FinetuningConfig`
-or a subclass) and runs the task (`finetuning_recipe`). The module imports neither Keras nor the tasks: a
-recipe's `--help` and a flag's error answer at once, and the task is imported once the flags are parsed.
+or a subclass) and runs the task (`runners.finetuning_recipe`). The module imports neither Keras nor the
+tasks, so that a recipe's `--help` and a flag's error answer at once.
 """
 
 import argparse
 import dataclasses
 
-from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import (
     FlagParser,
     add_distribution_flags,
@@ -188,41 +187,3 @@ def run_settings(config):
         if name not in RUN_SETTINGS_IGNORED:
             settings[name] = list(value) if isinstance(value, tuple) else value
     return settings
-
-
-def finetuning_recipe(build_parser, load_task_class):
-    """The `run(args)` and `main(argv=None)` of the fine-tuning recipe whose flags `build_parser()` parses
-    and whose task class `load_task_class()` imports and returns (a `tasks.base.FinetuningTask` subclass;
-    imported when the recipe runs, after its flags are parsed).
-
-    `run(args)` makes the task's config from the parsed flags (`config_from_flags(task_class.config_class,
-    args)`) and returns `runners.finetuning.run_finetuning(task_class(config))`: the results written to
-    eval_results.json (or {}). `main(argv)` parses `argv` (default: the command line) and returns `run`'s
-    results; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback;
-    `cli.run_main`).
-
-    Examples:
-
-    >>> from keras_bert_impl.runners.run_swag import build_parser
-    >>> def swag_task():
-    ...     from keras_bert_impl.tasks.swag import SwagTask
-    ...     return SwagTask
-    >>> run, main = finetuning_recipe(build_parser, swag_task)
-    >>> main(["--output_dir=/tmp/swag", "--do_train", "--learning_rate=0"])  # stderr: the flag's error
-    Traceback (most recent call last):
-    SystemExit: 2
-    """
-
-    def run(args):
-        """Trains / evaluates / predicts as the flags say; returns the results written to eval_results.json
-        (or {})."""
-        from keras_bert_impl.runners.finetuning import run_finetuning  # Keras: imported once the flags are parsed
-
-        task_class = load_task_class()
-        return run_finetuning(task_class(config_from_flags(task_class.config_class, args)))
-
-    def main(argv=None):
-        """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-        return run_main(build_parser, run, argv)
-
-    return run, main

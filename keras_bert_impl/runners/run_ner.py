@@ -10,8 +10,8 @@ from keras_bert_impl.runners.finetuning_flags import (
     add_data_file_flags,
     add_task_flags,
     finetuning_flag_parser,
-    finetuning_recipe,
 )
+from keras_bert_impl.runners.finetuning_recipe import finetuning_recipe
 
 
 def build_parser():
@@ -43,15 +43,8 @@ def build_parser():
     return add_task_flags(p, "window", bilstm=True)
 
 
-def task_class():
-    """The task, imported when the recipe runs (its flags are parsed without Keras)."""
-    from keras_bert_impl.tasks.ner import NerTask
-
-    return NerTask
-
-
-# run(args): the task run on the config of the parsed flags; main(argv=None): parses and runs.
-run, main = finetuning_recipe(build_parser, task_class)
+# run(args): the task (imported when it runs) on the config of the parsed flags; main(argv=None): parses and runs.
+run, main = finetuning_recipe(build_parser, "keras_bert_impl.tasks.ner.NerTask")
 
 
 if __name__ == "__main__":
