@@ -50,6 +50,7 @@ _EXPORTS = {
     "AdamWeightDecay": "keras_bert_impl.training.optimization",
     "Lamb": "keras_bert_impl.training.optimization",
     "WarmupLinearDecay": "keras_bert_impl.training.optimization",
+    "OptimizerStepSchedule": "keras_bert_impl.training.optimization",
     "create_optimizer": "keras_bert_impl.training.optimization",
 }
 
@@ -106,6 +107,7 @@ __all__ = [
     "CRF",
     "DivergenceGuard",
     "MaskedLMHead",
+    "OptimizerStepSchedule",
     "Lamb",
     "ScalarMix",
     "WarmupLinearDecay",

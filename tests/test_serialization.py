@@ -111,6 +111,10 @@ CASES = {
     "WarmupLinearDecay": lambda: _compiled(
         keras_bert_impl.AdamWeightDecay(keras_bert_impl.WarmupLinearDecay(1e-2, num_train_steps=10, num_warmup_steps=2))
     ),
+    # Gradient accumulation wraps the schedule (counted in updates): 4 batches of fit, 2 updates.
+    "OptimizerStepSchedule": lambda: _compiled(keras_bert_impl.AdamWeightDecay(
+        keras_bert_impl.WarmupLinearDecay(1e-2, num_train_steps=10, num_warmup_steps=2), gradient_accumulation_steps=2
+    )),
 }
 
 
