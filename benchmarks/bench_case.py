@@ -14,6 +14,9 @@ Workloads (random weights; the speed of a model does not depend on its values):
   epoch        one fine-tuning epoch over sequences of realistic lengths (mostly short, a long tail):
                ours with length bucketing and dynamic padding, keras-hub with its fixed-length pipeline
   pretrain     masked LM + NSP training step at a fixed shape with --predictions masked positions, in --policy
+  pretrain_fit that step inside `model.fit` with `steps_per_execution` = --steps_per_execution (1 on torch,
+               the only value Keras accepts there): one timed unit is one `fit` call of that many steps,
+               reported divided by that number, as seconds per step
   user_head_pooled, user_head_tokens
                the user's own head: a functional `keras.Model` with Dense(2) on the backbone's pooled_output
                (or sequence_output: a label per token), trained with keras.optimizers.AdamW (`user_head`)
@@ -39,6 +42,7 @@ SIZES = {  # name: (layers, hidden, heads, intermediate); the presets of BertCon
     "bert_tiny": (2, 128, 2, 512),
     "bert_small": (4, 512, 8, 2048),
     "bert_base": (12, 768, 12, 3072),
+    "bert_large": (24, 1024, 16, 4096),
 }
 VOCAB, NUM_CLASSES, LEARNING_RATE = 30522, 2, 2e-5
 
@@ -315,13 +319,19 @@ def _with_path_replaced(variant, step):
     return run
 
 
-def pretrain_run(args, library):
+def pretrain_run(args, library, steps_per_execution=None):
     """The masked LM + NSP training step at a fixed shape under the dtype policy `--policy`, as a callable:
     ours `BertPretrainer` with BERT's AdamW; keras-hub's backbone with its `MaskedLMHead` (tied to the token
     embeddings, as its `BertMaskedLM`) and a Dense NSP head on the pooled output, two sparse cross-entropy
     losses and Keras' AdamW (keras-hub ships no NSP model); transformers' `BertForPreTraining` (SDPA attention,
     torch's AdamW, fused on a GPU, under `torch.autocast` for mixed_bfloat16). On a GPU every callable returns
-    after the step has run on the device."""
+    after the step has run on the device.
+
+    With `steps_per_execution` K, the callable runs K steps on the same batch: the Keras models compiled with
+    `steps_per_execution=K` and trained by one `model.fit` over K batches (one execution, no host sync between
+    its steps; Keras on torch accepts only `steps_per_execution=1`, so there fit runs K executions of one step);
+    transformers by K steps in a Python loop, synchronized once after the last."""
+    steps = steps_per_execution or 1
     rng = np.random.default_rng(4)
     x = random_batch(args.batch, args.seq)
     positions = np.sort(np.stack([rng.choice(np.arange(1, args.seq - 1), args.predictions, replace=False)
@@ -346,12 +356,13 @@ def pretrain_run(args, library):
             contextlib.nullcontext)
 
         def run():
-            optimizer.zero_grad()
-            with autocast():
-                loss = model(**inputs, labels=labels, next_sentence_label=nsp_labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            for _ in range(steps):
+                optimizer.zero_grad()
+                with autocast():
+                    loss = model(**inputs, labels=labels, next_sentence_label=nsp_labels).loss
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
             if device == "cuda":
                 torch.cuda.synchronize()
 
@@ -359,17 +370,16 @@ def pretrain_run(args, library):
     import keras
 
     keras.config.set_dtype_policy(args.policy)
+    per_execution = 1 if keras.backend.backend() == "torch" else steps  # Keras' steps_per_execution
     inputs = dict(x, masked_lm_positions=positions)
     if library == "ours" or library in OURS_VARIANTS:
         from keras_bert_impl.models.pretrainer import BertPretrainer
         from keras_bert_impl.training.optimization import create_optimizer
 
         model = BertPretrainer(keras_backbone("ours", args.size))
-        model.compile(optimizer=create_optimizer(1e-4, 10_000, 100))
+        model.compile(optimizer=create_optimizer(1e-4, 10_000, 100), steps_per_execution=per_execution)
         labels = {"masked_lm_ids": masked_ids, "masked_lm_weights": np.ones_like(masked_ids, "float32"),
                   "next_sentence_labels": nsp}
-        if library in OURS_VARIANTS:
-            return _with_path_replaced(OURS_VARIANTS[library], lambda: model.train_on_batch(inputs, labels))
     else:
         import keras_hub
 
@@ -383,14 +393,28 @@ def pretrain_run(args, library):
         model = keras.Model({**backbone.input, "masked_lm_positions": positions_input}, {"mlm": mlm, "nsp": nsp_logits})
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         model.compile(optimizer=keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0),
-                      loss={"mlm": loss, "nsp": loss})
+                      loss={"mlm": loss, "nsp": loss}, steps_per_execution=per_execution)
         labels = {"mlm": masked_ids, "nsp": nsp}
-    # train_on_batch returns the step's losses as numbers: the step has run on the device.
-    return lambda: model.train_on_batch(inputs, labels)
+    if steps_per_execution:
+        # K copies of the batch: one fit call of K steps; fit returns after the losses of its last step have
+        # reached the host, so the steps have run on the device.
+        xs, ys = ({k: np.concatenate([v] * steps) for k, v in tree.items()} for tree in (inputs, labels))
+
+        def step():
+            model.fit(xs, ys, batch_size=args.batch, epochs=1, shuffle=False, verbose=0)
+    else:
+        # train_on_batch returns the step's losses as numbers: the step has run on the device.
+        def step():
+            model.train_on_batch(inputs, labels)
+    return _with_path_replaced(OURS_VARIANTS[library], step) if library in OURS_VARIANTS else step
 
 
 def pretrain(args):
     return {"times": timed(pretrain_run(args, args.library), args.warmup, args.repeats)}
+
+
+def pretrain_fit(args):
+    return {"times": timed(pretrain_run(args, args.library, args.steps_per_execution), args.warmup, args.repeats)}
 
 
 def user_head_run(args, library, output):
@@ -438,10 +462,11 @@ def user_head(args, output):
 
 WORKLOADS = {"forward": forward, "forward_bf16": forward_bf16, "train_step": train_step,
              "train_step_bf16": train_step_bf16, "epoch": epoch, "pretrain": pretrain,
-             "user_head_pooled": lambda args: user_head(args, "pooled_output"),
+             "pretrain_fit": pretrain_fit, "user_head_pooled": lambda args: user_head(args, "pooled_output"),
              "user_head_tokens": lambda args: user_head(args, "sequence_output")}
 # The workloads that `--library a,b,...` can time interleaved in one process: each a step of one library.
 STEPS = {"forward": forward_run, "train_step": train_step_run, "pretrain": pretrain_run,
+         "pretrain_fit": lambda args, library: pretrain_run(args, library, args.steps_per_execution),
          "user_head_pooled": lambda args, library: user_head_run(args, library, "pooled_output"),
          "user_head_tokens": lambda args, library: user_head_run(args, library, "sequence_output")}
 
@@ -486,6 +511,8 @@ def main():
     p.add_argument("--predictions", type=int, default=20, help="pretrain: masked positions per sequence")
     p.add_argument("--policy", default="float32", choices=("float32", "mixed_bfloat16"),
                    help="pretrain: the dtype policy (transformers: torch.autocast to bfloat16 for mixed_bfloat16)")
+    p.add_argument("--steps_per_execution", type=int, default=10,
+                   help="pretrain_fit: the steps of one fit call (Keras' steps_per_execution)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     args = p.parse_args()
@@ -515,6 +542,10 @@ def main():
             else:
                 result = {"times": all_times[library], "interleaved_with": [lib for lib in libraries if lib != library]}
             backend = "torch" if library == "transformers" else keras.backend.backend()
+            if workload == "pretrain_fit":  # a timed unit is one fit call of --steps_per_execution steps
+                result.update(times=[t / args.steps_per_execution for t in result["times"]],
+                              steps_per_call=args.steps_per_execution,
+                              steps_per_execution=1 if backend == "torch" else args.steps_per_execution)
             # peak_rss_mb is the process's peak so far: with several workloads or libraries in one process, the
             # largest of them.
             result.update(workload=workload, library=library, backend=backend, size=args.size, batch=args.batch,

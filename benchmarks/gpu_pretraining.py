@@ -1,6 +1,7 @@
-"""bert_base pretraining throughput on a GPU, with model-FLOPs utilization: ours against keras-hub and transformers.
+"""BERT pretraining throughput on a GPU, with model-FLOPs utilization: ours against keras-hub and transformers.
 
     python benchmarks/gpu_pretraining.py                  # on a machine with an NVIDIA GPU (5 min on an H200)
+    python benchmarks/gpu_pretraining.py --fit            # inside model.fit, at the batch sizes of pretraining
     python benchmarks/gpu_pretraining.py --smoke          # tiny shapes on any machine: checks the plumbing
 
 For each backend of `--backends` that is installed and each sequence length, one `bench_case.py` process
@@ -13,11 +14,17 @@ max_seq_length x masked_lm_prob 0.15, as google-research/bert's README advises).
 times `VARIANTS`: ours with one of its GPU paths replaced (bench_case.OURS_VARIANTS), which measures what
 that path saves.
 
+With `--fit` (workload `pretrain_fit`) the steps run inside `model.fit` with `steps_per_execution` =
+`--steps_per_execution`, so the host waits for the losses once per execution instead of once per step (Keras on
+torch accepts only 1: there a fit call runs that many one-step executions; transformers: that many steps in a loop,
+synchronized once), at the batch sizes pretraining uses (`FIT_SHAPES`): bert_base 256 x 128 and
+64 x 512, bert_large 256 x 128. `--smoke` times both ways at tiny shapes in one process per backend.
+
 MFU = model FLOPs of a step / median step seconds / the GPU's dense bfloat16 peak (`PEAK_BF16_TFLOPS`, the
 vendor's datasheet; `--peak_tflops` for another GPU). Model FLOPs count the matrix products of the forward
 pass (`pretraining_step_flops`) times 3 for forward and backward, as in the PaLM paper's MFU: no recomputation,
 no elementwise work. The run also times one 8192 x 8192 x 8192 bfloat16 matmul on the GPU, the ceiling the
-machine reaches in practice.
+machine reaches in practice; `mfu_vs_matmul` is the model FLOP rate over that measured rate.
 
 Writes `results.json` and `results.md` under `--out` after every case; until the last case has run, the
 markdown's title says the run is partial. Not a test: tests/test_benchmarks.py runs `--smoke` on the CPU.
@@ -43,6 +50,9 @@ BACKENDS = ("jax", "torch", "tensorflow")
 # 8,192 tokens a step.
 SHAPES = ((64, 128, 20), (16, 512, 80))
 SMOKE_SHAPES = ((2, 32, 5),)
+# (size, batch, seq, masked positions a sequence) for --fit: the batches users pretrain with on one GPU.
+FIT_SHAPES = (("bert_base", 256, 128, 20), ("bert_base", 64, 512, 80), ("bert_large", 256, 128, 20))
+SMOKE_STEPS_PER_EXECUTION = 2
 # Timed beside ours on each backend: the peers, and ours with one of its GPU paths replaced
 # (bench_case.OURS_VARIANTS): what each path saves.
 VARIANTS = {"torch": ["transformers", "ours_unfused_attention", "ours_keras_adamw"],
@@ -101,44 +111,61 @@ def matmul_tflops(n=8192, repeats=10):
     return round(rate, 1)
 
 
-def run_case(backend, batch, seq, predictions, args):
-    """One bench_case.py process timing every library of `backend` in turn; returns its RESULT dicts, or
-    raises RuntimeError with the process's last output."""
+def run_case(backend, workloads, size, batch, seq, predictions, args):
+    """One bench_case.py process timing every library of `backend` in turn for each of `workloads` ("pretrain":
+    train_on_batch, "pretrain_fit": inside fit); returns its RESULT dicts, or raises RuntimeError with the
+    process's last output."""
     libraries = ["ours", "keras_hub"] + (VARIANTS.get(backend, []) if args.variants is None else args.variants.split(","))
-    flags = [f"--size={args.size}", f"--batch={batch}", f"--seq={seq}", f"--predictions={predictions}",
-             "--policy=mixed_bfloat16", f"--warmup={args.warmup}", f"--repeats={args.repeats}"]
-    return _run_bench_case(["pretrain"], libraries, backend, flags, timeout=args.case_timeout)
+    flags = [f"--size={size}", f"--batch={batch}", f"--seq={seq}", f"--predictions={predictions}",
+             "--policy=mixed_bfloat16", f"--warmup={args.warmup}", f"--repeats={args.repeats}",
+             f"--steps_per_execution={args.steps_per_execution}"]
+    return _run_bench_case(workloads, libraries, backend, flags, timeout=args.case_timeout)
 
 
-def row(result, peak):
+def row(result, peak, matmul=None):
     flops = pretraining_step_flops(result["size"], result["batch"], result["seq"], result["predictions"])
     seconds = result["median_s"]
+    rate = flops / seconds / 1e12  # model TFLOP/s
     return {"backend": result["backend"], "library": result["library"], "batch": result["batch"],
             "seq": result["seq"], "predictions": result["predictions"], "median_s": seconds,
             "times": result["times"], "sequences_per_s": round(result["batch"] / seconds, 1),
-            "tflops": round(flops / seconds / 1e12, 1),
-            "mfu": None if peak is None else round(flops / seconds / 1e12 / peak, 4)}
+            "tflops": round(rate, 1), "mfu": None if peak is None else round(rate / peak, 4),
+            "size": result["size"], "timing": "fit" if result["workload"] == "pretrain_fit" else "train_on_batch",
+            "steps_per_execution": result.get("steps_per_execution", 1),
+            "steps_per_call": result.get("steps_per_call", 1),
+            "mfu_vs_matmul": None if matmul is None else round(rate / matmul, 4)}
 
 
 def markdown(report):
     complete = report["complete"]
-    lines = [f"# bert_base pretraining on a GPU{'' if complete else ' (partial: the run did not finish)'}", "",
+    lines = [f"# BERT pretraining on a GPU{'' if complete else ' (partial: the run did not finish)'}", "",
              f"Command: `{report['command']}`  ",
              f"Date: {report['date']}  ",
              f"GPU: {report['gpu']}; dense bf16 peak {report['peak_tflops']} TFLOP/s (datasheet), "
              f"measured 8192^3 bf16 matmul {report['matmul_tflops']} TFLOP/s  ",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v), "",
-             "MLM+NSP training step, mixed_bfloat16, median of the timed steps; MFU against the datasheet peak. "
+             "MLM+NSP training step, mixed_bfloat16, median of the timed steps; MFU against the datasheet peak and "
+             "against the measured matmul. Timing `train_on_batch`: one step a call, its losses read each step; "
+             "`fit/K`: a `fit` call of `steps_per_call` steps with steps_per_execution=K, seconds per step. "
              "`x ours` is the library's seconds / our seconds (> 1: we are faster).", "",
-             "| backend | batch x seq | library | step (s) | sequences/s | model TFLOP/s | MFU | x ours |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| backend | size | batch x seq | timing | library | step (s) | sequences/s | model TFLOP/s | MFU | "
+             "of matmul | x ours |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def percent(share):
+        return "" if share is None else f"{100 * share:.1f}%"
+
+    def case(r):  # the rows of one measured case share these (rows written before --fit lack size and timing)
+        return r["backend"], r.get("size", "bert_base"), r["batch"], r["seq"], r.get("timing", "train_on_batch")
+
     for r in report["rows"]:
-        ours = next((o for o in report["rows"] if o["library"] == "ours" and o["backend"] == r["backend"]
-                     and o["seq"] == r["seq"]), None)
+        ours = next((o for o in report["rows"] if o["library"] == "ours" and case(o) == case(r)), None)
         speed = "" if ours is None else f"{r['median_s'] / ours['median_s']:.2f}"
-        mfu = "" if r["mfu"] is None else f"{100 * r['mfu']:.1f}%"
-        lines.append(f"| {r['backend']} | {r['batch']} x {r['seq']} | {r['library']} | {r['median_s']:.4f} | "
-                     f"{r['sequences_per_s']} | {r['tflops']} | {mfu} | {speed} |")
+        backend, size, batch, seq, timing = case(r)
+        timing = f"fit/{r['steps_per_execution']}" if timing == "fit" else timing
+        lines.append(f"| {backend} | {size} | {batch} x {seq} | {timing} | {r['library']} | {r['median_s']:.4f} | "
+                     f"{r['sequences_per_s']} | {r['tflops']} | {percent(r['mfu'])} | "
+                     f"{percent(r.get('mfu_vs_matmul'))} | {speed} |")
     for failure in report["failures"]:
         lines.append(f"\nNot measured: {failure}")
     return "\n".join(lines) + "\n"
@@ -162,11 +189,15 @@ def main(argv=None):
     p.add_argument("--variants", default=None,
                    help="what to time beside ours and keras-hub on every backend (comma-separated libraries of "
                         "bench_case.py) instead of VARIANTS")
-    p.add_argument("--smoke", action="store_true", help="bert_tiny, 2 x 32, one step: any machine")
+    p.add_argument("--fit", action="store_true",
+                   help="time steps inside model.fit with steps_per_execution at FIT_SHAPES instead of "
+                        "train_on_batch at SHAPES")
+    p.add_argument("--steps_per_execution", type=int, default=10, help="--fit: the steps of one fit call")
+    p.add_argument("--smoke", action="store_true",
+                   help="bert_tiny, 2 x 32, one train_on_batch step and one fit call of 2 steps: any machine")
     args = p.parse_args(argv)
-    args.size = "bert_tiny" if args.smoke else "bert_base"
     if args.smoke:
-        args.warmup, args.repeats = 1, 1
+        args.warmup, args.repeats, args.steps_per_execution = 1, 1, SMOKE_STEPS_PER_EXECUTION
     name = gpu_name()
     if name is None and not args.smoke:
         p.error("no CUDA GPU is visible to torch; --smoke runs the tiny shapes on the CPU")
@@ -182,18 +213,23 @@ def main(argv=None):
         else:
             backends.append(backend)
     write(report, args.out)
-    shapes = SMOKE_SHAPES if args.smoke else [shape for shape in SHAPES if str(shape[1]) in args.seqs.split(",")]
-    for batch, seq, predictions in shapes:
+    if args.smoke:  # (workloads, size, batch, seq, predictions)
+        cases = [(["pretrain", "pretrain_fit"], "bert_tiny", *shape) for shape in SMOKE_SHAPES]
+    elif args.fit:
+        cases = [(["pretrain_fit"], *shape) for shape in FIT_SHAPES if str(shape[2]) in args.seqs.split(",")]
+    else:
+        cases = [(["pretrain"], "bert_base", *shape) for shape in SHAPES if str(shape[1]) in args.seqs.split(",")]
+    for workloads, size, batch, seq, predictions in cases:
         for backend in backends:
             try:
-                results = run_case(backend, batch, seq, predictions, args)
+                results = run_case(backend, workloads, size, batch, seq, predictions, args)
             except RuntimeError as error:
                 report["failures"].append(f"{backend} {batch} x {seq}: {error}")
                 print(f"    failed: {error}", flush=True)
             else:
                 for result in results:
                     result["predictions"] = predictions
-                    report["rows"].append(row(result, report["peak_tflops"]))
+                    report["rows"].append(row(result, report["peak_tflops"], report["matmul_tflops"]))
             write(report, args.out)
     report["complete"] = True
     write(report, args.out)

@@ -55,7 +55,7 @@ WORKLOADS = {
 }
 # The workloads `--interleave` times in one process per backend, every library's step in turn
 # (bench_case.STEPS).
-INTERLEAVABLE = ("forward", "train_step", "pretrain", "user_head_pooled", "user_head_tokens")
+INTERLEAVABLE = ("forward", "train_step", "pretrain", "pretrain_fit", "user_head_pooled", "user_head_tokens")
 SMOKE = {"size": "bert_tiny", "batch": 8, "seq": 32, "examples": 32, "warmup": 1, "repeats": 1}
 
 

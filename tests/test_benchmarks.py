@@ -119,16 +119,43 @@ def test_gpu_pretraining_smoke_times_every_library_and_writes_a_complete_table(t
     assert gpu_pretraining.main(["--smoke", f"--backends={backend}", f"--out={tmp_path}"]) == 0
     report = json.load(open(tmp_path / "results.json"))
     libraries = ["ours", "keras_hub"] + gpu_pretraining.VARIANTS.get(backend, [])
-    assert [r["library"] for r in report["rows"]] == libraries and report["complete"] and report["failures"] == []
+    # One process times every library with train_on_batch, then inside fit (2 steps a call).
+    assert [r["library"] for r in report["rows"]] == libraries * 2 and report["complete"] and report["failures"] == []
+    # Keras on torch accepts only steps_per_execution=1; a fit call is 2 steps on every backend.
+    assert [(r["timing"], r["steps_per_call"]) for r in report["rows"]] == (
+        [("train_on_batch", 1)] * len(libraries) + [("fit", 2)] * len(libraries))
+    assert [r["steps_per_execution"] for r in report["rows"][len(libraries):]] == [
+        1 if r["backend"] == "torch" else 2 for r in report["rows"][len(libraries):]]
     for r in report["rows"]:
-        assert (r["backend"], r["batch"], r["seq"], r["predictions"]) == (
-            "torch" if r["library"] == "transformers" else backend, 2, 32, 5)
+        assert (r["backend"], r["size"], r["batch"], r["seq"], r["predictions"]) == (
+            "torch" if r["library"] == "transformers" else backend, "bert_tiny", 2, 32, 5)
         assert r["median_s"] > 0 and r["sequences_per_s"] == round(2 / r["median_s"], 1)
-        assert r["mfu"] is None  # no GPU: no peak to divide by
+        assert r["mfu"] is None and r["mfu_vs_matmul"] is None  # no GPU: no peak, no measured matmul
     table = (tmp_path / "results.md").read_text()
-    assert "partial" not in table and f"| {backend} | 2 x 32 | ours |" in table
+    assert "partial" not in table and f"| {backend} | bert_tiny | 2 x 32 | train_on_batch | ours |" in table
+    assert f"| {backend} | bert_tiny | 2 x 32 | fit/{1 if backend == 'torch' else 2} | ours |" in table
     report["complete"] = False
     assert "(partial: the run did not finish)" in gpu_pretraining.markdown(report)
+
+
+def test_a_fit_row_counts_model_flops_per_step_against_the_peak_and_the_measured_matmul():
+    gpu_pretraining = _gpu_pretraining()
+    result = {"backend": "jax", "library": "ours", "workload": "pretrain_fit", "steps_per_execution": 10,
+              "steps_per_call": 10,
+              "size": "bert_base", "batch": 256, "seq": 128, "predictions": 20, "median_s": 0.1, "times": [0.1]}
+    r = gpu_pretraining.row(result, peak=1000.0, matmul=800.0)
+    # 256 x 69.928989696 GFLOPs (the docstring's bert_base count a sequence) in 0.1 s: 179.0 TFLOP/s.
+    assert (r["tflops"], r["mfu"], r["mfu_vs_matmul"]) == (179.0, 0.179, 0.2238)
+    assert (r["timing"], r["steps_per_execution"], r["sequences_per_s"]) == ("fit", 10, 2560.0)
+    # A row of the table before --fit (no size or timing fields) reads as bert_base with train_on_batch.
+    old = {k: v for k, v in r.items()
+           if k not in ("size", "timing", "steps_per_execution", "steps_per_call", "mfu_vs_matmul")}
+    table = gpu_pretraining.markdown({"complete": True, "command": "c", "date": "d", "gpu": "g", "peak_tflops": 1000.0,
+                                      "matmul_tflops": 800.0, "versions": {}, "rows": [old, r], "failures": []})
+    assert "| jax | bert_base | 256 x 128 | train_on_batch | ours | 0.1000 | 2560.0 | 179.0 | 17.9% |  | 1.00 |" in table
+    assert "| jax | bert_base | 256 x 128 | fit/10 | ours | 0.1000 | 2560.0 | 179.0 | 17.9% | 22.4% | 1.00 |" in table
+    sizes = _bench_case().SIZES
+    assert sizes["bert_large"] == (24, 1024, 16, 4096)
 
 
 def test_a_variant_replaces_its_path_during_each_step_only():

@@ -14,7 +14,7 @@ path. Why each path is faster, with the measurements and their commands, is in d
 | the dense layers' path | `dense_runs_over_rows` | torch in every dtype, float32 everywhere |
 | exact GELU | `gelu` | JAX: the erf form (`jax_ops.gelu`); TensorFlow: its derivative written out (`tf_ops.gelu`) |
 | dropout | `dropout` | torch: its mask from float32 uniforms on the CPU, CUDA's kernel on a GPU (`torch_ops.dropout`); JAX's CPU in one process: the original threefry layout (`jax_ops.unpartitioned_threefry`) |
-| scaled dot-product attention | `attention`, `fused_attention_is_a_kernel` | torch: SDPA, and SDPA with its dropout on a CUDA GPU, the products as `torch.matmul` elsewhere; JAX off its CPU: the fused op; JAX's CPU: the probabilities kept out of the next dot's fusion |
+| scaled dot-product attention | `attention`, `fused_attention_is_a_kernel` | torch: SDPA, and SDPA with its dropout on a CUDA GPU, the products as `torch.matmul` elsewhere; JAX on a CUDA GPU without dropout in bfloat16 or float16: cuDNN's fused attention (`jax_ops.dot_product_attention`); JAX off its CPU otherwise: the fused op; JAX's CPU: the probabilities kept out of the next dot's fusion |
 | the first rows of a sequence and the rest | `split_rows` | TensorFlow: `tf.split` for any length (`tf_ops.split_rows`) |
 | an encoder block asked for two parts of its rows | `computes_whole_then_splits` | torch outside training: the block once, sliced |
 | global-norm gradient clipping | `clip_by_global_norm` | torch: `torch._foreach_norm` (`torch_adamw`) |
@@ -260,7 +260,9 @@ def attention(q, k, v, bias, dropout=None, training=None):
         training: passed to `dropout`.
 
     The paths: with dropout on a CUDA GPU (torch) one SDPA kernel that applies it
-    (`torch_ops.attention_with_dropout`); without dropout, where the backend has a fused kernel
+    (`torch_ops.attention_with_dropout`); without dropout on a CUDA GPU under JAX in bfloat16 or float16,
+    cuDNN's fused attention (`jax_ops.cudnn_attention_applies`; `jax.nn.dot_product_attention` takes no
+    dropout); without dropout, where the backend has a fused kernel
     (`fused_attention_is_a_kernel`), `keras.ops.dot_product_attention`; else the queries scaled (before the
     product: [B, R, A, d] is half as many numbers as the logits at R = T), the product with the keys, softmax
     in float32 (for mixed precision), dropout, the product with the values; on torch the products are
@@ -279,6 +281,11 @@ def attention(q, k, v, bias, dropout=None, training=None):
 
         if torch_ops.fused_dropout_attention_applies(q):
             return torch_ops.attention_with_dropout(q, k, v, bias, dropout.rate)
+    if dropout is None and backend == "jax":
+        from keras_bert_impl.backends import jax_ops
+
+        if jax_ops.cudnn_attention_applies(q):
+            return jax_ops.dot_product_attention(q, k, v, bias, implementation="cudnn")  # [B, R, A, d]
     if dropout is None and fused_attention_is_a_kernel():
         return ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
     q = q * ops.cast(1.0 / math.sqrt(q.shape[-1]), q.dtype)

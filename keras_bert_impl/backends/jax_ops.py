@@ -1,6 +1,6 @@
 """The JAX backend's fast paths: a bfloat16 einsum with a float32 result, the exact GELU in its erf form,
-attention probabilities kept out of the next dot's fusion, dropout's random bits from the original threefry
-on one CPU process, and whether JAX computes on its CPU.
+attention probabilities kept out of the next dot's fusion, cuDNN's fused attention on an NVIDIA GPU, dropout's
+random bits from the original threefry on one CPU process, and whether JAX computes on its CPU.
 
 JAX by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is jax.
 """
@@ -33,6 +33,33 @@ def gelu(x):
 def on_cpu():
     """Whether JAX computes on its CPU backend (no GPU or TPU)."""
     return jax.default_backend() == "cpu"
+
+
+def cudnn_attention_applies(q):
+    """Whether `dot_product_attention(..., implementation="cudnn")` computes attention of queries `q`
+    [B, R, A, d]: JAX on a CUDA GPU of compute capability 8.0 or later, q in bfloat16 or float16 (cuDNN's fused
+    attention takes no float32), d a multiple of 8 up to 128."""
+    if jax.default_backend() != "gpu" or q.dtype not in (jnp.bfloat16, jnp.float16):
+        return False
+    if q.shape[-1] % 8 != 0 or q.shape[-1] > 128:
+        return False
+    try:  # "9.0" on an H100; ROCm devices name their architecture ("gfx90a") or have no such attribute
+        return float(getattr(jax.devices()[0], "compute_capability", "0")) >= 8.0
+    except ValueError:
+        return False
+
+
+def dot_product_attention(q, k, v, bias, implementation):
+    """softmax(q k^T / sqrt(d) + bias) v by `jax.nn.dot_product_attention` with `implementation` ("cudnn": one
+    fused cuDNN kernel; "xla": XLA's composition): the context [B, R, A, d] of q [B, R, A, d], k, v [B, T, A, d]
+    and an additive bias broadcastable to [B, A, R, T] (BERT's padding bias is [B, 1, 1, T]).
+
+    cuDNN takes a bias of the full [R, T] in its last two axes, so the bias is broadcast to [B, 1 or A, R, T].
+    The bias is a constant of the padding mask: its gradient is stopped (cuDNN computes one for any bias).
+    """
+    bias = jax.lax.stop_gradient(bias)
+    bias = jnp.broadcast_to(bias, (bias.shape[0], bias.shape[1], q.shape[1], k.shape[1]))  # [B, 1 or A, R, T]
+    return jax.nn.dot_product_attention(q, k, v, bias=bias, implementation=implementation)  # [B, R, A, d]
 
 
 def unfused(probs):
