@@ -1,12 +1,15 @@
 """A recipe's `--help` and a flag's error answer before Keras, TensorFlow, JAX, torch or scipy is imported
-(the recipes import the package lazily: keras_bert_impl/__init__.py), with nothing on stderr; the package
-imported lazily still gives every export and registers them once asked to."""
+(the recipes import the package lazily: keras_bert_impl/__init__.py), with nothing on stderr; a recipe that
+imports TensorFlow keeps TensorFlow's C++ log lines off stderr; the package imported lazily still gives every
+export and registers them once asked to."""
 
 import os
 import subprocess
 import sys
 
 import pytest
+
+from keras_bert_impl.utils.tensorflow_logs import TENSORFLOW_LOG_LINE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECIPES = ["run_glue", "run_ner", "run_squad", "run_swag", "pretrain", "create_pretraining_data",
@@ -18,10 +21,13 @@ _RUN_RECIPE = """
 import runpy, sys
 path, args = sys.argv[1], sys.argv[2:]
 sys.argv = [path, *args]
+code = None
 try:
     runpy.run_path(path, run_name="__main__")
 except SystemExit as exit:
     code = exit.code
+import os
+print("TF_CPP_MIN_LOG_LEVEL set:", "TF_CPP_MIN_LOG_LEVEL" in os.environ)
 print("IMPORTED", sorted(m for m in {heavy!r} if m in sys.modules), "EXIT", code)
 """.format(heavy=HEAVY)
 
@@ -39,6 +45,24 @@ def test_help_answers_without_importing_a_deep_learning_library(recipe):
     assert result.stdout.startswith(f"usage: {recipe}.py"), result.stdout[:200] + result.stderr[-2000:]
     assert result.stdout.rstrip().endswith("IMPORTED [] EXIT 0"), result.stdout[-300:]
     assert result.stderr == ""
+    # A recipe leaves TF_CPP_MIN_LOG_LEVEL to the user: set before run_main, it turns the filter of TensorFlow's
+    # log lines off.
+    assert "TF_CPP_MIN_LOG_LEVEL set: False" in result.stdout
+
+
+def test_a_recipe_that_imports_tensorflow_keeps_its_log_lines_off_stderr(tmp_path):
+    vocab, corpus = tmp_path / "vocab.txt", tmp_path / "corpus.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"北京上海天气很好今日"]) + "\n",
+                     encoding="utf-8")
+    corpus.write_text("北京天气很好。\n上海今日天气很好。\n\n上海天气很好。\n北京今日很好。\n", encoding="utf-8")
+    result = _run("create_pretraining_data", f"--input_file={corpus}", f"--vocab_file={vocab}",
+                  f"--output_file={tmp_path / 'out.tfrecord'}", "--max_seq_length=16", "--dupe_factor=1")
+    last = result.stdout.splitlines()[-1]
+    assert "'tensorflow'" in last and last.endswith("EXIT None"), \
+        result.stdout[-300:] + result.stderr[-2000:]
+    assert "Wrote 3 total instances" in result.stderr  # its own report (on stderr, as the original's)
+    logs = [line for line in result.stderr.splitlines() if TENSORFLOW_LOG_LINE.match(line.encode())]
+    assert not logs, result.stderr
 
 
 @pytest.mark.parametrize("recipe, args, message", [
