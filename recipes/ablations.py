@@ -14,7 +14,6 @@ listed in keras_bert_impl/runners/ablations.py; docs/experiments.md says what ea
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
 
 from keras_bert_impl.runners.ablations import build_parser, run_table  # noqa: E402

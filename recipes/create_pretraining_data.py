@@ -18,7 +18,6 @@ Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
 
 from keras_bert_impl.runners.create_pretraining_data import build_parser, main, run  # noqa: E402, F401

@@ -19,7 +19,6 @@ flag or in the model directory stops the run with one line and exit status 2 (--
 import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"  # the export is a TensorFlow graph, whatever trained the model
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
 
 from keras_bert_impl.runners.export_savedmodel import build_parser, main, run  # noqa: E402, F401

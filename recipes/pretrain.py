@@ -43,7 +43,6 @@ and `--tpu_name` select the TPU strategy. `--train_batch_size` is the global bat
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
 
 from keras_bert_impl.runners.pretrain import build_parser, main, run  # noqa: E402, F401

@@ -271,12 +271,13 @@ def test_a_recipe_step_runs_its_module_with_python_m_and_in_process_calls_its_ma
     """Subprocess: `python -m keras_bert_impl.runners.<name> <flags>` from the repository root, its command
     as a user types it (`python recipes/<name>.py <flags>`); `in_process`: the module's `main(flags)`."""
     calls = []
-    monkeypatch.setattr(experiment_steps.subprocess, "run",
-                        lambda argv, cwd, env: calls.append((argv, cwd)) or subprocess.CompletedProcess(argv, 0))
+    monkeypatch.setattr(experiment_steps.subprocess, "run", lambda argv, cwd, **kwargs: calls.append(
+        (argv, cwd, kwargs)) or subprocess.CompletedProcess(argv, 0))
     step = Step("vocab", "recipes/learn_vocab.py", ["--input_files=a.txt", "--quiet"], str(tmp_path / "vocab"))
     record = experiment_steps.run_step(step, str(tmp_path / "work"), REPO)
+    # The environment is inherited: no TF_CPP_MIN_LOG_LEVEL, which would turn the runner's log filter off.
     assert calls == [([sys.executable, "-m", "keras_bert_impl.runners.learn_vocab", "--input_files=a.txt", "--quiet"],
-                      REPO)]
+                      REPO, {})]
     assert record["command"] == "python recipes/learn_vocab.py --input_files=a.txt --quiet"
 
     runner = tmp_path / "modules" / "fake_runner.py"

@@ -18,7 +18,9 @@ from keras_bert_impl.data.tag_schemes import (
     to_bio,
 )
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
+from keras_bert_impl.runners.finetuning import OUTPUT_DESCRIPTIONS
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+from keras_bert_impl.training import run_directory
 from keras_bert_impl.utils.errors import UserInputError
 from tests.finetuning_files import load_recipe
 
@@ -163,7 +165,7 @@ def test_character_per_line_bmes_and_bioes_files_train_and_predict_in_their_sche
     assert from_bio(to_bio(predicted), scheme) == predicted  # valid tags of the scheme
 
 
-def test_cluener_files_train_and_predict_cluener_json_lines(tmp_path):
+def test_cluener_files_train_and_predict_cluener_json_lines(tmp_path, capsys):
     data_dir = tmp_path / "cluener"
     data_dir.mkdir()
     records = [_cluener_record(text, spans) for text, spans in SENTENCES]
@@ -189,3 +191,7 @@ def test_cluener_files_train_and_predict_cluener_json_lines(tmp_path):
     with open(output_dir / "model" / "tokenizer_config.json", encoding="utf-8") as f:
         assert json.load(f)["normalize"] == "nfkc"
     assert BertTokenizer.from_pretrained(str(output_dir / "model")).tokenize("Ａ在") == ["a", "在"]
+    # The run's list of what it wrote describes test_predictions.json, and --overwrite_output_dir removes it.
+    listed = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("  test_predictions")]
+    assert listed and listed[0][0] == "test_predictions.json" and len(listed[0]) > 1
+    assert "test_predictions.json" in run_directory.remove_run_outputs(str(output_dir), OUTPUT_DESCRIPTIONS)

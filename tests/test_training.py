@@ -7,6 +7,7 @@ generated here (the helpers are shared with tests/test_pretrain_recipe.py).
 import json
 import os
 import random
+import warnings
 
 import keras
 import numpy as np
@@ -194,9 +195,13 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
         return tiny_dataset(data["train"])
 
     model = compiled_model(num_train_steps=12)
-    result = resumable.run_training(
-        model, dataset_fn, 12, out, save_checkpoints_steps=2, iterations_per_loop=4, keep_checkpoint_max=2, verbose=0
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = resumable.run_training(
+            model, dataset_fn, 12, out, save_checkpoints_steps=2, iterations_per_loop=4, keep_checkpoint_max=2,
+            verbose=0
+        )
+    assert not [w for w in caught if "shuffle" in str(w.message)]  # no `shuffle` passed for a dataset
     assert seen_steps == [6]
     assert result["initial_step"] == 6 and result["global_step"] == 12
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 12

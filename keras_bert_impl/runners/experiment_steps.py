@@ -117,11 +117,12 @@ def run_step(step, work_dir, repo, in_process=False, records=None):
 def _run_in_subprocess(step, repo):
     """`python -m <its runner module> <flags>` for a recipe's step, else `python <script> <flags>`, from `repo`."""
     if step.script in RUNNERS:
-        # Quiet TensorFlow's C++ logs, as the recipe does before it imports the package.
-        target, env = ["-m", RUNNERS[step.script]], {"TF_CPP_MIN_LOG_LEVEL": "3", **os.environ}
+        # The runner keeps TensorFlow's C++ logs off stderr itself (`runners.cli.run_main`), unless the user
+        # set TF_CPP_MIN_LOG_LEVEL.
+        target = ["-m", RUNNERS[step.script]]
     else:
-        target, env = [os.path.join(repo, step.script)], None
-    done = subprocess.run([sys.executable, *target, *step.flags], cwd=repo, env=env)
+        target = [os.path.join(repo, step.script)]
+    done = subprocess.run([sys.executable, *target, *step.flags], cwd=repo)
     if done.returncode != 0:
         raise RuntimeError(f"step {step.name} failed with exit status {done.returncode}: {step.command()}")
 

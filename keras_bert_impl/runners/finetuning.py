@@ -119,6 +119,7 @@ OUTPUT_DESCRIPTIONS = {
     "nbest_predictions.json": "SQuAD: the n best answers of every question, with probabilities",
     "null_odds.json": "SQuAD v2.0: score(no answer) - score(best span) per question",
     "test_predictions.txt": "NER: the predicted tag of every test word (CoNLL columns)",
+    "test_predictions.json": "NER, a CLUENER test file: its records with the predicted entities as label",
     "test_predictions.csv": "SWAG: the predicted ending of every test example",
     "test_predictions.tsv": "your own classification data: the predicted label of every test example",
     protocol.RUNS_DIR: "one directory per (learning rate, seed) run of the protocol",

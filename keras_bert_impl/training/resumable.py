@@ -167,6 +167,7 @@ def run_training(
                 steps_per_epoch=iterations_per_loop * accumulation,
                 callbacks=[BackendGeneratorsAtFirstStep()] * bool(initial_step) + own_callbacks,
                 verbose=verbose,
+                shuffle=False,  # the dataset shuffles itself; Keras ignores `shuffle` for it, with a warning
             )
         history = fit_history.history
     global_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if model.optimizer.built else 0
