@@ -573,7 +573,7 @@ def fit_task(task, model, train, distribution, predictions):
             data = train.features
             fit_kwargs = {"y": train.labels, "batch_size": batch_config.train_batch_size, "shuffle": True,
                           **train.fit_kwargs}
-        print(f"{task.name}: {train.description}, {epochs} epochs, {total_steps} steps")
+        print(f"{task.name}: {train.description}, {epochs} epoch{'s' * (epochs != 1)}, {total_steps} steps")
         run_directory.record_run_settings(config.output_dir, run_settings(config))
         # The guard comes first: a non-finite or grown loss stops the run before anything of that batch or
         # epoch is logged or saved. The signal check comes last, after the epoch's checkpoint.

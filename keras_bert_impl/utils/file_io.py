@@ -203,7 +203,8 @@ def atomic_open(path, mode="w"):
 
 
 def write_json(path, value):
-    """Writes `value` as strict, indented JSON (sorted keys) to `path` atomically (see `atomic_path`).
+    """Writes `value` as strict, indented JSON (sorted keys; UTF-8, non-ASCII characters as themselves, so that a
+    Chinese answer reads as itself) to `path` atomically (see `atomic_path`).
 
     Strict: a NaN or an infinity, which `json` would write as the bare tokens `NaN` / `Infinity` that other
     JSON readers refuse, raises `ValueError` naming `path` and the key path, and nothing is written. A value
@@ -226,7 +227,7 @@ def write_json(path, value):
     if where is not None:
         raise ValueError(f"{path}: {where[0] or 'the value'} is {where[1]}, which strict JSON cannot hold.")
     with atomic_open(path) as f:
-        json.dump(value, f, indent=2, sort_keys=True, allow_nan=False)
+        json.dump(value, f, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False)
         f.write("\n")
 
 
