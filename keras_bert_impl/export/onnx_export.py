@@ -17,6 +17,8 @@ multiple choice keeps its fixed number of choices. Outputs are the model's raw o
 and `tf2onnx` packages (the dev extra installs both, and onnxruntime).
 """
 
+import warnings
+
 import keras
 
 from keras_bert_impl import backends
@@ -61,7 +63,9 @@ def export_onnx(model, path, opset_version=None):
     if backend not in BACKENDS:
         raise ValueError(f"the ONNX export runs under KERAS_BACKEND=tensorflow, not {backend}: save the model "
                          "(save_pretrained) and export its directory (recipes/export_savedmodel.py --format=onnx).")
-    with backends.export_target("onnx"), atomic_path(path) as tmp:
+    with backends.export_target("onnx"), atomic_path(path) as tmp, warnings.catch_warnings():
+        # tf2onnx reads `np.object`, for which numpy warns of a future change; nothing the user can act on.
+        warnings.filterwarnings("ignore", message="In the future `np.object`", category=FutureWarning)
         model.export(tmp, format="onnx", verbose=False, input_signature=input_specs(model),
                      opset_version=opset_version)
         name_dynamic_axes(tmp)
