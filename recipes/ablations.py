@@ -14,10 +14,12 @@ listed in keras_bert_impl/runners/ablations.py; docs/experiments.md says what ea
 
 import os
 
-os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
 
 from keras_bert_impl.runners.ablations import build_parser, run_table  # noqa: E402
 from keras_bert_impl.runners.cli import run_main  # noqa: E402
+
+del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

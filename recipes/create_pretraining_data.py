@@ -18,9 +18,11 @@ Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_
 
 import os
 
-os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
 
 from keras_bert_impl.runners.create_pretraining_data import build_parser, main, run  # noqa: E402, F401
+
+del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
 
 if __name__ == "__main__":
     main()

@@ -11,9 +11,11 @@ input file stops the run with one line and exit status 2 (--debug: the traceback
 import os
 import sys
 
-os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
 
 from keras_bert_impl.runners.learn_vocab import build_parser, main, run  # noqa: E402, F401
+
+del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,9 +23,11 @@ flags set the fields of `SwagConfig`, and from Python `run_finetuning(SwagTask(S
 
 import os
 
-os.environ.setdefault("KERAS_BERT_IMPL_LAZY_IMPORT", "1")  # the flags parsed before Keras is imported
+os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
 
 from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: E402, F401
+
+del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
 
 if __name__ == "__main__":
     main()

@@ -4,6 +4,8 @@ counters of the training callbacks count updates."""
 
 import dataclasses
 import json
+import os
+import shutil
 
 import keras
 import numpy as np
@@ -114,7 +116,10 @@ def test_pretraining_with_accumulation_counts_updates_and_resumes_to_the_uninter
     assert [step for step, _ in checkpoint_store.list_checkpoints(str(checkpoints))] == [4, 8]
     records = [json.loads(line) for line in (tmp_path / "whole" / "train_log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [4, 8]
-    run(tmp_path / "resumed", 4)
+    # A run that crashed after its step-4 checkpoint: the same command resumes there.
+    shutil.copytree(tmp_path / "whole", tmp_path / "resumed")
+    os.remove(checkpoint_store.checkpoint_path(str(tmp_path / "resumed" / checkpoint_store.CHECKPOINT_SUBDIR), 8))
+    shutil.rmtree(tmp_path / "resumed" / "final")
     resumed = run(tmp_path / "resumed", 8)
     assert (resumed["initial_step"], resumed["global_step"]) == (4, 8)
     a = BertBackbone.from_pretrained(str(tmp_path / "whole" / "final"))

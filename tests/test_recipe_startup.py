@@ -30,6 +30,7 @@ except SystemExit as exit:
     code = exit.code
 import os
 print("TF_CPP_MIN_LOG_LEVEL set:", "TF_CPP_MIN_LOG_LEVEL" in os.environ)
+print("KERAS_BERT_IMPL_LAZY_IMPORT set:", "KERAS_BERT_IMPL_LAZY_IMPORT" in os.environ)
 print("IMPORTED", sorted(m for m in {heavy!r} if m in sys.modules), "EXIT", code)
 """.format(heavy=HEAVY)
 
@@ -50,6 +51,8 @@ def test_help_answers_without_importing_a_deep_learning_library(recipe):
     # A recipe leaves TF_CPP_MIN_LOG_LEVEL to the user: set before run_main, it turns the filter of TensorFlow's
     # log lines off.
     assert "TF_CPP_MIN_LOG_LEVEL set: False" in result.stdout
+    # ... and imports the package lazily for itself only: a process it starts imports it as usual.
+    assert "KERAS_BERT_IMPL_LAZY_IMPORT set: False" in result.stdout
 
 
 @pytest.mark.parametrize("recipe, args, message", [

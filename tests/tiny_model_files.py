@@ -8,7 +8,8 @@ from keras_bert_impl.models.backbone import BertBackbone
 
 TINY = dict(vocab_size=24, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
             max_position_embeddings=16)
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]
+# The vocabulary of TINY (vocab_size 24: a vocabulary of another size is refused).
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"] + [f"w{i}" for i in range(17)]
 
 
 @pytest.fixture(scope="module")
