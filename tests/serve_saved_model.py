@@ -3,7 +3,7 @@
 keras_bert_impl is made unimportable (and the repository is taken off sys.path) before TensorFlow loads the
 export, so the export stands on its own. (`import tensorflow` itself imports keras, so keras is present.)
 Usage: python serve_saved_model.py JOBS_JSON, a list of [export_dir, signature, {input: values}]
--> prints RESULT [outputs of each job as JSON]
+-> prints RESULT [outputs of each job as JSON, or {"error": message} of an input the signature refuses]
 """
 
 import json
@@ -41,8 +41,12 @@ for export_dir, signature, inputs in json.loads(sys.argv[1]):
         loaded[export_dir] = tf.saved_model.load(export_dir)
     served = loaded[export_dir]
     # An empty list is an empty batch of strings (tf.constant([]) would be float32).
-    outputs = served.signatures[signature](**{k: tf.constant(v, tf.string) if v == [] else tf.constant(v)
-                                              for k, v in inputs.items()})
+    try:
+        outputs = served.signatures[signature](**{k: tf.constant(v, tf.string) if v == [] else tf.constant(v)
+                                                  for k, v in inputs.items()})
+    except tf.errors.InvalidArgumentError as error:  # an input the signature refuses: its message
+        results.append({"error": error.message})
+        continue
     results.append({k: plain(v) for k, v in outputs.items()})
 assert not [name for name in sys.modules if name.startswith("keras_bert_impl")]
 print("RESULT " + json.dumps(results))

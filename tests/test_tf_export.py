@@ -427,6 +427,11 @@ def served(minilm_path, tmp_path_factory):
     names += [f"empty {name}" for name, (_, signature, _) in zip(names, jobs) if signature == "serving_default"]
     jobs += [[export_dir, signature, {name: [] for name in inputs}]
              for export_dir, signature, inputs in jobs if signature == "serving_default"]
+    # Each signature of two or more inputs once more, its last input one row short.
+    paired = [(name, job) for name, job in zip(names, jobs) if len(job[2]) > 1 and not name.startswith("empty ")]
+    names += [f"short {name}" for name, _ in paired]
+    jobs += [[export_dir, signature, {**inputs, list(inputs)[-1]: inputs[list(inputs)[-1]][:-1]}]
+             for _, (export_dir, signature, inputs) in paired]
     jobs += shipped_jobs
     names += [f"shipped {name}" for name in shipped["directories"]]
     out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
@@ -750,6 +755,16 @@ def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(se
     for name, outputs in empty.items():
         assert sorted(outputs) == sorted(results[name]), name  # the same outputs as on a real batch
         assert all(value == [] for value in outputs.values()), (name, outputs)
+
+
+def test_a_signature_refuses_inputs_of_different_batch_sizes_naming_the_input(served):
+    results = served["served"]
+    short = {name[len("short "):]: outputs for name, outputs in results.items() if name.startswith("short ")}
+    assert sorted(short) == ["classifier", "qa", "span_qa", "token_ids"]
+    assert "text_pair: expected one entry per entry of text (a batch of the same size)" in short["classifier"]["error"]
+    for name in ("qa", "span_qa"):
+        assert "context: expected one entry per entry of question" in short[name]["error"]
+    assert "padding_mask: expected the shape of token_ids [batch, sequence]" in short["token_ids"]["error"]
 
 
 # ------------------------------------------------------------------- the shipped data: pipeline, recipe, SavedModel

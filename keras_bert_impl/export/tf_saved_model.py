@@ -17,7 +17,11 @@ Signatures by task:
 | "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`, `null_score`; `has_answer` |
 | "multiple_choice" | `context` [B], `endings` [B, C] | `probabilities` [B, C], `label_id` [B] |
 
-B may be 0: an empty batch gets every output with 0 rows.
+B may be 0: an empty batch gets every output with 0 rows. The two inputs of a signature must have a row for
+each other's rows (`text_pair` for `text`, `context` for `question`, `endings` for `context`; `segment_ids` and
+`padding_mask` the shape of `token_ids`): otherwise the call fails with `InvalidArgumentError` naming the
+input ("context: expected one entry per entry of question ..."); an input of another rank or dtype is refused
+by the signature itself.
 
 The answers are those of the recipes' prediction files and of `keras_bert_impl.pipeline` (the same rules,
 here in the graph):
@@ -187,6 +191,15 @@ def _word_groups(text, offsets, padding_mask, segment_ids):
     return first_token, word_start, word_end, tf.cast(starts_word, tf.int32)
 
 
+def _same_rows(first, first_name, second, second_name):
+    """`second` (the other input of a signature, e.g. a question's context), checked to have a row for every
+    row of `first`."""
+    with tf.control_dependencies([tf.debugging.assert_equal(
+            tf.shape(second)[0], tf.shape(first)[0],
+            message=f"{second_name}: expected one entry per entry of {first_name} (a batch of the same size)")]):
+        return tf.identity(second)
+
+
 def _serve_any_batch(endpoint, *texts):
     """`endpoint(*texts)` for a batch of any size, 0 included: an empty batch is served as one row of empty
     strings and 0 rows of every output are kept (the model reads each row's first token, which a packed batch
@@ -238,6 +251,8 @@ class _Exporter:
 
     # ------------------------------------------------------------------------------- endpoints
     def serve_texts(self, text, text_pair=None):
+        if text_pair is not None:
+            text_pair = _same_rows(text, "text", text_pair, "text_pair")
         if self.long_input != "truncate":
             return self.serve_windows(text)
         packed = self.pack(text, text_pair)
@@ -295,6 +310,7 @@ class _Exporter:
 
     def serve_qa(self, question, context):
         """The SQuAD rule over the context's doc-stride windows, as run_squad.py (module docstring)."""
+        context = _same_rows(question, "question", context, "context")
         question_ids = self.tokenizer.tokenize(tf.reshape(question, [-1]))[:, : self.max_query_length]
         context_ids, char_starts, char_ends = self.tokenizer.tokenize_with_offsets(tf.reshape(context, [-1]))
         windows = self.tokenizer.doc_stride_windows(question_ids, context_ids, self.max_seq_length, self.doc_stride)
@@ -338,6 +354,7 @@ class _Exporter:
     def serve_choices(self, context, endings):
         """Each ending packed with its context, as run_swag.py packs a choice; the choices' softmax and argmax."""
         num_choices = self.model.num_choices
+        endings = _same_rows(context, "context", endings, "endings")
         endings = tf.reshape(endings, [-1, num_choices])  # [B, C]
         packed = self.pack(tf.repeat(tf.reshape(context, [-1]), num_choices), tf.reshape(endings, [-1]))
         inputs = {k: tf.reshape(packed[k], [-1, num_choices, tf.shape(packed[k])[1]])
@@ -347,6 +364,11 @@ class _Exporter:
                 "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
     def serve_token_ids(self, token_ids, segment_ids, padding_mask):
+        checks = [tf.debugging.assert_equal(tf.shape(ids), tf.shape(token_ids),
+                                            message=f"{name}: expected the shape of token_ids [batch, sequence]")
+                  for name, ids in (("segment_ids", segment_ids), ("padding_mask", padding_mask))]
+        with tf.control_dependencies(checks):
+            token_ids = tf.identity(token_ids)
         outputs = self.model({"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}, training=False)
         if isinstance(outputs, dict):
             return {k: tf.cast(v, tf.float32) for k, v in outputs.items() if not isinstance(v, (list, tuple))}
