@@ -81,36 +81,5 @@ if os.environ.get(LAZY_IMPORT_ENVIRONMENT_VARIABLE, "") in ("", "0"):
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AdamWeightDecay",
-    "BertBackbone",
-    "BertClassifier",
-    "BertConfig",
-    "BertDense",
-    "BertDropout",
-    "BertEinsumDense",
-    "BertEmbeddings",
-    "BertEncoderBlock",
-    "BertFeatureBasedTagger",
-    "BertMaskedLMPreprocessor",
-    "BertMultipleChoice",
-    "BertMultipleChoicePreprocessor",
-    "BertPreprocessor",
-    "BertPretrainer",
-    "BertSelfAttention",
-    "BertSpanQA",
-    "BertSpanQAPreprocessor",
-    "BertTextClassifierPreprocessor",
-    "BertTokenClassifier",
-    "BertTokenClassifierPreprocessor",
-    "BertTokenizer",
-    "CRF",
-    "DivergenceGuard",
-    "MaskedLMHead",
-    "OptimizerStepSchedule",
-    "Lamb",
-    "ScalarMix",
-    "WarmupLinearDecay",
-    "create_optimizer",
-    "pipeline",
-]
+# The public names: every export.
+__all__ = sorted(_EXPORTS)

@@ -11,8 +11,9 @@ to write (no space left, a read-only file system, no permission: an `OSError` wi
 `runners.flags.FlagParser`) or the environment variable `KERAS_BERT_IMPL_DEBUG=1` re-raises them with their
 traceback. Any other exception is a bug and keeps its traceback. A Python warning is one line, `warning:
 <message>` (with --debug: Python's own form, naming its source line). A flag the parser refuses (unknown,
-abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`). TensorFlow's C++ log lines are kept off stderr (`utils.tensorflow_logs`) unless the
-user set `TF_CPP_MIN_LOG_LEVEL` or passed `--debug`.
+abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`). TensorFlow's C++ log
+lines are kept off stderr (`utils.tensorflow_logs`) unless the user set `TF_CPP_MIN_LOG_LEVEL` or passed
+`--debug`.
 """
 
 import contextlib
