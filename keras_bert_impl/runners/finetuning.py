@@ -37,7 +37,8 @@ sees the batches an uninterrupted run would have seen (the shuffle is seeded wit
 with the same seed and no dropout the result is the uninterrupted run's. A run whose checkpoints already
 reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
 the flags say. `--overwrite_output_dir` (or another `--output_dir`) trains from the start: it removes what a
-run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else.
+run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else, and is
+refused in one line when a file the run reads (--init_checkpoint, --vocab_file, a data file) lies in one of them.
 
 One run per output_dir, bound to its settings (`training.run_directory`): the run holds `output_dir/.lock`
 while it lives, and a second run on the directory is refused, naming the process that holds it; a training
@@ -458,7 +459,8 @@ def run_finetuning(task):
     with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
             run_directory.RunLock(config.output_dir) if distribution.is_chief else contextlib.nullcontext():
         if config.overwrite_output_dir and distribution.is_chief:
-            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS)
+            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS,
+                                                       dataclasses.asdict(config))
             if removed:
                 print(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
         task = task.with_config(distributed_config(config, distribution, write_dir))

@@ -33,7 +33,8 @@ The output directory belongs to one run: a lock (`output_dir/.lock`, held while 
 second run on it, naming the process that holds it; `output_dir/run_settings.json` records the flags that
 shape the trained weights (`RUN_SETTINGS_IGNORED` lists those that do not), and while the directory holds
 checkpoints a training run with other values is refused, naming each flag with its two values.
-`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else.
+`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else (refused
+when --init_checkpoint or an input file lies in one of them).
 
 `--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
 `sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
@@ -184,7 +185,7 @@ def run(args):
     with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
         with run_directory.RunLock(args.output_dir) if distribution.is_chief else contextlib.nullcontext():
             if args.overwrite_output_dir and distribution.is_chief:
-                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS)
+                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS, vars(args))
                 if removed:
                     print(f"--overwrite_output_dir: removed {', '.join(removed)} from {args.output_dir}")
             checkpoint_dir = os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)

@@ -17,8 +17,10 @@ settings that define its run, and cleared (of what a run wrote only) for a fresh
   run whose settings differ is refused before it loads anything, in one line listing each differing setting
   with the recorded and the new value, so that a resume never mixes two runs. A directory without training
   state takes the new settings.
-* `remove_run_outputs(path, names)`: `--overwrite_output_dir`, a fresh start: removes the entries `names`
-  (what the run writes: checkpoints, logs, model, results, the settings record), never any other file.
+* `remove_run_outputs(path, names, settings)`: `--overwrite_output_dir`, a fresh start: removes the entries
+  `names` (what the run writes: checkpoints, logs, model, results, the settings record), never any other file;
+  refused, before anything is removed, when a file the run reads (a path setting: `--init_checkpoint`,
+  `--vocab_file`, `--bert_config_file`, `--data_dir`, `--train_file`, ...) is one of them or lies inside one.
 """
 
 import datetime
@@ -32,7 +34,7 @@ import sys
 import warnings
 
 from keras_bert_impl.utils.errors import UserInputError
-from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.file_io import is_within, write_json
 
 LOCK_FILE = ".lock"
 SETTINGS_FILE = "run_settings.json"
@@ -225,9 +227,27 @@ def record_run_settings(path, settings):
     write_json(os.path.join(path, SETTINGS_FILE), {name: _comparable(name, v) for name, v in settings.items()})
 
 
-def remove_run_outputs(path, names):
+def path_settings(settings):
+    """{name: path} of the settings ({name: value}) that name files a run reads: those whose names end in
+    `_file`, `_dir`, `_checkpoint` or `labels` (but output_dir), each comma-separated part of a value.
+
+    Examples:
+
+    >>> path_settings({"init_checkpoint": "run/model", "learning_rate": 1e-4, "output_dir": "run",
+    ...                "input_file": "a.tfrecord,b.tfrecord"})
+    {'init_checkpoint': ['run/model'], 'input_file': ['a.tfrecord', 'b.tfrecord']}
+    """
+    return {name: [part for part in value.split(",") if part] for name, value in settings.items()
+            if name.endswith(_PATH_SUFFIXES) and name != "output_dir" and isinstance(value, str) and value}
+
+
+def remove_run_outputs(path, names, settings=None, flag="--output_dir", overwrite_flag="--overwrite_output_dir"):
     """Removes the entries `names` of the directory `path` (files or directories) that exist, and the
     settings record; returns the names removed. Nothing else in `path` is touched.
+
+    Raises:
+        UserInputError: a file the run reads (`path_settings(settings)`: its flag and path) is an entry to
+            remove or lies inside one; one line naming both flags, and nothing is removed.
 
     Examples:
 
@@ -241,8 +261,16 @@ def remove_run_outputs(path, names):
     >>> sorted(os.listdir(directory))
     ['notes.txt']
     """
+    targets = [name for name in list(names) + [SETTINGS_FILE] if os.path.lexists(os.path.join(path, name))]
+    for setting, values in path_settings(settings or {}).items():
+        for value in values:
+            inside = next((name for name in targets if is_within(value, os.path.join(path, name))), None)
+            if inside is not None:
+                raise UserInputError(
+                    f"{overwrite_flag} would remove {os.path.join(path, inside)}, which holds --{setting} {value}: "
+                    f"copy it out of {flag} {path} first, or use another {flag}")
     removed = []
-    for name in list(names) + [SETTINGS_FILE]:
+    for name in targets:
         target = os.path.join(path, name)
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target)

@@ -121,6 +121,22 @@ def join(directory, name):
     return os.path.join(directory, name)
 
 
+def is_within(path, directory):
+    """Whether the local `path` is `directory` or lies inside it, links resolved (False for a URL).
+
+    Examples:
+
+    >>> is_within("/runs/sst2/model/vocab.txt", "/runs/sst2/model"), is_within("/runs/sst2", "/runs/sst2/model")
+    (True, False)
+    >>> is_within("/runs/sst2/model", "/runs/sst2/model/"), is_within("/runs/sst2-b", "/runs/sst2")
+    (True, False)
+    """
+    if is_remote(path) or is_remote(directory):
+        return False
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
 def isfile(path):
     """`os.path.isfile` for local paths, `tf.io.gfile.exists` (and not a directory) for URLs."""
     if is_remote(path):
