@@ -1,6 +1,7 @@
 """A user's mistake in a fine-tuning command is one line on stderr (`error: ...`) and exit status 2, without a
 traceback, before any checkpoint is loaded: a missing data file, a malformed line, a bad flag value, an
-abbreviated flag name, a missing --init_checkpoint / --vocab_file path; `--debug` raises it with its traceback.
+abbreviated flag name, a missing --init_checkpoint / --vocab_file path; `--debug` raises it with its traceback;
+the run leaves no output folder it created.
 An evaluation-only run of a checkpoint without a classifier head warns once that the head is untrained."""
 
 import json
@@ -89,6 +90,20 @@ def test_data_errors_come_before_the_checkpoint_is_read(run_glue, tmp_path, caps
 
     with pytest.raises(UserInputError, match="train.tsv"):  # --debug: the exception, with its traceback
         run_glue.main([*flags, "--debug"])
+
+
+def test_a_run_refused_for_its_data_leaves_no_output_folder_it_created(run_glue, tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    data = write_sst2_task(str(data_dir))
+    with open(data_dir / "train.tsv", "a", encoding="utf-8") as f:
+        f.write("a line without its label\n")
+    new = tmp_path / "runs" / "new"
+    assert "train.tsv:42" in _one_line_error(run_glue, run_glue_flags(data, str(new)), capsys)
+    assert not os.path.exists(tmp_path / "runs")  # neither the folder nor the parent the run created
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    assert "train.tsv:42" in _one_line_error(run_glue, run_glue_flags(data, str(existing)), capsys)
+    assert existing.is_dir()  # a folder the user made stays
 
 
 def _plain_backbone_checkpoint(directory, data_dir):

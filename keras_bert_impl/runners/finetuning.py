@@ -453,10 +453,11 @@ def run_finetuning(task):
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
                              "--strategy=multiworker (a worker would not see the runs the chief has finished).")
     distribution = setup_distribution(config)
-    run_directory.make_output_dir(config.output_dir)
     # A multi-worker job: the chief writes output_dir, holding its lock; every other worker writes a temporary
     # directory in which the checkpoints and best weights the chief has written are links (it resumes from them).
-    with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
+    # A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(config.output_dir), distribution.scope(), \
+            distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
             run_directory.RunLock(config.output_dir) if distribution.is_chief else contextlib.nullcontext():
         if config.overwrite_output_dir and distribution.is_chief:
             removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS,

@@ -179,10 +179,10 @@ def run(args):
     if distribution.num_replicas > 1:
         print(f"{distribution.name}: {distribution.num_replicas} replicas x "
               f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
-    run_directory.make_output_dir(args.output_dir)
     # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
-    # temporary directory.
-    with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
+    # temporary directory. A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(args.output_dir), distribution.scope(), \
+            distribution.write_dir(args.output_dir) as write_dir:
         with run_directory.RunLock(args.output_dir) if distribution.is_chief else contextlib.nullcontext():
             if args.overwrite_output_dir and distribution.is_chief:
                 removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS, vars(args))

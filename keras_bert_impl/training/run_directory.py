@@ -2,7 +2,8 @@
 settings that define its run, and cleared (of what a run wrote only) for a fresh start.
 
 * `make_output_dir(path)`: creates the directory; a path that is a file, cannot be created or cannot be
-  written is a `UserInputError` naming it.
+  written is a `UserInputError` naming it. `created_output_dir(path)` does it for a run's life: the folders
+  it created are removed again when the run fails before it wrote anything in them (but its lock file).
 * `RunLock(path)`: held for the run's life, `fcntl.flock` on `path/.lock`, whose text names the holder
   (pid, host, start time, command). A second run on the same directory is refused in one line naming the
   holder. The kernel releases the lock when its process ends however it ends (even kill -9), so the lock of
@@ -23,6 +24,7 @@ settings that define its run, and cleared (of what a run wrote only) for a fresh
   `--vocab_file`, `--bert_config_file`, `--data_dir`, `--train_file`, ...) is one of them or lies inside one.
 """
 
+import contextlib
 import datetime
 import errno
 import fcntl
@@ -73,6 +75,43 @@ def make_output_dir(path, flag="--output_dir"):
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserInputError(f"{flag}: cannot write to {path} (a read-only file system or no permission)")
     return path
+
+
+@contextlib.contextmanager
+def created_output_dir(path, flag="--output_dir"):
+    """`make_output_dir(path, flag)` for the block (a run); when the block raises, the folders this call
+    created (`path` and its missing parents) are removed again if they hold nothing but the run's lock file,
+    so that a run refused for a flag or a file leaves no folder behind. Existing folders are never removed.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs", "sst2")
+    >>> try:
+    ...     with created_output_dir(path):
+    ...         raise UserInputError("train.tsv:3: expected 2 fields")
+    ... except UserInputError:
+    ...     os.path.exists(path), os.path.exists(os.path.dirname(path))
+    (False, False)
+    """
+    created = []
+    parent = os.path.abspath(path)
+    while not os.path.lexists(parent):
+        created.append(parent)
+        parent = os.path.dirname(parent)
+    make_output_dir(path, flag)
+    try:
+        yield path
+    except BaseException:
+        for directory in created:  # deepest first
+            try:
+                names = os.listdir(directory)
+                if names == [LOCK_FILE]:
+                    os.remove(os.path.join(directory, LOCK_FILE))
+                os.rmdir(directory)
+            except OSError:  # written in, or removed already: left as it is
+                break
+        raise
 
 
 class RunLock:
