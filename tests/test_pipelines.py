@@ -275,6 +275,40 @@ def test_own_labels_sets_integers_strings_and_floats():
         label_ids(examples("meh"), ["neg", "pos"])
 
 
+def test_one_label_value_is_refused_and_integer_labels_are_a_regression_when_asked():
+    def examples(*labels):
+        return [InputExample(f"train.csv:{i + 2}", "t", None, label) for i, label in enumerate(labels)]
+
+    for labels in (("pos", "pos", "pos"), (1,)):  # one label value; a file of one line
+        with pytest.raises(UserInputError, match=f"^train.csv: every example has the label {labels[0]!r}; a "
+                                                 "classifier needs at least two label values"):
+            label_set(examples(*labels))
+    assert label_set(examples(1, 1, 3), regression=True) is None
+    assert label_ids(examples(1, 1, 3), None).tolist() == [1.0, 1.0, 3.0]  # scores, as float labels
+    with pytest.raises(UserInputError, match="^train.csv:3: label 'x' is not a number, and --regression"):
+        label_set(examples(1, "x"), regression=True)
+
+
+def test_run_glue_one_label_file_is_one_line_and_regression_trains_a_regressor(tokenizer, tmp_path, capsys):
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(_backbone().config.to_dict()), encoding="utf-8")
+    flags = [f"--vocab_file={tokenizer.vocab_file}", f"--bert_config_file={config}", "--do_train",
+             "--max_seq_length=8", "--num_train_epochs=1", "--train_batch_size=4", "--verbose=0"]
+    one_label = _write_jsonl(tmp_path / "one.jsonl", [{"text": "the city", "label": 1}] * 6)
+    with pytest.raises(SystemExit) as exit_info:
+        load_run_glue().main([*flags, f"--train_file={one_label}", f"--output_dir={tmp_path / 'one'}"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (f"error: {one_label}: every example has the label 1; a classifier "
+                                               "needs at least two label values (for a regression: float labels, "
+                                               "or --regression)")
+    scores = _write_jsonl(tmp_path / "scores.jsonl", [{"text": f"{WORDS[i]} {WORDS[i + 1]}", "label": i % 5}
+                                                           for i in range(12)])
+    load_run_glue().main([*flags, f"--train_file={scores}", f"--output_dir={tmp_path / 'reg'}", "--regression"])
+    saved = json.loads((tmp_path / "reg" / "model" / "config.json").read_text(encoding="utf-8"))
+    assert saved["problem_type"] == "regression" and len(saved["id2label"]) == 1
+    assert "labels: a regression (--regression)" in capsys.readouterr().out
+
+
 def _write_jsonl(path, rows):
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return str(path)

@@ -10,7 +10,8 @@ submission files; the model directory names the labels readably (SST-2's "negati
 "0" and "1": `glue_data.model_label_names`).
 
 Without `--task_name`, the files are your own data (`data/text_classification_data.py`): labels of any
-count, integers or strings, read from --train_file (float labels: a regression), kept as names in the model
+count (at least two), integers or strings, read from --train_file (float labels, or `--regression`: a
+regression), kept as names in the model
 directory's config.json `id2label` (without --do_train: the checkpoint's labels); it evaluates accuracy
 (a regression: Pearson and Spearman correlations) and writes test_predictions.tsv (`index`, `prediction`:
 the label name, or the score).
@@ -78,6 +79,8 @@ class GlueConfig(FinetuningConfig):
     long_input: str = setting("truncate", one_of(LONG_INPUT_MODES))
     # Stream the training file (`data.streaming`): None: from `streaming.STREAMING_MIN_BYTES` up.
     stream_train_data: Optional[bool] = setting(None, optional(BOOLEAN))
+    # Your own data: a regression on its labels, integers too (float labels are one without it).
+    regression: bool = setting(False, BOOLEAN)
 
 
 class ClassificationSplit(NamedTuple):
@@ -114,6 +117,9 @@ class GlueTask(FinetuningTask):
     def check_flags(self):
         super().check_flags()
         if self.task is not None:
+            if self.config.regression:
+                raise UserInputError(f"--regression is for your own data (no --task_name); {self.task} is "
+                                     f"{'a regression' if self.regression else 'a classification'} already.")
             return
         for wanted, kind in ((self.config.do_train, "train"), (self.config.do_eval, "dev"),
                              (self.config.do_predict, "test")):
@@ -181,7 +187,7 @@ class GlueTask(FinetuningTask):
         if labelled is None:
             raise UserInputError(f"--init_checkpoint={self.config.init_checkpoint}: no label names (config.json's "
                                  "id2label); --train_file or --validation_file gives them.")
-        return text_classification_data.label_set(labelled)
+        return text_classification_data.label_set(labelled, self.config.regression)
 
     def streamed_split(self, split, path=None):
         """The training split streamed from its file (`streaming.StreamedExamples`, checked line by line in one
@@ -235,7 +241,8 @@ class GlueTask(FinetuningTask):
         if self.task is None:
             self.label_names = self.own_label_names({kind: next(iter(v.values())) for kind, v in examples.items()})
             self.main_metric = "spearmanr" if self.regression else "accuracy"
-            print(f"labels: {'a regression (float labels)' if self.regression else self.label_names}")
+            regression = f"a regression ({'--regression' if self.config.regression else 'float labels'})"
+            print(f"labels: {regression if self.regression else self.label_names}")
         splits = {kind: {split: self.load_split(split, rows) for split, rows in examples[kind].items()}
                   for kind in examples}
         self.train_set = stream or (splits["train"]["train"] if "train" in splits else None)
