@@ -33,7 +33,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
+from keras_bert_impl.data.dataset_files import field, read_records, require_examples, require_text, text_field
 from keras_bert_impl.data.glue_data import InputExample, tsv_records
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -97,16 +97,17 @@ def read_labelled_records(path, split, text_column=None, text_pair_column=None, 
         list of `InputExample`; `guid` is "path:line" (or "path:[i]"), `label` an int, float or str.
 
     Raises:
-        UserInputError: a missing file or column, a text that is not a string, a missing label, a file
-            without examples; naming the file and line.
+        UserInputError: a missing file or column, a text that is not a string or is empty, a missing label, a
+            file without examples; naming the file and line.
     """
     records = tsv_records(path) if path.lower().endswith(".tsv") else read_records(path)
     examples = []
     for where, record in records:
         first, second = text_columns(record, where, text_column, text_pair_column)
-        text_b = text_field(record, second, where) if second else None
+        text_a = require_text(text_field(record, first, where), where, f"column {first!r}")
+        text_b = text_field(record, second, where) if second else None  # empty: packed as one segment
         label = None if split.startswith("test") else label_value(field(record, label_column, where), where)
-        examples.append(InputExample(where, text_field(record, first, where), text_b, label))
+        examples.append(InputExample(where, text_a, text_b, label))
     return require_examples(examples, path)
 
 
