@@ -106,6 +106,15 @@ def test_cluener_records_are_read_one_word_a_character_and_written_back_with_the
             {"text": "张三在", "label": {"PER": {"张三": [[0, 1]]}, "LOC": {"三在": [[1, 2]]}}}, "train.json:4")
 
 
+def test_a_cluener_span_ending_before_it_starts_is_named_as_such_and_one_past_the_text_as_outside():
+    with pytest.raises(UserInputError) as refused:
+        cluener_data.cluener_words_and_tags({"text": "张三", "label": {"PER": {"张三": [[1, 0]]}}}, "train.json:5")
+    assert str(refused.value) == ('train.json:5: label \'PER\' entity \'张三\': [1, 0] ends before it starts; expected '
+                                  '{"TYPE": {"ENTITY": [[start, end], ...]}} with end inclusive, start <= end.')
+    with pytest.raises(UserInputError, match=r"train\.json:6: .*\[1, 2\] is outside the text of 2 characters"):
+        cluener_data.cluener_words_and_tags({"text": "张三", "label": {"PER": {"三": [[1, 2]]}}}, "train.json:6")
+
+
 def test_a_raw_chinese_string_is_one_word_a_character():
     tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *"周杰昨天从广州回来了。"])
     preprocessor = BertTokenClassifierPreprocessor(tokenizer, sequence_length=16)
