@@ -588,7 +588,8 @@ def fit_task(task, model, train, distribution, predictions):
                                     accumulation_steps=accumulation, initial_batches=initial_epoch * batches_per_epoch),
             EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max), stop,
         ]
-        with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length):
+        with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length), \
+                streaming.raising_stream_errors(train.features):
             model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=config.verbose,
                       **fit_kwargs)
     # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
