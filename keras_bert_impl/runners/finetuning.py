@@ -510,7 +510,10 @@ def finetune(task, distribution, select_on_dev=False):
         elif config.do_train:
             print(f"{str(warning.message).rstrip('.')} (a new head: training sets its weights).")
     if config.lora_rank:
-        model.backbone.enable_lora(config.lora_rank)
+        try:
+            model.backbone.enable_lora(config.lora_rank)
+        except UserInputError as error:
+            raise UserInputError(f"--lora_rank: {error}") from None
     predictions = predictor(model, distribution)
     results = {}
     if config.do_train:
