@@ -5,7 +5,7 @@ stopped by Ctrl-C (SIGINT), which exits 130 within one step saying where it resu
 second run on its output_dir is refused naming its process; the run leaves train_log.jsonl, TensorBoard
 events, dev metrics per epoch and a best.weights.h5 without optimizer state; a finished run started again
 trains nothing, refuses other training settings (naming each) and --overwrite_output_dir starts it afresh,
-removing only what a run wrote."""
+removing only what a run wrote; a rerun on data with another label set is refused naming both sets."""
 
 import json
 import os
@@ -304,3 +304,29 @@ def test_overwrite_output_dir_trains_afresh_and_keeps_the_users_files(task_files
     with open(os.path.join(output_dir, "run_settings.json")) as f:
         recorded = json.load(f)
     assert recorded["learning_rate"] == 1e-2 and recorded["num_train_epochs"] == 1.0
+
+
+def test_a_rerun_on_data_with_another_label_set_names_the_change(tmp_path, capsys):
+    """Your own data (no --task_name): a rerun whose training file adds a label is refused naming the labels
+    the checkpoints were trained on and those the data now gives, before any checkpoint is read."""
+    data_dir = str(tmp_path / "data")
+    files = write_sst2_task(data_dir, num_train=8, num_dev=2, num_test=1)
+    train = os.path.join(data_dir, "own.tsv")
+    with open(os.path.join(data_dir, "train.tsv"), encoding="utf-8") as f:
+        rows = f.read().replace("\t0\n", "\tneg\n").replace("\t1\n", "\tpos\n")
+    with open(train, "w", encoding="utf-8") as f:
+        f.write(rows)
+    output_dir = str(tmp_path / "out")
+    flags = [f for f in run_glue_flags(files, output_dir, "--num_train_epochs=1", f"--train_file={train}")
+             if not f.startswith(("--task_name", "--data_dir", "--do_eval"))]
+    load_run_glue().main(flags)
+    with open(train, "a", encoding="utf-8") as f:
+        f.write("good movie\tmeh\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        load_run_glue().main(flags)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {os.path.join(output_dir, 'checkpoints')}: its checkpoints were trained on the labels ['neg', 'pos']; "
+        "the data now gives ['meh', 'neg', 'pos'] (added 'meh'): rerun on the same labels, use another --output_dir, "
+        "or pass --overwrite_output_dir to start afresh")

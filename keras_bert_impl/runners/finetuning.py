@@ -314,22 +314,25 @@ class BestCheckpoint(keras.callbacks.Callback):
 
 class EpochCheckpoint(keras.callbacks.Callback):
     """At every epoch end: writes the driver's state for the step (`STATE_FILE`: epochs done, the
-    `BestCheckpoint` state), then the model + optimizer checkpoint (`checkpoint_store.save_checkpoint`).
+    `BestCheckpoint` state, the labels the head is trained on), then the model + optimizer checkpoint
+    (`checkpoint_store.save_checkpoint`).
 
     The state is written first, so every checkpoint has its state; a kill between the two leaves the
     previous checkpoint the latest, whose state is still there.
     """
 
-    def __init__(self, directory, best=None, keep_checkpoint_max=2):
+    def __init__(self, directory, best=None, keep_checkpoint_max=1, labels=None):
         super().__init__()
         self.directory = directory
         self.best = best
         self.keep_checkpoint_max = keep_checkpoint_max
+        self.labels = labels
 
     def on_epoch_end(self, epoch, logs=None):
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         states = read_checkpoint_states(self.directory)
-        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state()}
+        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state(),
+                             "labels": self.labels}
         os.makedirs(self.directory, exist_ok=True)
         write_json(os.path.join(self.directory, STATE_FILE), states)
         checkpoint_store.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
@@ -359,15 +362,23 @@ def read_checkpoint_states(directory):
         return json.load(f)
 
 
-def restore_training(model, directory, best=None):
+def restore_training(model, directory, best=None, labels=None):
     """Restores the latest checkpoint of `directory` into the compiled `model` (and its state into `best`);
-    returns the number of epochs it completed (0 when there is none).
+    returns the number of epochs it completed (0 when there is none). `labels`: the label names the model's
+    head is trained on now (`task.trained_labels()`).
 
     Raises:
-        UserInputError: the checkpoints do not fit the model (another run's output_dir) or lack their state.
+        UserInputError: the checkpoints were trained on other labels (naming both sets), do not fit the model
+            (another run's output_dir) or lack their state.
     """
-    if not checkpoint_store.list_checkpoints(directory):
+    checkpoints = checkpoint_store.list_checkpoints(directory)
+    if not checkpoints:
         return 0
+    recorded = read_checkpoint_states(directory).get(str(checkpoints[-1][0]), {})
+    if "labels" in recorded and recorded["labels"] != labels:
+        raise UserInputError(f"{directory}: its checkpoints were trained on the labels {labels_text(recorded['labels'])}; "
+                             f"the data now gives {labels_text(labels, recorded['labels'])}: rerun on the same "
+                             "labels, use another --output_dir, or pass --overwrite_output_dir to start afresh")
     try:
         step = checkpoint_store.restore_latest_checkpoint(model, directory)
     except (OSError, ValueError) as error:
@@ -381,6 +392,29 @@ def restore_training(model, directory, best=None):
     if best is not None and state.get("best"):
         best.restore(state["best"])
     return int(state["epoch"])
+
+
+def labels_text(labels, before=None):
+    """A label set as an error shows it: the list, "none (a head without labels)", and, given the set
+    `before`, what was added and removed.
+
+    Examples:
+
+    >>> labels_text(["a", "b", "c"], ["a", "b"])
+    "['a', 'b', 'c'] (added 'c')"
+    >>> labels_text(None)
+    'none (a regression, or a head without labels)'
+    """
+    if labels is None:
+        return "none (a regression, or a head without labels)"
+    text = str(list(labels))
+    if before:
+        added = [repr(label) for label in labels if label not in before]
+        removed = [repr(label) for label in before if label not in labels]
+        changes = ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed
+                                                                       else [])
+        text += f" ({'; '.join(changes) or 'the same labels in another order'})"
+    return text
 
 
 def epoch_resume_point(directory, step):
@@ -554,7 +588,7 @@ def fit_task(task, model, train, distribution, predictions):
     # `fit` hands the callback `model` itself; `predictions` computes its outputs.
     best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, config.output_dir)
             if task.can_evaluate else None)
-    initial_epoch = restore_training(model, checkpoint_dir, best)
+    initial_epoch = restore_training(model, checkpoint_dir, best, task.trained_labels())
     log_path = os.path.join(config.output_dir, TRAIN_LOG)
     initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
     if initial_epoch >= epochs:
@@ -589,7 +623,7 @@ def fit_task(task, model, train, distribution, predictions):
             metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
                                     steps_path=steps_log_path, log_every_steps=config.log_every_steps,
                                     accumulation_steps=accumulation, initial_batches=initial_epoch * batches_per_epoch),
-            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max), stop,
+            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max, task.trained_labels()), stop,
         ]
         with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length), \
                 streaming.raising_stream_errors(train.features):

@@ -327,6 +327,11 @@ class FinetuningTask:
         (`tokenizers.unknown_tokens.report_unknown_tokens`): a list of str."""
         return []
 
+    def trained_labels(self):
+        """The label names the model's head is trained on, in class-id order (recorded with each checkpoint:
+        a resumed run on other labels is refused naming both sets); None for a head without labels."""
+        return None
+
     def build_model(self):
         raise NotImplementedError
 

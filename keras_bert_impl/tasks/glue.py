@@ -259,6 +259,10 @@ class GlueTask(FinetuningTask):
             examples.append(self.train_set.examples)
         return [text for split in examples for e in split for text in (e.text_a, e.text_b) if text]
 
+    def trained_labels(self):
+        """The label names (None: a regression)."""
+        return None if self.label_names is None else list(self.label_names)
+
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has one."""
         num_classes = 1 if self.regression else len(self.label_names)

@@ -253,6 +253,10 @@ class NerTask(FinetuningTask):
         """The words of every sentence of every split read."""
         return [word for split in self.splits.values() for s in split.sentences for word in s.words]
 
+    def trained_labels(self):
+        """The label list (BIO tags)."""
+        return list(self.label_list)
+
     def build_model(self):
         config, num_classes = self.config, len(self.label_list)
         if config.feature_based:
