@@ -228,3 +228,32 @@ def test_pretraining_dataset_refuses_shapes_other_than_the_flags(tmp_path, max_s
         tf_pretraining_datasets.pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
     batches = list(tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
     assert [tuple(x["token_ids"].shape) for x, _ in batches] == [(2, 8), (1, 8)]
+
+
+def test_squad_questions_and_swag_choices_cut_to_their_lengths_are_one_warning_per_file(tmp_path):
+    from keras_bert_impl.tasks.squad import SquadConfig, SquadTask
+    from keras_bert_impl.tasks.swag import SwagConfig, SwagTask
+
+    tokenizer = BertTokenizer(_vocab(tmp_path))
+    path = _write(tmp_path / "dev.json", json.dumps(_squad([
+        {"id": "q1", "question": "who sang ?", "answers": []}, {"id": "q2", "question": "who sang a b ?", "answers": []},
+        {"id": "q3", "question": "who ?", "answers": []}])))
+    squad = SquadTask(SquadConfig(output_dir=str(tmp_path / "out"), max_seq_length=16, max_query_length=3,
+                                  doc_stride=4))
+    squad.tokenizer = tokenizer
+    with pytest.warns(UserWarning) as caught:
+        squad.load_features(path, is_training=False)
+    assert [str(w.message) for w in caught] == [
+        f"{path}: 1 of 3 questions are longer than --max_query_length=3 and are cut to it, as the original cuts "
+        "them (a larger --max_query_length reads more)."]
+
+    row = {"sent1": "ann sang a b a b", "sent2": "a", "ending0": "b", "ending1": "a b a b", "ending2": "b",
+           "ending3": "b", "label": 0}
+    _write(tmp_path / "val.csv", ",".join(row) + "\n" + ",".join(str(v) for v in row.values()) + "\n")
+    swag = SwagTask(SwagConfig(output_dir=str(tmp_path / "out"), data_dir=str(tmp_path), max_seq_length=12))
+    swag.tokenizer = tokenizer
+    with pytest.warns(UserWarning) as caught:
+        swag.load_split("dev")
+    assert [str(w.message) for w in caught] == [  # 6 + 2 tokens and 3 special ones fit 12; 6 + 5 do not
+        "the dev set: 1 of 4 choices are longer than --max_seq_length=12 and are cut to it, as the original cuts "
+        "them (a larger --max_seq_length reads more)."]

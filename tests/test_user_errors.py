@@ -145,3 +145,19 @@ def test_help_shows_every_default_and_the_debug_flag(run_glue, capsys):
                  "--learning_rate LEARNING_RATE Peak learning rate of AdamW. (default: 5e-05)",
                  "--keep_checkpoint_max KEEP_CHECKPOINT_MAX", "--debug Show the full traceback"):
         assert text in out, text
+
+
+def test_texts_longer_than_max_seq_length_are_said_once_per_split(run_glue, tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    data = write_sst2_task(str(data_dir))
+    with pytest.warns(UserWarning) as caught:
+        run_glue.main(run_glue_flags(data, str(tmp_path / "out"), "--num_train_epochs=1", "--max_seq_length=5"))
+    said = [str(w.message) for w in caught if "--max_seq_length" in str(w.message)]
+
+    def longer(name):  # every word is one token: [CLS] + 3 words + [SEP] fit in 5
+        rows = (data_dir / name).read_text(encoding="utf-8").splitlines()[1:]
+        return sum(len(row.split("\t")[0].split()) > 3 for row in rows), len(rows)
+
+    assert said == [f"the {split} set: {cut} of {total} examples are longer than --max_seq_length=5 and "
+                    "are cut to it, as the original cuts them (--long_input=mean or max reads all of a text)."
+                    for split, (cut, total) in (("train", longer("train.tsv")), ("dev", longer("dev.tsv")))]

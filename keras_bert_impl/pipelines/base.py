@@ -27,6 +27,7 @@ import numpy as np
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError, describe
 
@@ -201,19 +202,12 @@ class Pipeline:
                       f"({remedy}); said once per pipeline.", stacklevel=_callers_level())
 
     def first_cut(self, texts, pairs, lengths, max_length):
-        """`(what, tokens)` of the first text (with its pair) that packing to `max_length` cut, or None;
-        `lengths`: the packed length of each (only those of `max_length` may have been cut). None once
-        `warn_cut` warned (nothing more to say)."""
+        """`("input i", tokens)` of the first text (with its pair) that packing to `max_length` cut
+        (`packing.cut_rows`; `lengths`: the packed length of each), or None; None once `warn_cut` warned."""
         if self.warned_cut:
             return None
-        for index, length in enumerate(lengths):
-            if length < max_length:
-                continue
-            tokens = len(self.tokenizer.tokenize(texts[index]))
-            pair = len(self.tokenizer.tokenize(pairs[index])) if pairs is not None and pairs[index] else 0
-            if tokens + pair + (3 if pair else 2) > max_length:
-                return f"input {index}", tokens + pair
-        return None
+        found = next(packing.cut_rows(self.tokenizer, texts, pairs, lengths, max_length), None)
+        return None if found is None else (f"input {found[0]}", found[1])
 
     # ------------------------------------------------------------------------------ running
     def predict(self, features, settings, **options):

@@ -37,7 +37,13 @@ from keras_bert_impl.data import batching, glue_data, streaming, text_classifica
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
+from keras_bert_impl.tasks.base import (
+    FinetuningConfig,
+    FinetuningTask,
+    TrainingSet,
+    batching_options,
+    warn_cut_examples,
+)
 from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.training.metrics_log import metrics_text
@@ -153,11 +159,17 @@ class GlueTask(FinetuningTask):
         return glue_data.read_glue_records(self.task, path, split, config.text_column, config.text_pair_column,
                                            config.label_column)
 
-    def encode(self, examples):
-        """(features, example_index) of examples: packed as the original (`glue_data.encode_examples`), or
-        with --long_input mean / max every text's windows (`packing.pack_windows`) and the text of each."""
+    def encode(self, examples, split="train"):
+        """(features, example_index) of examples: packed as the original (`glue_data.encode_examples`; the
+        examples it cuts said in one warning), or with --long_input mean / max every text's windows
+        (`packing.pack_windows`) and the text of each."""
         if self.config.long_input == "truncate":
-            return glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length), None
+            features = glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length)
+            warn_cut_examples(self.tokenizer, [e.text_a for e in examples], [e.text_b for e in examples],
+                              features, self.config.max_seq_length, f"the {split} set",
+                              "--long_input=mean or max reads all of a text" if not any(e.text_b for e in examples)
+                              else "a larger --max_seq_length reads more")
+            return features, None
         paired = next((e for e in examples if e.text_b), None)
         if paired is not None:
             raise UserInputError(f"--long_input={self.config.long_input} classifies the windows of single texts; "
@@ -166,7 +178,7 @@ class GlueTask(FinetuningTask):
 
     def load_split(self, split, examples):
         """The `ClassificationSplit` of one split's examples."""
-        features, example_index = self.encode(examples)
+        features, example_index = self.encode(examples, split)
         labels = None
         if not split.startswith("test"):
             labels = (glue_data.label_ids(self.task, examples) if self.task else
