@@ -13,7 +13,10 @@ header and the exception line that ends it are dropped too, up to the first othe
 once.
 
 The recipes filter unless the user asked for the logs: `TF_CPP_MIN_LOG_LEVEL` set in the environment, or
-`--debug` (`runners.cli.run_main`).
+`--debug` (`runners.cli.run_main`). Plain library use (a script's `from keras_bert_impl import pipeline` under
+the TensorFlow backend) gets the same for TensorFlow's start-up: the package imports Keras through
+`import_keras_quietly`, which filters while TensorFlow is imported and lists its devices (where it logs the
+start-up lines and the cuInit failure of a machine without a GPU), unless `TF_CPP_MIN_LOG_LEVEL` is set.
 """
 
 import contextlib
@@ -145,3 +148,18 @@ def filtered_stderr(enabled=True):
         if not thread.is_alive():  # else a child process still holds the pipe: the thread forwards until it ends
             os.close(read_end)
             os.close(real_stderr)
+
+
+def import_keras_quietly():
+    """Imports Keras, and with the TensorFlow backend lists TensorFlow's devices, inside `filtered_stderr`:
+    TensorFlow's start-up log lines stay off stderr. Nothing is filtered when the user set
+    `TF_CPP_MIN_LOG_LEVEL` (the lines are theirs to see) or Keras is imported already (too late to filter)."""
+    if "keras" in sys.modules or wants_tensorflow_logs():
+        return
+    with filtered_stderr():
+        import keras
+
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()
