@@ -94,6 +94,7 @@ from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.progress import FitProgress
 
 TRAIN_LOG = "train_log.jsonl"
 STEPS_LOG = "train_steps_log.jsonl"
@@ -623,12 +624,12 @@ def fit_task(task, model, train, distribution, predictions):
             metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
                                     steps_path=steps_log_path, log_every_steps=config.log_every_steps,
                                     accumulation_steps=accumulation, initial_batches=initial_epoch * batches_per_epoch),
-            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max, task.trained_labels()), stop,
+            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max, task.trained_labels()),
+            FitProgress(config.verbose), stop,
         ]
         with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length), \
                 streaming.raising_stream_errors(train.features):
-            model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=config.verbose,
-                      **fit_kwargs)
+            model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=0, **fit_kwargs)
     # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
     divergence.check_finite_weights(model, "the end of training")
     if best is None or best.best_metrics is None:
