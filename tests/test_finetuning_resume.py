@@ -22,6 +22,7 @@ from safetensors.numpy import load_file
 
 from keras_bert_impl.runners import finetuning
 from keras_bert_impl.training import checkpoint_store, metrics_log
+from keras_bert_impl.utils import file_io
 from tests.finetuning_files import (
     PYTHON,
     RUN_GLUE,
@@ -164,10 +165,15 @@ def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(unint
     assert {("loss", 10), ("loss", 30), ("dev_accuracy", 20), ("steps/loss", 4), ("steps/loss", 28)} <= tags
     with open(os.path.join(output_dir, "checkpoints", finetuning.STATE_FILE)) as f:
         states = json.load(f)
-    assert sorted(states) == ["20", "30"] and states["30"]["epoch"] == 3  # --keep_checkpoint_max=2
+    assert sorted(states) == ["30"] and states["30"]["epoch"] == 3  # --keep_checkpoint_max=1, the default
+    assert [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(output_dir, "checkpoints"))] == [30]
     for name in ("train_log.jsonl", "train_steps_log.jsonl", "logs/", "checkpoints/", "best.weights.h5", "eval_results.json", "model/"):
         assert f"  {name}" in stdout
     assert f"wrote to {output_dir}:" in stdout
+    sizes = dict(re.findall(r"\n  (\S+) +(\d+\.\d kB|\d+ B|\d+\.\d MB)", stdout))
+    assert sizes["best.weights.h5"] == file_io.size_text(os.path.getsize(os.path.join(output_dir, "best.weights.h5")))
+    assert sizes["checkpoints/"] == file_io.size_text(file_io.disk_usage(os.path.join(output_dir, "checkpoints")))
+    assert re.search(r"\n  in all +\d+\.\d (kB|MB)\n", stdout)
 
 
 def test_best_weights_hold_the_model_without_optimizer_state(uninterrupted):

@@ -13,14 +13,14 @@ tokens reported (`tokenizers.unknown_tokens.report_unknown_tokens` on `task.text
 warning above 1%), and only then the checkpoint loaded (`task.build_model`), so a user's mistake is
 reported within seconds (`UserInputError`, printed as one line by `runners.cli.run_main`).
 
-What a training run leaves in `--output_dir` (printed at the end):
+What a training run leaves in `--output_dir` (printed at the end, with the disk each takes and their sum):
 
     train_log.jsonl            one JSON line per epoch: step, epoch, train loss/metrics, dev_<metric>s
     train_steps_log.jsonl      the epoch's running train loss/metrics every --log_every_steps steps
     logs/train/                the same as TensorBoard scalars (`tensorboard --logdir output_dir/logs`)
     dev_metrics_per_epoch.json every epoch's dev metrics
     best.weights.h5            the best epoch's weights (no optimizer state)
-    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` epoch ends, and
+    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` (1) epoch ends, and
                                state.json (epoch, best dev metric and history per checkpoint)
     model/, eval_results.json, prediction files    (the task's)
 
@@ -93,6 +93,7 @@ from keras_bert_impl.training.interrupts import StopOnSignal
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
+from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.file_io import write_json
 from keras_bert_impl.utils.progress import FitProgress
 
@@ -444,7 +445,8 @@ def warn_untrained_heads(model, config):
 
 
 def print_outputs(output_dir, since):
-    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`)."""
+    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`), the disk each
+    takes and all of them together."""
     if not os.path.isdir(output_dir):
         return []
 
@@ -459,11 +461,13 @@ def print_outputs(output_dir, since):
     if written:
         print(f"wrote to {output_dir}:")
         width = max(len(name) for name in written) + 2
+        sizes = {name: file_io.disk_usage(os.path.join(output_dir, name)) for name in written}
         for name in written:
             path = os.path.join(output_dir, name)
             shown = name + ("/" if os.path.isdir(path) else "")
             description = OUTPUT_DESCRIPTIONS.get(name, "").format(path=path)
-            print(f"  {shown:<{width}}{description}".rstrip())
+            print(f"  {shown:<{width}}{file_io.size_text(sizes[name]):>9}  {description}".rstrip())
+        print(f"  {'in all':<{width}}{file_io.size_text(sum(sizes.values())):>9}")
     return written
 
 

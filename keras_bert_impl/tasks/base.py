@@ -86,7 +86,7 @@ class FinetuningConfig:
     seed: int = setting(42, NON_NEGATIVE_INT)
     steps_per_execution: int = setting(1, POSITIVE_INT)
     log_every_steps: int = setting(100, NON_NEGATIVE_INT)
-    keep_checkpoint_max: int = setting(2, POSITIVE_INT)
+    keep_checkpoint_max: int = setting(1, POSITIVE_INT)  # the last epoch's (best.weights.h5 keeps the best)
     gradient_accumulation_steps: int = setting(1, POSITIVE_INT)  # batches of train_batch_size / N per update
     lora_rank: Optional[int] = setting(None, optional(POSITIVE_INT))  # None: full fine-tuning
     # The paper's protocol (`runners.protocol`): a learning-rate grid times restarts.
