@@ -294,14 +294,11 @@ def _row_example(task, split, layout, path, line_number, row):
         return None
     where = f"{path}:{line_number}"
     if layout.num_columns is not None and len(row) != layout.num_columns:
-        raise GlueDataError(
-            f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, found {len(row)}."
-        )
+        raise GlueDataError(f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, "
+                            f"found {len(row)}.")
     if layout.num_columns is None and len(row) < layout.min_columns:
-        raise GlueDataError(
-            f"{where}: expected at least {layout.min_columns} tab-separated columns for {task} {split} "
-            f"data, found {len(row)}."
-        )
+        raise GlueDataError(f"{where}: expected at least {layout.min_columns} tab-separated columns for {task} {split} "
+                            f"data, found {len(row)}.")
     label = None
     allowed = GLUE_LABELS[task]
     if layout.label is not None:
@@ -316,9 +313,8 @@ def _row_example(task, split, layout, path, line_number, row):
             raise GlueDataError(f"{where}: unknown label {raw!r} for {task}; the allowed labels are {allowed}.")
         else:
             label = raw
-    # An empty second text packs one segment, as the original packs it; an empty first text is refused.
     text_a = require_text(row[layout.text_a], where, f"the text (column {layout.text_a + 1})", GlueDataError)
-    text_b = None if layout.text_b is None else row[layout.text_b]
+    text_b = None if layout.text_b is None else row[layout.text_b]  # empty: one segment, as the original
     return InputExample(f"{split}-{line_number}", text_a, text_b, label)
 
 

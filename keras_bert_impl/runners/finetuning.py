@@ -93,7 +93,6 @@ from keras_bert_impl.training.interrupts import StopOnSignal
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
-from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.file_io import write_json
 from keras_bert_impl.utils.progress import FitProgress
 
@@ -376,11 +375,8 @@ def restore_training(model, directory, best=None, labels=None):
     checkpoints = checkpoint_store.list_checkpoints(directory)
     if not checkpoints:
         return 0
-    recorded = read_checkpoint_states(directory).get(str(checkpoints[-1][0]), {})
-    if "labels" in recorded and recorded["labels"] != labels:
-        raise UserInputError(f"{directory}: its checkpoints were trained on the labels {labels_text(recorded['labels'])}; "
-                             f"the data now gives {labels_text(labels, recorded['labels'])}: rerun on the same "
-                             "labels, use another --output_dir, or pass --overwrite_output_dir to start afresh")
+    run_directory.check_trained_labels(directory, read_checkpoint_states(directory).get(str(checkpoints[-1][0]), {}),
+                                       labels)
     try:
         step = checkpoint_store.restore_latest_checkpoint(model, directory)
     except (OSError, ValueError) as error:
@@ -394,29 +390,6 @@ def restore_training(model, directory, best=None, labels=None):
     if best is not None and state.get("best"):
         best.restore(state["best"])
     return int(state["epoch"])
-
-
-def labels_text(labels, before=None):
-    """A label set as an error shows it: the list, "none (a head without labels)", and, given the set
-    `before`, what was added and removed.
-
-    Examples:
-
-    >>> labels_text(["a", "b", "c"], ["a", "b"])
-    "['a', 'b', 'c'] (added 'c')"
-    >>> labels_text(None)
-    'none (a regression, or a head without labels)'
-    """
-    if labels is None:
-        return "none (a regression, or a head without labels)"
-    text = str(list(labels))
-    if before:
-        added = [repr(label) for label in labels if label not in before]
-        removed = [repr(label) for label in before if label not in labels]
-        changes = ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed
-                                                                       else [])
-        text += f" ({'; '.join(changes) or 'the same labels in another order'})"
-    return text
 
 
 def epoch_resume_point(directory, step):
@@ -442,33 +415,6 @@ def warn_untrained_heads(model, config):
     print(f"warning: {source} has no trained {' or '.join(heads)} head: it is randomly initialized, so this "
           f"evaluation scores an untrained head. Pass a fine-tuned model (an output_dir/model of a --do_train run) "
           f"as --init_checkpoint.", file=sys.stderr)
-
-
-def print_outputs(output_dir, since):
-    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`), the disk each
-    takes and all of them together."""
-    if not os.path.isdir(output_dir):
-        return []
-
-    def newest(path):  # lstat: a link's own time (a worker's links to the chief's files may dangle by now)
-        if not os.path.isdir(path):
-            return os.lstat(path).st_mtime
-        times = [os.lstat(os.path.join(root, name)).st_mtime for root, _, names in os.walk(path) for name in names]
-        return max(times, default=os.lstat(path).st_mtime)
-
-    written = sorted(name for name in os.listdir(output_dir)
-                     if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
-    if written:
-        print(f"wrote to {output_dir}:")
-        width = max(len(name) for name in written) + 2
-        sizes = {name: file_io.disk_usage(os.path.join(output_dir, name)) for name in written}
-        for name in written:
-            path = os.path.join(output_dir, name)
-            shown = name + ("/" if os.path.isdir(path) else "")
-            description = OUTPUT_DESCRIPTIONS.get(name, "").format(path=path)
-            print(f"  {shown:<{width}}{file_io.size_text(sizes[name]):>9}  {description}".rstrip())
-        print(f"  {'in all':<{width}}{file_io.size_text(sum(sizes.values())):>9}")
-    return written
 
 
 # ------------------------------------------------------------------------------------------- the driver
@@ -568,7 +514,7 @@ def finetune(task, distribution, select_on_dev=False):
     if config.do_predict:
         results = task.predict(predictions, results)
     task.write_results(results)
-    print_outputs(config.output_dir, started)
+    run_directory.print_outputs(config.output_dir, started, OUTPUT_DESCRIPTIONS)
     return results
 
 

@@ -18,6 +18,9 @@ settings that define its run, and cleared (of what a run wrote only) for a fresh
   run whose settings differ is refused before it loads anything, in one line listing each differing setting
   with the recorded and the new value, so that a resume never mixes two runs. A directory without training
   state takes the new settings.
+* `check_trained_labels(directory, state, labels)`: a resumed run whose data gives another label set than the
+  one its checkpoints were trained on is refused, naming both sets.
+* `print_outputs(path, since, descriptions)`: the list a run prints at its end, what it wrote and the disk it takes.
 * `remove_run_outputs(path, names, settings)`: `--overwrite_output_dir`, a fresh start: removes the entries
   `names` (what the run writes: checkpoints, logs, model, results, the settings record), never any other file;
   refused, before anything is removed, when a file the run reads (a path setting: `--init_checkpoint`,
@@ -36,7 +39,7 @@ import sys
 import warnings
 
 from keras_bert_impl.utils.errors import UserInputError
-from keras_bert_impl.utils.file_io import is_within, write_json
+from keras_bert_impl.utils.file_io import disk_usage, is_within, size_text, write_json
 
 LOCK_FILE = ".lock"
 SETTINGS_FILE = "run_settings.json"
@@ -264,6 +267,74 @@ def _shown(value):
 def record_run_settings(path, settings):
     """Writes `settings` as the run directory's record, `path/run_settings.json` (atomically)."""
     write_json(os.path.join(path, SETTINGS_FILE), {name: _comparable(name, v) for name, v in settings.items()})
+
+
+def check_trained_labels(directory, state, labels):
+    """Refuses (`UserInputError`, one line naming both sets) to resume from the checkpoints of `directory` when
+    the labels recorded in their `state` (a dict; "labels" absent: not recorded) are not `labels`, those the
+    data gives now (None: a head without labels).
+
+    Examples:
+
+    >>> check_trained_labels("run/checkpoints", {"labels": ["neg", "pos"]}, ["meh", "neg", "pos"])
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: run/checkpoints: its checkpoints were trained on the labels ['neg', 'pos']; the data now gives ['meh', 'neg', 'pos'] (added 'meh'): rerun on the same labels, use another --output_dir, or pass --overwrite_output_dir to start afresh
+    """
+    if "labels" in state and state["labels"] != labels:
+        raise UserInputError(f"{directory}: its checkpoints were trained on the labels {labels_text(state['labels'])}; "
+                             f"the data now gives {labels_text(labels, state['labels'])}: rerun on the same labels, "
+                             "use another --output_dir, or pass --overwrite_output_dir to start afresh")
+
+
+def labels_text(labels, before=None):
+    """A label set as an error shows it: the list, "none (a head without labels)", and, given the set
+    `before`, what was added and removed.
+
+    Examples:
+
+    >>> labels_text(["a", "b", "c"], ["a", "b"])
+    "['a', 'b', 'c'] (added 'c')"
+    >>> labels_text(None)
+    'none (a regression, or a head without labels)'
+    """
+    if labels is None:
+        return "none (a regression, or a head without labels)"
+    text = str(list(labels))
+    if before:
+        added = [repr(label) for label in labels if label not in before]
+        removed = [repr(label) for label in before if label not in labels]
+        changes = ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed
+                                                                       else [])
+        text += f" ({'; '.join(changes) or 'the same labels in another order'})"
+    return text
+
+
+def print_outputs(output_dir, since, descriptions):
+    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`), the disk each
+    takes, all of them together, and each one's description (`descriptions`: {name: text}, `{path}` in a text
+    the entry's path); returns the names."""
+    if not os.path.isdir(output_dir):
+        return []
+
+    def newest(path):  # lstat: a link's own time (a worker's links to the chief's files may dangle by now)
+        if not os.path.isdir(path):
+            return os.lstat(path).st_mtime
+        times = [os.lstat(os.path.join(root, name)).st_mtime for root, _, names in os.walk(path) for name in names]
+        return max(times, default=os.lstat(path).st_mtime)
+
+    written = sorted(name for name in os.listdir(output_dir)
+                     if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
+    if written:
+        print(f"wrote to {output_dir}:")
+        width = max(len(name) for name in written) + 2
+        sizes = {name: disk_usage(os.path.join(output_dir, name)) for name in written}
+        for name in written:
+            path = os.path.join(output_dir, name)
+            shown = name + ("/" if os.path.isdir(path) else "")
+            description = descriptions.get(name, "").format(path=path)
+            print(f"  {shown:<{width}}{size_text(sizes[name]):>9}  {description}".rstrip())
+        print(f"  {'in all':<{width}}{size_text(sum(sizes.values())):>9}")
+    return written
 
 
 def path_settings(settings):
