@@ -143,7 +143,8 @@ def add_task_flags(p, unit="example", bilstm=False):
     p.add_bool_flag("save_model", True, "Write the fine-tuned model with its vocab.txt and tokenizer_config.json "
                     "to output_dir/model (Hugging Face layout).")
     p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
-                   help="Keras fit verbosity (1 = progress bar, 2 = one line per epoch).")
+                   help="fit's progress: 1 = a progress bar on a terminal (one line per epoch in a file), 2 = one "
+                   "line per epoch, 0 = none.")
     return p
 
 

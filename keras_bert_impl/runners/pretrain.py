@@ -99,7 +99,8 @@ def build_parser():
     p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
     p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
     p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
-    p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
+    p.add_argument("--verbose", default="auto", help="fit's progress: auto/1 (a progress bar on a terminal, a line per "
+                   "loop in a file), 2 (a line per loop), 0.")
     p.add_argument("--objective", default="mlm_nsp", choices=PRETRAINING_OBJECTIVES,
                    help="mlm_nsp (original), sop (the same on --sentence_order data), mlm (no NSP head) or ltr "
                         "(left-to-right LM, causal attention, no NSP).")
