@@ -31,6 +31,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import CheckpointNotFoundError, UserInputError
 from keras_bert_impl.utils.model_names import resolve_model_path
+from keras_bert_impl.utils.optional_dependencies import require_tensorflow
 
 # config.json entries this package writes beside transformers' own (transformers ignores them).
 DTYPE_POLICY_KEY = "keras_dtype_policy"  # the Keras dtype policy of the saved model, e.g. "mixed_bfloat16"
@@ -79,6 +80,8 @@ class ModelDirectory:
     def __init__(self, path):
         self.path = resolve_model_path(path)
         self.tf1_prefix = find_tf1_checkpoint(self.path)
+        if self.tf1_prefix is not None:  # read with tf.train.load_checkpoint: refused at once without TensorFlow
+            require_tensorflow(f"the Google TF1 checkpoint {self.tf1_prefix}")
         if os.path.isdir(self.path):
             self.directory = self.path
         else:  # a checkpoint prefix or a config file

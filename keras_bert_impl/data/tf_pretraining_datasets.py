@@ -11,6 +11,12 @@ import random
 from typing import Optional, Sequence, Union
 
 import numpy as np
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("tf.data pipelines of pretraining files (data/tf_pretraining_datasets.py)", "tensorflow", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl.data.pretraining_documents import read_documents

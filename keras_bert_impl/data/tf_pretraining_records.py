@@ -9,12 +9,13 @@ The `tf.data` pipelines that read these files are in `data/tf_pretraining_datase
 
 from keras_bert_impl.utils.optional_dependencies import require
 
-require("tf.data pipelines of pretraining files (data/tf_pretraining_records.py)")
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("tf.data pipelines of pretraining files (data/tf_pretraining_records.py)", "tensorflow", ("tensorflow",))
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from keras_bert_impl.data.pretraining_instances import TrainingInstance, instance_to_features  # noqa: E402
-from keras_bert_impl.data.pretraining_records import (  # noqa: E402, F401  (the writer and the check, re-exported)
+from keras_bert_impl.data.pretraining_instances import TrainingInstance, instance_to_features
+from keras_bert_impl.data.pretraining_records import (  # noqa: F401  (the writer and the check, re-exported)
     check_record_shapes,
     write_instances_to_example_files,
 )
