@@ -57,6 +57,23 @@ def find_tf1_checkpoint(path):
     return None
 
 
+def require_checkpoint_reader(path):
+    """Raises `MissingDependencyError` (one line naming the `[tensorflow]` extra) when `path` is a Google TF1
+    checkpoint and TensorFlow is not installed; nothing for any other path (its errors come when it is read).
+    The recipes call it before they write anything.
+
+    Examples:
+
+    >>> require_checkpoint_reader("/no/such/checkpoint")
+    """
+    try:
+        prefix = find_tf1_checkpoint(resolve_model_path(path))
+    except Exception:  # noqa: BLE001 -- reading the checkpoint reports it
+        return
+    if prefix is not None:
+        require_tensorflow(f"the Google TF1 checkpoint {prefix}")
+
+
 class ModelDirectory:
     """A checkpoint on disk, read on demand (each file at most once).
 

@@ -179,6 +179,10 @@ def run(args):
     if distribution.num_replicas > 1:
         print(f"{distribution.name}: {distribution.num_replicas} replicas x "
               f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
+    if args.init_checkpoint:  # a TF1 checkpoint without TensorFlow: one line, before output_dir is made
+        from keras_bert_impl.checkpoints.model_directory import require_checkpoint_reader
+
+        require_checkpoint_reader(args.init_checkpoint)
     run_directory.make_output_dir(args.output_dir)
     # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
     # temporary directory.
