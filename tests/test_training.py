@@ -4,6 +4,7 @@ Runs on every backend (KERAS_BACKEND=tensorflow|jax|torch) with a tiny model and
 generated here (the helpers are shared with tests/test_pretrain_recipe.py).
 """
 
+import importlib.util
 import json
 import os
 import random
@@ -18,8 +19,8 @@ from keras_bert_impl.utils import file_io
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.training.optimization import create_optimizer
-from tests.tensorboard_reading import tensorboard_scalars
 from keras_bert_impl.models.pretrainer import BertPretrainer
+from tests.tensorboard_reading import tensorboard_scalars
 
 SEQ_LEN = 24
 MAX_PREDICTIONS = 4
@@ -44,10 +45,7 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
     Each document draws its words from its own small "topic" slice of the vocabulary, so next-sentence
     prediction is learnable, like topic shift in real corpora.
     """
-    import tensorflow as tf  # noqa: F401  (the TFRecord writer)
-
-    from keras_bert_impl.data import pretraining_instances
-    from keras_bert_impl.data import tf_pretraining_records
+    from keras_bert_impl.data import pretraining_instances, pretraining_records
 
     class Tokenizer:
         def __init__(self, vocab):
@@ -78,12 +76,18 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
             max_predictions_per_seq=MAX_PREDICTIONS,
         )
         path = os.path.join(directory, f"{split}.tfrecord")
-        tf_pretraining_records.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
+        pretraining_records.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
         paths[split] = path
     return paths
 
 
 def tiny_dataset(path, batch_size=4, is_training=True):
+    """The batches of `path` as pretrain.py reads them: a tf.data pipeline where TensorFlow is installed, else
+    a generator of numpy batches."""
+    if importlib.util.find_spec("tensorflow") is None:
+        from keras_bert_impl.data.pretraining_batches import pretraining_batches
+
+        return pretraining_batches(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
     from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
 
     return pretraining_dataset(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
