@@ -95,8 +95,8 @@ def import_keras_backend_or_explain(import_exports):
         if module not in ("tensorflow", "jax", "torch"):
             raise
         backend = os.environ.get("KERAS_BACKEND") or "tensorflow"
-        raise MissingDependencyError(f"KERAS_BACKEND={backend} (set KERAS_BACKEND=jax or torch to use another backend)",
-                                     module, module) from None
+        default = "; Keras' default" if "KERAS_BACKEND" not in os.environ else ""
+        raise MissingDependencyError(f"KERAS_BACKEND={backend} (the Keras backend{default})", module, module) from None
 
 
 @contextlib.contextmanager

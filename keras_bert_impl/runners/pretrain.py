@@ -176,6 +176,9 @@ def run(args):
     if args.seed is not None:
         keras.utils.set_random_seed(args.seed)
     distribute.set_mixed_precision(args.mixed_precision)
+    if distribution.process_share is not None and not is_installed("tensorflow"):
+        # The numpy batches are each process's share already (`pretraining_batches(process_share=...)`).
+        distribution.keras_distribution.auto_shard_dataset = False
     if distribution.num_replicas > 1:
         print(f"{distribution.name}: {distribution.num_replicas} replicas x "
               f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
