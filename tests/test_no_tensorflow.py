@@ -1,10 +1,11 @@
 """Without TensorFlow: the backend-neutral paths run on JAX and torch in a process where TensorFlow cannot be
 imported, and the TensorFlow-only features stop in one line naming the extra to install.
 
-Each case runs a recipe or a script in a subprocess whose `sys.meta_path` refuses `tensorflow`,
-`tensorflow_text` and `tf_keras` (as an environment without them does; in one, e.g. a venv made from
-`pip install "torch==2.13.0" -e ".[jax]"`, the blocker changes nothing), and which prints at exit whether
-TensorFlow was imported. Under KERAS_BACKEND=tensorflow there is nothing to run without TensorFlow: skipped.
+Each case runs a recipe or a script in a subprocess where `tensorflow`, `tensorflow_text` and `tf_keras` cannot
+be imported (`None` in `sys.modules`: `import` raises ModuleNotFoundError and `importlib.util.find_spec` finds
+nothing, as in an environment without them, e.g. a venv made from `pip install "torch==2.13.0" -e ".[jax]"`),
+and which prints at exit whether TensorFlow was imported. Under KERAS_BACKEND=tensorflow there is nothing to
+run without TensorFlow: skipped.
 """
 
 import json
@@ -26,17 +27,14 @@ pytestmark = pytest.mark.skipif(keras.backend.backend() == "tensorflow",
 
 # Runs the script argv[1] with TensorFlow unimportable, then says whether it was imported.
 BLOCKED = r"""
-import atexit, importlib.abc, runpy, sys
+import atexit, runpy, sys
 
-class NoTensorFlow(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in ("tensorflow", "tensorflow_text", "tf_keras"):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-sys.meta_path.insert(0, NoTensorFlow())
+# As in an environment without them: `import tensorflow` raises ModuleNotFoundError, find_spec finds nothing.
+for name in ("tensorflow", "tensorflow_text", "tf_keras"):
+    sys.modules[name] = None
 atexit.register(lambda: print("tensorflow imported:", any(
-    name.partition(".")[0] in ("tensorflow", "tensorflow_text") for name in sys.modules), flush=True))
+    module is not None and name.partition(".")[0] in ("tensorflow", "tensorflow_text")
+    for name, module in list(sys.modules.items())), flush=True))
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
