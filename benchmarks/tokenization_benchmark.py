@@ -10,8 +10,9 @@ tensorflow-text's `BertTokenizer` and `FastBertTokenizer` (C++) in a `tf.functio
 configured as the original (ids only, `encode_batch`); transformers' `BertTokenizerFast` (Rust). The
 TensorFlow rows need TensorFlow and tensorflow-text, the Rust rows `tokenizers` / transformers; a row whose
 package is missing is left out. Median over repeats after one warm-up pass. Writes the raw figures to
-benchmarks/results/tokenization.json and, with `--table`, the table (with the command, the machine and its
-instruction set) to benchmarks/results/tokenization/results.md. Not a test.
+benchmarks/results/tokenization/results.json (`--output`; run_benchmarks.py passes its own) and, with
+`--table`, the table (with the command, the machine and its instruction set) to
+benchmarks/results/tokenization/results.md. Not a test.
 """
 
 import argparse
@@ -67,7 +68,8 @@ def main():
     parser.add_argument("--batch_size", type=int, default=256)
     parser.add_argument("--max_length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results", "tokenization.json"))
+    parser.add_argument("--output", default=os.path.join(os.path.dirname(__file__), "results", "tokenization",
+                                                         "results.json"))
     parser.add_argument("--table", action="store_true",
                         help="Also write benchmarks/results/tokenization/results.md.")
     args = parser.parse_args()
