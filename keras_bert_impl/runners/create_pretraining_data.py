@@ -1,7 +1,8 @@
 """Create masked-LM / next-sentence pretraining TFRecords (google-research/bert's script, streamed).
 
-Same flags and same output format as google-research/bert's `create_pretraining_data.py`; the corpus is
-read `--shard_size_documents` documents at a time instead of all at once (see
+Same flags and same output format as google-research/bert's `create_pretraining_data.py` (TFRecord files of
+`tf.train.Example`s, written without TensorFlow: `data/pretraining_records.py`, byte for byte TensorFlow's
+writer's); the corpus is read `--shard_size_documents` documents at a time instead of all at once (see
 keras_bert_impl/data/pretraining_instances.py for the algorithm and the few documented differences). The
 command is `python -m keras_bert_impl.runners.create_pretraining_data` or, in a checkout,
 `python recipes/create_pretraining_data.py`:

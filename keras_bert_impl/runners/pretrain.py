@@ -8,7 +8,10 @@ Same flags as the original, on any Keras backend (KERAS_BACKEND=tensorflow|jax|t
         --config=bert_tiny --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
         --num_train_steps=10000 --num_warmup_steps=1000 --learning_rate=1e-4 --save_checkpoints_steps=1000
 
-The input files are those of recipes/create_pretraining_data.py (or of the original script).
+The input files are those of recipes/create_pretraining_data.py (or of the original script). Where TensorFlow
+is installed they are read by `tf.data` (`data/tf_pretraining_datasets.py`), else in pure Python as numpy
+batches (`data/pretraining_batches.py`: the same records and reading scheme, its own shuffle order), so JAX and
+torch pretrain without TensorFlow.
 Run the same command again after an interruption (even kill -9): it restores the latest complete
 checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trains on to the same
 `--num_train_steps`. With `--seed` the input pipeline skips the batches the restored steps read, and the
