@@ -279,6 +279,7 @@ def _id_records(path, count):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow
 def test_each_worker_reads_a_disjoint_share_of_every_batch_and_together_the_whole_input(tmp_path, capsys):
     if ENGINE == "torch" and _torch_refuses(capsys):
         return
