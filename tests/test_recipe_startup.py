@@ -91,6 +91,7 @@ def test_help_answers_within_a_second():
     assert min(times) < 1.0, times
 
 
+@pytest.mark.tensorflow
 def test_a_recipe_that_imports_tensorflow_prints_none_of_its_cpp_log_lines_and_warns_in_one_line(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 50, encoding="utf-8")
@@ -108,6 +109,7 @@ def test_a_recipe_that_imports_tensorflow_prints_none_of_its_cpp_log_lines_and_w
         "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
+@pytest.mark.tensorflow
 def test_plain_library_use_under_tensorflow_prints_none_of_its_cpp_lines_unless_the_user_asks():
     script = "from keras_bert_impl import pipeline\nimport keras\nkeras.ops.ones(3)\nprint('answered')\n"
     env = {k: v for k, v in os.environ.items() if k not in ("KERAS_BERT_IMPL_LAZY_IMPORT", "TF_CPP_MIN_LOG_LEVEL")}
