@@ -245,7 +245,6 @@ class Pipeline:
         return f"{type(self).__name__}(task={self.task!r}, model={source!r})"
 
 
-
 def _callers_level():
     """The `stacklevel` (for `warnings.warn` called by the caller of this function) of the first frame outside
     this package: the user's line that called the pipeline."""
