@@ -18,7 +18,8 @@ only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's 
 labels, do_lower_case, max_seq_length, inputs): the text is tokenized by the caller (docs/deployment.md).
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
-files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
+files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
+is the `--model_dir`, lies inside it or holds it is refused, with `--overwrite` too. A mistake in a
 flag or in the model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
@@ -76,6 +77,9 @@ def run(args):
 
     if not os.path.isdir(args.model_dir):
         raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
+    from keras_bert_impl.export.export_settings import check_export_source
+
+    check_export_source(args.model_dir, args.export_dir)
     if keras.backend.backend() != "tensorflow":
         raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
                              f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
