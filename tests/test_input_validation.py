@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.data import conll_data, glue_data, squad_data, squad_features, swag_data
-from keras_bert_impl.tasks import squad_postprocessing
+from keras_bert_impl.data import squad_postprocessing
 from keras_bert_impl.tasks.base import FinetuningConfig, check_tokenizer_fits_model
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.vocabulary import load_vocab
