@@ -2,7 +2,8 @@
 casing, the NFKC normalization and the sequence length the run used (not the checkpoint's), so that the
 directory, `from_pretrained`, the pipelines and the SavedModel answer as the run's model.
 
-run_glue.py fine-tunes a tiny random BERT CASED with NFKC at --max_seq_length=16 on sentences whose label is
+run_glue.py fine-tunes an uncased checkpoint (a tiny random BERT whose tokenizer_config.json says do_lower_case:
+true, sequence length 128 by default) CASED with NFKC at --max_seq_length=16 on sentences whose label is
 whether their sentiment word is capitalized ("Good" / "good"): lower-casing the input changes the answers. The
 directory's tokenizer_config.json, `from_pretrained`, the text-classification pipeline and the SavedModel
 (exported and served by TensorFlow in other processes) answer mixed-case and full-width text as the fine-tuned
@@ -45,16 +46,22 @@ SERVE = os.path.join(REPO, "tests", "serve_saved_model.py")
 
 
 def _write_model_files(directory):
-    """vocab.txt (cased words) and a tiny bert_config.json without dropout; the flags naming them, cased, NFKC."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+    """An UNCASED checkpoint directory (a tiny random BERT without dropout, vocab.txt of cased words,
+    tokenizer_config.json saying do_lower_case: true and no sequence length, so its preprocessor's is 128), and
+    the flags that fine-tune it cased at --max_seq_length=16."""
+    from keras_bert_impl.models.backbone import BertBackbone
+
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    checkpoint = os.path.join(directory, "uncased_checkpoint")
+    BertBackbone(config).save_pretrained(checkpoint)
+    with open(os.path.join(checkpoint, "vocab.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(VOCAB) + "\n")
-    BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-               max_position_embeddings=32, hidden_dropout_prob=0.0,
-               attention_probs_dropout_prob=0.0).to_json_file(os.path.join(directory, "bert_config.json"))
-    return [f"--vocab_file={os.path.join(directory, 'vocab.txt')}",
-            f"--bert_config_file={os.path.join(directory, 'bert_config.json')}", "--do_lower_case=false",
-            f"--max_seq_length={SEQUENCE_LENGTH}", "--verbose=0", "--seed=3"]
+    with open(os.path.join(checkpoint, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"do_lower_case": True}, f)
+    return [f"--init_checkpoint={checkpoint}", "--do_lower_case=false", f"--max_seq_length={SEQUENCE_LENGTH}",
+            "--verbose=0", "--seed=3"]
 
 
 def _check_tokenizer_files(model_dir, nfkc=False):
