@@ -265,7 +265,7 @@ class BertFeatureBasedTagger(BertTaskModel):
     @classmethod
     def head_is_stored(cls, checkpoint):
         """A directory without a saved tagger is a plain BERT: its tagger starts random without a warning."""
-        return checkpoint.setting(FEATURE_TAGGER_KEY) is not None
+        return _saves_a_tagger(checkpoint)
 
 
 # The paper's values, for a tagger built on a checkpoint without a saved one: the constructor's defaults.
