@@ -1,8 +1,9 @@
 """What the export of a model directory reads from it: the serving kind of the class it holds (its
 registration, `checkpoints.task_registry`), its labels and tokenizer settings (`read_export_settings`), the
-model itself (`load_model`), and the SQuAD windows and answer rule of a span QA model (`squad_settings`).
-Shared by the SavedModel export (`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports
-of recipes/export_savedmodel.py; no TensorFlow here.
+model itself (`load_model`), and the SQuAD windows and answer rule of a span QA model (`squad_settings`);
+`check_export_source` keeps an export off the model directory it reads. Shared by the SavedModel export
+(`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of recipes/export_savedmodel.py;
+no TensorFlow here.
 
 `SERVING_KINDS` is the export's table of serving kinds (what a class registers as `serving`, or its model's
 `serving_kind()` says): what each needs from the directory and what its `export_config.json` records of the
@@ -16,7 +17,8 @@ from typing import Callable
 from keras_bert_impl.checkpoints import model_io, task_registry
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_qa import decoding_settings
-from keras_bert_impl.utils import model_files
+from keras_bert_impl.utils import file_io, model_files
+from keras_bert_impl.utils.errors import UserInputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,26 @@ def exportable_architectures():
     """The architectures of the registered classes that have a serving kind, in registration order."""
     return list(dict.fromkeys(a for entry in task_registry.entries() if entry.serving in SERVING_KINDS
                               for a in entry.architectures))
+def check_export_source(model_dir, export_dir):
+    """Refuses (`UserInputError`, one line) an `export_dir` that is the `model_dir` the export reads, lies inside
+    it or holds it: writing the export there would write over the model (`--overwrite` or not).
+
+    Examples:
+
+    >>> check_export_source("runs/sst2/model", "saved_models/sst2")
+    >>> check_export_source("runs/sst2/model", "runs/sst2/model/")
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir runs/sst2/model/ is the --model_dir itself: the export would write over the model it reads; choose another --export_dir
+    >>> check_export_source("runs/sst2/model", "runs")
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir runs holds --model_dir runs/sst2/model: the export would write over the model it reads; choose another --export_dir
+    """
+    inside, holds = file_io.is_within(export_dir, model_dir), file_io.is_within(model_dir, export_dir)
+    if inside or holds:
+        where = ("is the --model_dir itself" if inside and holds else
+                 f"lies inside --model_dir {model_dir}" if inside else f"holds --model_dir {model_dir}")
+        raise UserInputError(f"--export_dir {export_dir} {where}: the export would write over the model it reads; "
+                             "choose another --export_dir")
 
 
 def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):

@@ -83,17 +83,24 @@ import functools
 import os
 
 import keras
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("SavedModel export", "tensorflow")
+
 import tensorflow as tf
 
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
 from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_settings: this module's API too)
     SERVING_KINDS,
+    check_export_source,
     load_model,
     read_export_settings,
-    served_decoding,
     serving_kind,
     squad_settings,
 )
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
@@ -577,8 +584,7 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     Returns:
         (task, export_dir).
     """
-    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-
+    check_export_source(model_dir, export_dir)
     check_export_dir(export_dir, overwrite)
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
     labels, checkpoint = settings["labels"], settings["checkpoint"]
@@ -586,9 +592,9 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
                               normalize=settings["normalize"])
     max_seq_length = int(max_seq_length or checkpoint.max_seq_length or 128)
     model, task = load_model(settings)
-    given = {"version_2_with_negative": version_2_with_negative, "null_score_diff_threshold": null_score_diff_threshold,
-             "max_answer_length": max_answer_length, "n_best_size": n_best_size, "doc_stride": doc_stride,
-             "max_query_length": max_query_length}
+    given = dict(version_2_with_negative=version_2_with_negative, null_score_diff_threshold=null_score_diff_threshold,
+                 max_answer_length=max_answer_length, n_best_size=n_best_size, doc_stride=doc_stride,
+                 max_query_length=max_query_length)
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
                        text_pair=text_pair, overwrite=overwrite, **SERVING_KINDS[task].settings(model, checkpoint, given))
     return task, export_dir
