@@ -1,6 +1,7 @@
 """What the export of a model directory reads from it: the task of the class it holds (`CLASS_TASKS`), its
 labels and tokenizer settings (`read_export_settings`), the SQuAD windows and answer rule of a span QA model
-(`squad_settings`), and the model itself (`load_model`). Shared by the SavedModel export
+(`squad_settings`), and the model itself (`load_model`); whether an export may replace a directory
+(`check_export_dir`). Shared by the SavedModel export
 (`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of
 recipes/export_savedmodel.py; no TensorFlow here.
 """
@@ -12,6 +13,10 @@ from keras_bert_impl.data.swag_data import NUM_CHOICES
 from keras_bert_impl.tasks.squad import decoding_settings
 from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
 from keras_bert_impl.utils import model_files
+from keras_bert_impl.utils.errors import UserInputError
+
+# The settings file of every export directory: what an export holds (and, present, that a directory is one).
+EXPORT_CONFIG_NAME = "export_config.json"
 
 # The export task of each model class a directory may hold (`checkpoints.task_layouts`); a pretraining
 # directory exports its backbone. BertClassifier with one output exports as "regressor".
@@ -116,3 +121,34 @@ def load_model(settings):
     if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
         task = "regressor"
     return model, task
+
+
+def check_export_dir(export_dir, overwrite=False):
+    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
+
+    Raises:
+        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
+            not `overwrite`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
+    >>> open(os.path.join(directory, "README.md"), "w").close()
+    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
+    >>> check_export_dir(directory, overwrite=True)
+    """
+    if overwrite or not os.path.lexists(export_dir):
+        return
+    if not os.path.isdir(export_dir):
+        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
+                             "replace it, or choose another --export_dir")
+    names = sorted(os.listdir(export_dir))
+    if names and EXPORT_CONFIG_NAME not in names:
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
+        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
+                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
+                             "replace them, or choose another --export_dir")

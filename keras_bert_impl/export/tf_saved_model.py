@@ -85,19 +85,19 @@ import keras
 import tensorflow as tf
 
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
-from keras_bert_impl.export.export_settings import (  # noqa: F401 (CLASS_TASKS: part of this module's API)
+from keras_bert_impl.export.export_settings import (  # noqa: F401 (CLASS_TASKS, check_export_dir: this module's API)
     CLASS_TASKS,
+    EXPORT_CONFIG_NAME,
+    check_export_dir,
     load_model,
     read_export_settings,
     squad_settings,
 )
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io
-from keras_bert_impl.utils.errors import UserInputError
 
 TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa", "multiple_choice")
 # The file, in the SavedModel directory, that records the export's settings.
-EXPORT_CONFIG_NAME = "export_config.json"
 
 
 def _first_output(outputs, *names):
@@ -375,37 +375,6 @@ class _Exporter:
         if isinstance(outputs, (list, tuple)):
             return {f"output_{i}": tf.cast(v, tf.float32) for i, v in enumerate(outputs)}
         return {"logits": tf.cast(outputs, tf.float32)}
-
-
-def check_export_dir(export_dir, overwrite=False):
-    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
-
-    Raises:
-        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
-            not `overwrite`.
-
-    Examples:
-
-    >>> import tempfile
-    >>> directory = tempfile.mkdtemp()
-    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
-    >>> open(os.path.join(directory, "README.md"), "w").close()
-    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
-    >>> check_export_dir(directory, overwrite=True)
-    """
-    if overwrite or not os.path.lexists(export_dir):
-        return
-    if not os.path.isdir(export_dir):
-        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
-                             "replace it, or choose another --export_dir")
-    names = sorted(os.listdir(export_dir))
-    if names and EXPORT_CONFIG_NAME not in names:
-        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
-        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
-                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
-                             "replace them, or choose another --export_dir")
 
 
 def export_saved_model(
