@@ -77,6 +77,23 @@ def onnx_model(model, path, quantization):
     return RuntimeModel(lambda x: session.run(None, x)[0], model), os.path.getsize(path)
 
 
+def onnx_per_tensor_model(model, path, quantization):
+    """The ONNX export quantized as `quantize_dynamic` does by default (one scale per weight tensor, what the
+    peer's int8 file of benchmarks/serving_latency.py has), for comparison; float32 without `quantization`."""
+    import onnx
+    import onnxruntime
+    from onnxruntime.quantization import quantize_dynamic
+
+    from keras_bert_impl.export.onnx_export import onnx_model as graph_of
+
+    onnx.save(graph_of(model), path)
+    if quantization is not None:
+        quantize_dynamic(path, path, op_types_to_quantize=["MatMul", "Attention"],
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT, "MatMulConstBOnly": True})
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return RuntimeModel(lambda x: session.run(None, x)[0], model), os.path.getsize(path)
+
+
 def litert_model(model, path, quantization):
     from ai_edge_litert.interpreter import Interpreter
 
@@ -99,13 +116,18 @@ def score_paths(task, work, paths):
         warnings.simplefilter("ignore")
         model = task.build_model()
         results["keras_float32"] = {"metrics": task.evaluate(model)}
-        for runtime, export in (("onnx", onnx_model), ("litert", litert_model)):
-            if runtime not in paths or (runtime == "litert" and keras.backend.backend() != "tensorflow"):
+        for runtime, export in (("onnx", onnx_model), ("onnx_per_tensor", onnx_per_tensor_model),
+                                ("litert", litert_model)):
+            if runtime.split("_")[0] not in paths or (runtime == "litert" and keras.backend.backend() != "tensorflow"):
                 continue
             for quantization in (None, "dynamic_int8"):
+                if runtime == "onnx_per_tensor" and quantization is None:
+                    results["onnx_per_tensor_float32"] = results["onnx_float32"]
+                    continue
                 suffix = "float32" if quantization is None else "int8"
-                extension = "onnx" if runtime == "onnx" else "tflite"
-                stand_in, size = export(model, os.path.join(work, f"{task.name}_{suffix}.{extension}"), quantization)
+                extension = "tflite" if runtime == "litert" else "onnx"
+                stand_in, size = export(model, os.path.join(work, f"{task.name}_{runtime}_{suffix}.{extension}"),
+                                        quantization)
                 results[f"{runtime}_{suffix}"] = {"metrics": task.evaluate(stand_in),
                                                   "file_mb": round(size / 2**20, 1)}
                 print(task.name, f"{runtime}_{suffix}", results[f"{runtime}_{suffix}"], flush=True)
@@ -113,6 +135,11 @@ def score_paths(task, work, paths):
             model.quantize("int8")
             results["keras_int8"] = {"metrics": task.evaluate(model)}
     return results
+
+
+PATHS = {"keras": "Keras `quantize(\"int8\")`", "onnx": "ONNX `dynamic_int8` (ours: a scale per column)",
+         "onnx_per_tensor": "ONNX, a scale per tensor (`quantize_dynamic`'s default)",
+         "litert": "LiteRT `dynamic_int8`"}
 
 
 def table(report):
@@ -124,12 +151,12 @@ def table(report):
     for name, metric, title in (("glue", "accuracy", "sentiment classifier (data/sentiment, 160 sentences)"),
                                 ("ner", "f1", "NER tagger (data/ner, 169 entities)")):
         scores = report[name]
-        for path in ("keras", "onnx", "litert"):
+        for path in ("keras", "onnx", "onnx_per_tensor", "litert"):
             if f"{path}_int8" not in scores:
                 continue
             before = scores[f"{path}_float32"]["metrics"][metric]
             after = scores[f"{path}_int8"]["metrics"][metric]
-            lines.append(f"| {title} | {metric} | {path} | {before:.4f} | {after:.4f} | {after - before:+.4f} | "
+            lines.append(f"| {title} | {metric} | {PATHS[path]} | {before:.4f} | {after:.4f} | {after - before:+.4f} | "
                          f"{scores[f'{path}_int8'].get('file_mb', '')} |")
     return "\n".join(lines) + "\n"
 
