@@ -168,11 +168,14 @@ def test_the_export_runs_without_tensorflow(tmp_path):
     """In a process where TensorFlow cannot be imported (JAX, or torch on the current backend)."""
     backend = "jax" if keras.backend.backend() == "tensorflow" else keras.backend.backend()
     script = f"""
+import importlib.machinery
 import sys
-class NoTensorFlow:
+class NoTensorFlow:  # a found module whose import fails, as an uninstalled one's
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in ("tensorflow", "tf2onnx", "tensorflow_text"):
-            raise ImportError("no " + name)
+            return importlib.machinery.ModuleSpec(name, self)
+    def create_module(self, spec):
+        raise ImportError("no " + spec.name)
 sys.meta_path.insert(0, NoTensorFlow())
 from keras_bert_impl import BertBackbone, BertClassifier
 from keras_bert_impl.export.onnx_export import export_onnx
