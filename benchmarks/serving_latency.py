@@ -83,8 +83,9 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-def measure(paths, warmup, repeats):
-    """{name: [seconds]}: every path `warmup` times, then `repeats` rounds, each path once a round in turn."""
+def measure(paths, warmup, repeats, clock=time.perf_counter):
+    """{name: [seconds]}: every path `warmup` times, then `repeats` rounds, each path once a round in turn
+    (`clock`: wall time, or `time.thread_time` for this thread's CPU time)."""
     for fn in paths.values():
         for _ in range(warmup):
             fn()
@@ -92,9 +93,9 @@ def measure(paths, warmup, repeats):
     names = list(paths)
     for round_index in range(repeats):
         for name in names[round_index % len(names):] + names[:round_index % len(names)]:
-            start = time.perf_counter()
+            start = clock()
             paths[name]()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return times
 
 
@@ -185,27 +186,30 @@ def hf_onnx_files(model_dir, work, size):
 
 
 # ------------------------------------------------------------------------------------------------ groups
-def onnx_session(path):
+def onnx_session(path, threads=None):
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def runtime_paths(work):
-    """{name: fn(x) -> logits} of the ONNX and LiteRT files."""
+def runtime_paths(work, threads=None):
+    """{name: fn(x) -> logits} of the ONNX and LiteRT files (`threads`: per session; None: one per core)."""
     from ai_edge_litert.interpreter import Interpreter
 
     paths = {}
     for name, path in (("ours_onnx", "onnx/model.onnx"), ("ours_onnx_int8", "onnx_int8/model.onnx")):
-        session = onnx_session(os.path.join(work, path))
+        session = onnx_session(os.path.join(work, path), threads)
         paths[name] = lambda x, s=session: s.run(["logits"], x)[0]
     for name, path in (("hf_onnx_fused", "hf_fused.onnx"), ("hf_onnx_fused_int8", "hf_int8.onnx")):
-        session = onnx_session(os.path.join(work, path))
+        session = onnx_session(os.path.join(work, path), threads)
         paths[name] = lambda x, s=session: s.run(["logits"], hf_inputs(x))[0]
     for name, path in (("ours_litert", "litert/model.tflite"), ("ours_litert_int8", "litert_int8/model.tflite")):
-        runner = Interpreter(model_path=os.path.join(work, path), num_threads=os.cpu_count()).get_signature_runner()
+        runner = Interpreter(model_path=os.path.join(work, path),
+                             num_threads=threads or os.cpu_count()).get_signature_runner()
         paths[name] = lambda x, r=runner: r(**x)["output_0"]
     return paths
 
@@ -291,7 +295,7 @@ def group_paths(args):
 
     work = args.work_dir
     if args.group == "runtimes":
-        runtimes = runtime_paths(work)
+        runtimes = runtime_paths(work, args.threads)
         return lambda x: {name: (lambda f=f: f(x)) for name, f in runtimes.items()}
     from keras_bert_impl import BertClassifier
 
@@ -333,8 +337,8 @@ def run_group(args):
     import numpy as np
 
     reference = np.load(os.path.join(args.work_dir, "reference.npz"))
-    report = {"model": args.model, "group": args.group, "shapes": {}, "max_abs_diff": {}, "machine": machine.describe(),
-              "command": " ".join(["python", *sys.argv])}
+    report = {"model": args.model, "group": report_name(args), "shapes": {}, "max_abs_diff": {}, "machine": machine.describe(),
+              "command": " ".join(["python", *sys.argv]), "threads": args.threads, "cpu_time": args.cpu_time}
     paths_for = group_paths(args)
     for shape_name, shape in shapes(args).items():
         x = inputs(*shape)
@@ -343,7 +347,8 @@ def run_group(args):
             logits = np.asarray(fn(), dtype="float32").reshape(reference[shape_name].shape)
             report["max_abs_diff"][f"{name}@{shape_name}"] = float(np.abs(logits - reference[shape_name]).max())
         batch = shape[0] > 1
-        times = measure(paths, args.warmup, args.repeats_batch if batch else args.repeats)
+        times = measure(paths, args.warmup, args.repeats_batch if batch else args.repeats,
+                        clock=time.thread_time if args.cpu_time else time.perf_counter)
         report["shapes"][shape_name] = {
             name: {"p50_ms": round(percentile(t, 50) * 1e3, 2), "p99_ms": round(percentile(t, 99) * 1e3, 2)}
             for name, t in times.items()}
@@ -356,7 +361,7 @@ def run_group(args):
     report["versions"] = {p: metadata.version(p) for p in ("keras", "keras-hub", "tensorflow", "jax", "torch",
                                                              "transformers", "onnxruntime", "ai-edge-litert")}
     os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, f"latency_{args.model}_{args.group}.json"), "w") as f:
+    with open(os.path.join(args.output_dir, f"latency_{args.model}_{report['group']}.json"), "w") as f:
         json.dump(report, f, indent=1, sort_keys=True)
     return report
 
@@ -379,43 +384,48 @@ TITLES = {"minilm": "all-MiniLM-L6-v2 classifier (its checkpoint, a random 2-cla
 DONE_WHEN = (("fp32", "hf_onnx_fused", "ours_onnx"), ("int8", "hf_onnx_fused_int8", "ours_onnx_int8"))
 
 
+def report_name(args):
+    """The group as its report names it: `runtimes_1_thread_cpu_time` for --threads=1 --cpu_time, etc."""
+    name = args.group if not args.threads else f"{args.group}_{args.threads}_thread"
+    return f"{name}_cpu_time" if args.cpu_time else name
+
+
+def _ratios(report, shape_names):
+    lines = []
+    for precision, theirs, ours in DONE_WHEN:
+        ratios = [f"{name} {report['shapes'][name][theirs]['p50_ms'] / report['shapes'][name][ours]['p50_ms']:.2f}x"
+                  for name in shape_names if ours in report["shapes"][name]]
+        lines.append(f"- {report['group']}, {precision}: {theirs} p50 / {ours} p50 = {', '.join(ratios)}")
+    return lines
+
+
 def model_table(reports, model):
     by_group = {r["group"]: r for r in reports if r["model"] == model}
-    runtimes = by_group.get("runtimes", {})
-    any_report = next(iter(by_group.values()))
-    shape_names = list(any_report["shapes"])
+    shape_names = sorted(next(iter(by_group.values()))["shapes"], key=lambda n: tuple(int(v) for v in n.split("x")))
     lines = [f"## {TITLES[model]}", ""]
+    for report in by_group.values():
+        if "gemm_gflops" in report:
+            lines += _ratios(report, shape_names)
+    runtimes = by_group.get("runtimes")
+    header = [f"| group | path | {' | '.join(f'{n} p50 / p99 ms' for n in shape_names)} | max abs diff |",
+              "|---|---|" + "---|" * len(shape_names) + "---:|"]
     if runtimes:
         gemm = runtimes["gemm_gflops"]
-        lines.append(f"GEMM throughput through onnxruntime ([128, H] x [H, 4H], every core): float32 "
-                     f"{gemm['float32']} GFLOP/s, int8 {gemm['int8']} GFLOP/s. \"limit\": the forward's products "
-                     "at that throughput (float32; ours computes the last layer at [CLS] only).")
-        lines.append("")
-        for precision, theirs, ours in DONE_WHEN:
-            ratios = [f"{name} {runtimes['shapes'][name][theirs]['p50_ms'] / runtimes['shapes'][name][ours]['p50_ms']:.2f}x"
-                      for name in shape_names if ours in runtimes["shapes"][name]]
-            lines.append(f"- {precision}: {theirs} p50 / {ours} p50 = {', '.join(ratios)}")
-        lines.append("")
-        limits = []
-        for name in shape_names:
-            batch, tokens = (int(n) for n in name.split("x"))
-            limits.append(f"{products_gflop(model, batch, tokens, True) / gemm['float32'] * 1e3:.2f}")
-        lines.append(f"| group | path | {' | '.join(f'{n} p50 / p99 ms' for n in shape_names)} | max abs diff |")
-        lines.append("|---|---|" + "---|" * len(shape_names) + "---:|")
+        lines += ["", f"GEMM throughput through onnxruntime ([128, H] x [H, 4H], every core): float32 {gemm['float32']} "
+                  f"GFLOP/s, int8 {gemm['int8']} GFLOP/s. \"limit\": the forward's products at that throughput "
+                  "(float32; ours computes the last layer at [CLS] only).", ""] + header
+        limits = [f"{products_gflop(model, *(int(n) for n in name.split('x')), True) / gemm['float32'] * 1e3:.2f}"
+                  for name in shape_names]
         lines.append(f"| | limit (float32 products) | {' | '.join(limits)} | |")
     else:
-        lines.append(f"| group | path | {' | '.join(f'{n} p50 / p99 ms' for n in shape_names)} | max abs diff |")
-        lines.append("|---|---|" + "---|" * len(shape_names) + "---:|")
-    for group in GROUPS:
-        report = by_group.get(group)
-        if report is None:
-            continue
+        lines += [""] + header
+    for report in sorted(by_group.values(), key=lambda r: (r["group"].split("_")[0] != "runtimes", r["group"])):
         for path in report["shapes"][shape_names[0]]:
             cells = [f"{report['shapes'][n][path]['p50_ms']} / {report['shapes'][n][path]['p99_ms']}"
                      for n in shape_names]
             diff = max(v for k, v in report["max_abs_diff"].items() if k.split("@")[0] == path)
             shown = "(other weights)" if path.startswith("keras_hub") else f"{diff:.1e}"
-            lines.append(f"| {group} | {path} | {' | '.join(cells)} | {shown} |")
+            lines.append(f"| {report['group']} | {path} | {' | '.join(cells)} | {shown} |")
     return lines
 
 
@@ -430,8 +440,9 @@ def table(output_dir):
              f"{first['machine']['cpu']}, {first['machine']['cores']} cores ({first['machine']['isa']}); "
              + ", ".join(f"{k} {v}" for k, v in sorted(first["versions"].items())) + ".", "",
              "Each group of paths in a process of its own, timed in turn round by round (benchmarks/serving_latency.py "
-             "says how); p50 / p99 in ms. max abs diff: the paths' logits against our Keras model's, over the "
-             "three inputs. Raw figures: latency_<model>_<group>.json.", ""]
+             "says how); p50 / p99 in ms (a `_cpu_time` group: the calling thread's CPU time per call, on one "
+             "thread). max abs diff: the paths' logits against our Keras model's, over the inputs. Raw figures: "
+             "latency_<model>_<group>.json.", ""]
     for model in ("minilm", "bert_base", "bert_tiny"):
         if any(r["model"] == model for r in reports):
             lines += model_table(reports, model) + [""]
@@ -448,6 +459,8 @@ def spawn(args, model, group):
                f"--work_dir={os.path.join(args.work_dir, model)}", f"--output_dir={args.output_dir}",
                f"--warmup={args.warmup}", f"--repeats={args.repeats}", f"--repeats_batch={args.repeats_batch}"]
     command += ["--smoke"] if args.smoke else []
+    command += [f"--threads={args.threads}"] if args.threads else []
+    command += ["--cpu_time"] if args.cpu_time else []
     print(f"{model}: {group}", flush=True)
     subprocess.run(command, check=True, env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": REPO})
 
@@ -463,11 +476,18 @@ def main(argv=None):
     parser.add_argument("--repeats_batch", type=int, default=20, help="rounds at batch 8")
     parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "serving_latency"))
     parser.add_argument("--output_dir", default=RESULTS)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="runtimes: onnxruntime's intra-op threads and LiteRT's threads (default: one per core)")
+    parser.add_argument("--cpu_time", action="store_true",
+                        help="runtimes, with --threads=1: time each call by the calling thread's CPU time (what a "
+                             "call computes, whatever else the machine runs) instead of the wall clock")
     parser.add_argument("--smoke", action="store_true", help="bert_tiny, 8 tokens, 3 rounds (tests).")
     parser.add_argument("--table", action="store_true", help="Only write results.md from the JSON files.")
     args = parser.parse_args(argv)
     if args.smoke:
         args.models, args.warmup, args.repeats, args.repeats_batch = "bert_tiny", 1, 3, 3
+    if args.cpu_time and (args.threads != 1 or args.groups != "runtimes"):
+        parser.error("--cpu_time times the runtimes group on one thread: pass --groups=runtimes --threads=1")
     if args.table:
         text = table(args.output_dir)
         print(text)

@@ -119,7 +119,17 @@ def _variants():
                                                     3), x),
         "relu": (lambda: BertTokenClassifier(BertBackbone(dataclasses.replace(TINY, hidden_act="relu")), 4), x),
         "left_padded_classifier": (lambda: BertClassifier(BertBackbone(TINY), 3), left_padded),
+        "lora_classifier": (_lora_classifier, x),
     }
+
+
+def _lora_classifier():
+    """A classifier whose backbone has LoRA adapters with non-zero weights (exported merged into the kernels)."""
+    backbone = BertBackbone(TINY)
+    backbone.enable_lora(2)
+    for i, variable in enumerate(backbone.trainable_weights):
+        variable.assign(np.random.default_rng(i).normal(size=variable.shape).astype("float32") * 0.1)
+    return BertClassifier(backbone, 3)
 
 
 @pytest.mark.parametrize("name", sorted(_variants()))

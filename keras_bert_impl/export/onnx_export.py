@@ -196,6 +196,20 @@ def export_onnx(model, path, opset_version=None, quantization=None):
     Raises:
         ValueError: a layer without an ONNX form here (naming it), a quantized Keras model, a wrong
             `quantization`.
+
+    Examples:
+
+    >>> import os, tempfile
+    >>> import onnxruntime
+    >>> from keras_bert_impl import BertBackbone, BertClassifier
+    >>> from keras_bert_impl.config import BertConfig
+    >>> model = BertClassifier(BertBackbone(BertConfig.preset("bert_tiny")), num_classes=2)
+    >>> path = export_onnx(model, os.path.join(tempfile.mkdtemp(), "model.onnx"))
+    >>> session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    >>> [(i.name, i.shape) for i in session.get_inputs()]
+    [('token_ids', ['batch', 'sequence']), ('segment_ids', ['batch', 'sequence']), ('padding_mask', ['batch', 'sequence'])]
+    >>> [o.name for o in session.get_outputs()]
+    ['logits']
     """
     import onnx
 
