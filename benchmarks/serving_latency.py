@@ -486,7 +486,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.smoke:
         args.models, args.warmup, args.repeats, args.repeats_batch = "bert_tiny", 1, 3, 3
-    if args.cpu_time and (args.threads != 1 or args.groups != "runtimes"):
+    if args.cpu_time and not args.group and (args.threads != 1 or args.groups != "runtimes"):
         parser.error("--cpu_time times the runtimes group on one thread: pass --groups=runtimes --threads=1")
     if args.table:
         text = table(args.output_dir)
