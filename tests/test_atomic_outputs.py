@@ -14,7 +14,6 @@ from keras_bert_impl.checkpoints import model_directory, weight_tables
 from keras_bert_impl.utils.errors import CheckpointNotFoundError
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tasks import feature_extraction
-from keras_bert_impl.tokenizers import tf_vocab_learning
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 from tests.finetuning_files import load_recipe
@@ -143,6 +142,7 @@ def test_safetensors_write_failing_half_way_leaves_nothing_under_the_final_name(
     assert os.listdir(directory) == []
 
 
+@pytest.mark.tensorflow
 def test_tf1_checkpoint_write_interrupted_before_its_index_leaves_no_checkpoint(tiny_backbone, tmp_path,
                                                                                  monkeypatch):
     pytest.importorskip("tensorflow")
@@ -170,7 +170,10 @@ def test_tf1_checkpoint_write_interrupted_before_its_index_leaves_no_checkpoint(
 
 
 # ---------------------------------------------------------------------------------------- vocabularies
+@pytest.mark.tensorflow
 def test_vocab_write_failing_half_way_leaves_no_vocab(tmp_path):
+    from keras_bert_impl.tokenizers import tf_vocab_learning
+
     output = tmp_path / "vocab.txt"
 
     def tokens():
@@ -185,6 +188,7 @@ def test_vocab_write_failing_half_way_leaves_no_vocab(tmp_path):
     assert output.read_text(encoding="utf-8") == "[PAD]\na\n"
 
 
+@pytest.mark.tensorflow
 def test_learn_vocab_without_input_exits_2_and_writes_nothing(tmp_path, capsys):
     output = tmp_path / "vocab.txt"
     with pytest.raises(SystemExit) as exit_info:
@@ -195,6 +199,7 @@ def test_learn_vocab_without_input_exits_2_and_writes_nothing(tmp_path, capsys):
     assert not output.exists()
 
 
+@pytest.mark.tensorflow
 def test_export_recipe_refuses_a_missing_model_dir_with_exit_2(tmp_path, capsys, monkeypatch):
     # The recipe sets KERAS_BACKEND=tensorflow when loaded; monkeypatch restores the environment after.
     monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))

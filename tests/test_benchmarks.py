@@ -171,6 +171,7 @@ def test_a_variant_replaces_its_path_during_each_step_only():
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="the command starts each group's process under its own backend: one run covers them")
 def test_serving_latency_smoke_times_every_path_of_its_groups_against_the_reference_and_writes_the_table(tmp_path):

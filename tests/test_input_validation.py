@@ -154,7 +154,7 @@ def test_create_pretraining_data_refuses_a_vocab_without_mask(tmp_path, capsys):
 
 
 def _tfrecord(tmp_path, count):
-    from keras_bert_impl.data import tf_pretraining_datasets, tf_pretraining_records
+    from keras_bert_impl.data import pretraining_records
     from keras_bert_impl.data.pretraining_instances import TrainingInstance
 
     vocab = {t: i for i, t in enumerate(VOCAB)}
@@ -162,27 +162,44 @@ def _tfrecord(tmp_path, count):
     instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
     path = str(tmp_path / "data.tfrecord")
     if count:
-        tf_pretraining_records.write_instances_to_example_files([instance] * count, tokenizer, path, 8, 2)
+        pretraining_records.write_instances_to_example_files([instance] * count, tokenizer, path, 8, 2)
     else:
-        import tensorflow as tf
-
-        tf.io.TFRecordWriter(path).close()
-    return tf_pretraining_datasets, path
+        open(path, "wb").close()  # a TFRecord file of no record
+    return path
 
 
-def test_pretraining_dataset_refuses_a_tfrecord_without_records(tmp_path):
-    tf_pretraining_datasets, path = _tfrecord(tmp_path, 0)
+def _pretraining_reader(name):
+    """pretrain.py's readers of pretraining files: the tf.data pipeline and the numpy batches (no TensorFlow)."""
+    if name == "tf.data":
+        pytest.importorskip("tensorflow")
+        from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
+
+        return pretraining_dataset
+    from keras_bert_impl.data.pretraining_batches import pretraining_batches
+
+    return lambda *args, **kwargs: list(pretraining_batches(*args, **kwargs))
+
+
+READERS = [pytest.param("tf.data", marks=pytest.mark.tensorflow), "numpy"]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_pretraining_dataset_refuses_a_tfrecord_without_records(tmp_path, reader):
+    path = _tfrecord(tmp_path, 0)
     with pytest.raises(UserInputError, match="data.tfrecord: no records"):
-        tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2)
+        _pretraining_reader(reader)(path, 8, 2, batch_size=2)
 
 
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("max_seq_length,max_predictions,message", [
     (16, 2, "input_ids has length 8, but --max_seq_length=16"),
     (8, 3, "masked_lm_positions has length 2, but --max_predictions_per_seq=3"),
 ])
-def test_pretraining_dataset_refuses_shapes_other_than_the_flags(tmp_path, max_seq_length, max_predictions, message):
-    tf_pretraining_datasets, path = _tfrecord(tmp_path, 3)
+def test_pretraining_dataset_refuses_shapes_other_than_the_flags(tmp_path, max_seq_length, max_predictions, message,
+                                                                 reader):
+    path = _tfrecord(tmp_path, 3)
+    pretraining_dataset = _pretraining_reader(reader)
     with pytest.raises(UserInputError, match=f"data.tfrecord: {message}"):
-        tf_pretraining_datasets.pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
-    batches = list(tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
+        pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
+    batches = list(pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
     assert [tuple(x["token_ids"].shape) for x, _ in batches] == [(2, 8), (1, 8)]

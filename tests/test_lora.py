@@ -53,6 +53,7 @@ def test_lora_minilm_classifier_trains_two_percent_and_its_adapters_reload_ident
         np.testing.assert_array_equal(value, expected[name], err_msg=name)
 
 
+@pytest.mark.tensorflow
 def test_lora_file_has_keras_hubs_layout_and_keras_hubs_loader_reads_it(tmp_path):
     import h5py
     import keras_hub

@@ -41,6 +41,7 @@ def _other_shape(name, x):
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.tensorflow
 def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
@@ -85,8 +86,8 @@ def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equal
             np.testing.assert_allclose(served[names.index(key or "logits")], value, atol=1e-4, err_msg=f"{name}: {key}")
 
 
-@pytest.mark.parametrize("export_format, quantization", [("onnx", "none"), ("onnx", "dynamic_int8"),
-                                                         ("litert", "none")])
+@pytest.mark.parametrize("export_format, quantization", [
+    ("onnx", "none"), ("onnx", "dynamic_int8"), pytest.param("litert", "none", marks=pytest.mark.tensorflow)])
 def test_export_recipe_writes_the_token_id_model_its_vocabulary_and_settings(export_format, quantization, tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.runners.export_savedmodel import main
@@ -143,6 +144,7 @@ def test_gelu_and_split_rows_compute_the_same_values_for_every_export_target(tar
 
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
+@pytest.mark.tensorflow
 def test_litert_packer_gives_bert_tokenizers_ids_on_the_shipped_sentiment_texts(minilm_path):
     import tensorflow as tf
 
@@ -164,6 +166,7 @@ def test_litert_packer_gives_bert_tokenizers_ids_on_the_shipped_sentiment_texts(
 
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
+@pytest.mark.tensorflow
 def test_litert_text_classifier_runs_with_tensorflow_texts_registerers_and_equals_keras_on_its_ids(tmp_path):
     from ai_edge_litert.interpreter import Interpreter, InterpreterWithCustomOps
 

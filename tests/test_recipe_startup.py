@@ -90,6 +90,7 @@ def test_help_answers_within_a_second():
     assert min(times) < 1.0, times
 
 
+@pytest.mark.tensorflow
 def test_a_recipe_that_imports_tensorflow_prints_none_of_its_cpp_log_lines_and_warns_in_one_line(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 50, encoding="utf-8")

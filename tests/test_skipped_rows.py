@@ -51,6 +51,7 @@ def test_predict_computes_the_last_feed_forward_at_the_cls_row_with_the_whole_la
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the SavedModel export runs under the TensorFlow backend")
 @pytest.mark.parametrize("head", ["classifier", "multiple_choice"])
+@pytest.mark.tensorflow
 def test_the_savedmodel_computes_the_last_feed_forward_at_the_cls_row(head, tmp_path):
     """The rows each layer's feed-forward product computes, read from TensorFlow's trace of a served call
     (the output shapes of the ops run), with the logits of the whole layer."""
@@ -86,6 +87,7 @@ def test_the_savedmodel_computes_the_last_feed_forward_at_the_cls_row(head, tmp_
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
 @pytest.mark.parametrize("head", ["classifier", "multiple_choice"])
+@pytest.mark.tensorflow
 def test_litert_runs_the_last_feed_forward_on_one_row_per_sequence(head, tmp_path):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 

@@ -12,7 +12,8 @@ the backbone's `pooled_output`) gets a last encoder layer that computes its atte
 feed-forward for that row only.
 
 It needs the `onnx` package alone (onnxruntime to run the file; `quantization="dynamic_int8"` uses
-onnxruntime's quantizer), and runs under every Keras backend: the weights are read as numpy arrays.
+onnxruntime's quantizer: the `[onnx]` extra installs both; without them, one line names it), and runs under
+every Keras backend: the weights are read as numpy arrays.
 
 Inputs keep the model's names (`token_ids`, `segment_ids`, `padding_mask` int32, plus `masked_lm_positions`
 for the pretrainer), their free axes named "batch", "sequence" (and "predictions" for the masked positions);
@@ -32,6 +33,8 @@ from keras_bert_impl.export import onnx_layers
 from keras_bert_impl.export.onnx_graph import OnnxGraph
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.file_io import atomic_path
+from keras_bert_impl.utils.optional_dependencies import require
+from keras_bert_impl.utils.optional_dependencies import require
 
 QUANTIZATIONS = (None, "dynamic_int8")
 # The names of the inputs' free axes after the batch, by input: the sequence unless named here.
@@ -211,10 +214,11 @@ def export_onnx(model, path, opset_version=None, quantization=None):
     >>> [o.name for o in session.get_outputs()]
     ['logits']
     """
-    import onnx
-
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization={quantization!r}: expected one of {QUANTIZATIONS}.")
+    require("ONNX export", "onnx", ("onnx",) if quantization is None else ("onnx", "onnxruntime"))
+    import onnx
+
     graph_model = onnx_model(model, opset_version)
     with atomic_path(path) as tmp:
         if quantization is None:

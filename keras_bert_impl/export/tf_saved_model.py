@@ -82,6 +82,12 @@ TensorFlow.
 import os
 
 import keras
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("SavedModel export", "tensorflow")
+
 import tensorflow as tf
 
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES

@@ -24,6 +24,7 @@ import warnings
 
 from keras_bert_impl import import_exports
 from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
+from keras_bert_impl.utils.optional_dependencies import MissingDependencyError
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
@@ -31,10 +32,12 @@ DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
 FILE_SYSTEM_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
 
-def run_main(build_parser, run, argv=None):
+def run_main(build_parser, run, argv=None, before_import=None):
     """Parses `argv` (default `sys.argv[1:]`) with `build_parser()` and returns `run(args)`; a
     `UserInputError` exits with status 2 and a `TrainingDivergedError` with status 1, each with a one-line
-    message on stderr (see the module docstring).
+    message on stderr (see the module docstring). `before_import(args)`, if given, runs before the package
+    (and Keras) is imported: e.g. a check that a feature's optional packages are installed
+    (`utils.optional_dependencies`), which a Keras backend that cannot import would otherwise preempt.
 
     Examples:
 
@@ -56,7 +59,9 @@ def run_main(build_parser, run, argv=None):
     args.debug = debug
     try:
         with filtered_stderr(enabled=not wants_tensorflow_logs(debug)), one_line_warnings(enabled=not debug):
-            import_exports()  # the package's classes, registered (a recipe imports the package lazily)
+            if before_import is not None:
+                before_import(args)
+            import_keras_backend_or_explain(import_exports)  # the package's classes, registered (lazily imported)
             return run(args)
     except UserInputError as error:
         if debug:
@@ -78,6 +83,20 @@ def run_main(build_parser, run, argv=None):
             raise
         print(f"error: {file_system_error(error)}", file=sys.stderr)
         sys.exit(2)
+
+
+def import_keras_backend_or_explain(import_exports):
+    """Calls `import_exports()`; a Keras backend that is not installed (KERAS_BACKEND=tensorflow, Keras' default,
+    without TensorFlow) is a `MissingDependencyError`: one line naming the backend and its extra."""
+    try:
+        import_exports()
+    except ModuleNotFoundError as error:
+        module = (error.name or "").partition(".")[0]
+        if module not in ("tensorflow", "jax", "torch"):
+            raise
+        backend = os.environ.get("KERAS_BACKEND") or "tensorflow"
+        default = "; Keras' default" if "KERAS_BACKEND" not in os.environ else ""
+        raise MissingDependencyError(f"KERAS_BACKEND={backend} (the Keras backend{default})", module, module) from None
 
 
 @contextlib.contextmanager

@@ -28,6 +28,14 @@ import os
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import FlagParser
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.optional_dependencies import require
+
+# --format -> the feature's name, its extra and the packages it imports.
+FORMAT_REQUIREMENTS = {
+    "savedmodel": ("SavedModel export", "tensorflow", ("tensorflow", "tensorflow_text")),
+    "litert": ("LiteRT export", "export", ("tensorflow",)),
+    "onnx": ("ONNX export", "onnx", ("onnx",)),
+}
 
 
 def build_parser():
@@ -57,8 +65,17 @@ def build_parser():
     return parser
 
 
+def check_dependencies(args):
+    """Refuses a `--format` whose packages are not installed, in one line naming its extra, before Keras is
+    imported (under KERAS_BACKEND=tensorflow, Keras itself needs TensorFlow) and before anything is written."""
+    require(*FORMAT_REQUIREMENTS[args.format])
+    if args.format == "onnx" and args.quantization != "none":
+        require("ONNX int8 quantization", "onnx", ("onnxruntime",))
+
+
 def run(args):
     """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
+    check_dependencies(args)
     import keras  # imported once the flags are parsed: --help answers without Keras and TensorFlow
 
     if not os.path.isdir(args.model_dir):
@@ -122,7 +139,7 @@ def _export_token_id_model(args):
 
 def main(argv=None):
     """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+    return run_main(build_parser, run, argv, before_import=check_dependencies)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ import warnings
 
 import keras
 
+from keras_bert_impl.checkpoints import model_directory
 from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.cli import run_main
@@ -451,6 +452,8 @@ def run_finetuning(task):
     if protocol_settings is not None and config.strategy == "multiworker":
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
                              "--strategy=multiworker (a worker would not see the runs the chief has finished).")
+    if config.init_checkpoint:  # a TF1 checkpoint without TensorFlow: one line, before output_dir is made
+        model_directory.require_checkpoint_reader(config.init_checkpoint)
     distribution = setup_distribution(config)
     run_directory.make_output_dir(config.output_dir)
     # A multi-worker job: the chief writes output_dir, holding its lock; every other worker writes a temporary

@@ -14,6 +14,11 @@ import collections
 import glob
 import os
 
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("vocabulary learning (tokenizers/tf_vocab_learning.py, learn_vocab.py)", "tensorflow", ("tensorflow_text",))
+
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize

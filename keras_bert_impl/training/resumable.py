@@ -21,6 +21,7 @@ other; its loops (progress bar, log records) are shifted by the steps of the int
 checkpoints stay at the multiples of `save_checkpoints_steps`.
 """
 
+import itertools
 import math
 import os
 
@@ -63,7 +64,7 @@ def run_training(
     Args:
         model: A compiled model (`model.compile(optimizer=...)`); its `steps_per_execution` should be
             `steps_per_execution`.
-        dataset: An endlessly repeating `tf.data.Dataset` of `(x, y)` batches, fast-forwarded past the
+        dataset: An endlessly repeating `tf.data.Dataset` (or generator) of `(x, y)` batches, fast-forwarded past the
             `initial_step` batches already trained on (for an exact resume, seed its shuffles), or a
             callable `dataset_fn(initial_step)` returning one (not fast-forwarded), called after the
             restore.
@@ -97,8 +98,9 @@ def run_training(
     >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile(optimizer="sgd", loss="mse")
-    >>> import tensorflow as tf
-    >>> dataset = tf.data.Dataset.from_tensors((np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))).repeat()
+    >>> import itertools
+    >>> batch = (np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))
+    >>> dataset = lambda initial_step: (batch for _ in itertools.count())  # or an endless tf.data.Dataset
     >>> out = tempfile.mkdtemp()
     >>> result = run_training(model, dataset, 6, out, save_checkpoints_steps=3, verbose=0)
     >>> result["global_step"], [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(out, "checkpoints"))]
@@ -183,23 +185,26 @@ def evaluate(model, dataset, max_eval_steps=None):
 
     Args:
         model: A compiled model.
-        dataset: A finite `tf.data.Dataset` of `(x, y)`.
+        dataset: A finite `tf.data.Dataset` of `(x, y)`, or a generator of numpy `(x, y)` batches.
         max_eval_steps: Batches to evaluate at most (100 in the original); `None` for all.
 
     Examples:
 
     >>> import numpy as np
-    >>> import tensorflow as tf
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
     >>> model.compile(loss="mse")
-    >>> eval_dataset = tf.data.Dataset.from_tensor_slices((np.ones((8, 2), "float32"), np.ones((8, 1), "float32")))
-    >>> evaluate(model, eval_dataset.batch(2), max_eval_steps=3)
+    >>> eval_batches = ((np.ones((2, 2), "float32"), np.ones((2, 1), "float32")) for _ in range(4))
+    >>> evaluate(model, eval_batches, max_eval_steps=3)  # or a tf.data.Dataset
     {'loss': 1.0}
     """
-    if max_eval_steps:
-        dataset = dataset.take(max_eval_steps)
-    # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
-    # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
-    num_batches = sum(1 for _ in dataset)
+    if not hasattr(dataset, "take"):  # a generator of numpy batches (`data/pretraining_batches.py`): read once
+        batches = list(itertools.islice(dataset, max_eval_steps or None))
+        dataset, num_batches = (batch for batch in batches), len(batches)
+    else:
+        if max_eval_steps:
+            dataset = dataset.take(max_eval_steps)
+        # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
+        # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
+        num_batches = sum(1 for _ in dataset)
     results = model.evaluate(dataset, steps=num_batches, return_dict=True, verbose=0)
     return {name: float(value) for name, value in results.items()}
