@@ -1,7 +1,8 @@
 """Nothing torn: the files the library and the recipes write appear whole under their final names or not at
 all. Each test makes a write fail half-way (a record source raising, a full disk, a rename that never
 happens) and checks that no partial file is left under the final name and no temporary file is left over;
-a bad flag or input stops a recipe with one line and exit status 2 before any output is opened."""
+a bad flag or input stops a recipe with one line and exit status 2 before any output is opened; an export never
+writes over the model directory it reads."""
 
 import errno
 import json
@@ -210,3 +211,22 @@ def test_export_recipe_refuses_a_missing_model_dir_with_exit_2(tmp_path, capsys,
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == f"error: --model_dir: no directory at {tmp_path / 'missing'}"
     assert not export_dir.exists()
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("export_under, overwrite", [(".", False), (".", True), ("model/saved", True), ("", True)])
+def test_export_refuses_its_own_model_dir_and_nested_folders_and_keeps_the_model(model_dir, tmp_path, capsys,
+                                                                                  monkeypatch, export_under, overwrite):
+    monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
+    export_dir = {".": model_dir, "model/saved": model_dir / "saved", "": tmp_path}[export_under]
+    before = sorted(os.listdir(model_dir))
+    with pytest.raises(SystemExit) as exit_info:
+        load_recipe("export_savedmodel").main([f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+                                               *["--overwrite"] * overwrite])
+    assert exit_info.value.code == 2
+    where = {".": "is the --model_dir itself", "model/saved": f"lies inside --model_dir {model_dir}",
+             "": f"holds --model_dir {model_dir}"}[export_under]
+    assert capsys.readouterr().err.strip() == (f"error: --export_dir {export_dir} {where}: the export would write "
+                                               "over the model it reads; choose another --export_dir")
+    assert sorted(os.listdir(model_dir)) == before

@@ -95,6 +95,7 @@ from keras_bert_impl.export.export_settings import (  # noqa: F401 (CLASS_TASKS,
     CLASS_TASKS,
     EXPORT_CONFIG_NAME,
     check_export_dir,
+    check_export_source,
     load_model,
     read_export_settings,
     squad_settings,
@@ -511,6 +512,7 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     """
     from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
+    check_export_source(model_dir, export_dir)
     check_export_dir(export_dir, overwrite)
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
     task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]

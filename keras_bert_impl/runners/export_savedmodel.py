@@ -19,7 +19,8 @@ do_lower_case, max_seq_length, inputs, quantization): the text is tokenized by t
 (docs/deployment.md). `--quantization=dynamic_int8` gives either file int8 weights for its products.
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
-files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
+files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
+is the `--model_dir`, lies inside it or holds it is refused, with `--overwrite` too. A mistake in a
 flag or in the model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
@@ -80,12 +81,14 @@ def run(args):
 
     if not os.path.isdir(args.model_dir):
         raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
+    from keras_bert_impl.export.export_settings import check_export_dir, check_export_source
+
+    check_export_source(args.model_dir, args.export_dir)
     if keras.backend.backend() != "tensorflow" and args.format != "onnx":
         raise UserInputError(f"the {args.format} export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow "
                              f"(not {keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
     if args.quantization != "none" and args.format == "savedmodel":
         raise UserInputError(f"--quantization={args.quantization} applies to --format=litert and --format=onnx only.")
-    from keras_bert_impl.export.export_settings import check_export_dir
 
     check_export_dir(args.export_dir, args.overwrite)
     try:

@@ -36,7 +36,8 @@ The output directory belongs to one run: a lock (`output_dir/.lock`, held while 
 second run on it, naming the process that holds it; `output_dir/run_settings.json` records the flags that
 shape the trained weights (`RUN_SETTINGS_IGNORED` lists those that do not), and while the directory holds
 checkpoints a training run with other values is refused, naming each flag with its two values.
-`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else.
+`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else (refused
+when --init_checkpoint or an input file lies in one of them).
 
 `--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
 `sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
@@ -102,7 +103,8 @@ def build_parser():
     p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
     p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
     p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
-    p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
+    p.add_argument("--verbose", default="auto", help="fit's progress: auto/1 (a progress bar on a terminal, a line per "
+                   "loop in a file), 2 (a line per loop), 0.")
     p.add_argument("--objective", default="mlm_nsp", choices=PRETRAINING_OBJECTIVES,
                    help="mlm_nsp (original), sop (the same on --sentence_order data), mlm (no NSP head) or ltr "
                         "(left-to-right LM, causal attention, no NSP).")
@@ -189,13 +191,13 @@ def run(args):
         from keras_bert_impl.checkpoints.model_directory import require_checkpoint_reader
 
         require_checkpoint_reader(args.init_checkpoint)
-    run_directory.make_output_dir(args.output_dir)
     # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
-    # temporary directory.
-    with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
+    # temporary directory. A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(args.output_dir), distribution.scope(), \
+            distribution.write_dir(args.output_dir) as write_dir:
         with run_directory.RunLock(args.output_dir) if distribution.is_chief else contextlib.nullcontext():
             if args.overwrite_output_dir and distribution.is_chief:
-                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS)
+                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS, vars(args))
                 if removed:
                     print(f"--overwrite_output_dir: removed {', '.join(removed)} from {args.output_dir}")
             checkpoint_dir = os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)

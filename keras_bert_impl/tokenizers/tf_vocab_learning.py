@@ -45,15 +45,15 @@ def expand_input_files(input_files):
 
 
 class _Progress:
-    """Bytes-read progress over the input files (keras.utils.Progbar when verbose)."""
+    """Bytes-read progress over the input files (`utils.progress.progress_bar` when verbose)."""
 
     def __init__(self, files, verbose):
         self.done = 0
         self.bar = None
         if verbose:
-            import keras
+            from keras_bert_impl.utils.progress import progress_bar
 
-            self.bar = keras.utils.Progbar(sum(os.path.getsize(f) for f in files), unit_name="byte")
+            self.bar = progress_bar(sum(os.path.getsize(f) for f in files), unit_name="byte")
 
     def add(self, n):
         self.done += n

@@ -15,6 +15,7 @@ import time
 from keras_bert_impl.training.step_callbacks import StepCounter
 from keras_bert_impl.training.tensorboard_events import EventFileWriter
 from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.progress import number_text
 
 
 class MetricsLogger(StepCounter):
@@ -139,8 +140,9 @@ def truncate_metrics_log(path, max_step):
 
 
 def metrics_text(metrics):
-    """"name=value, ..." of the numbers among `metrics`, sorted by name: a count (a name starting with "num_",
-    or an int) as an integer, any other number with 4 decimals.
+    """"name=value, ..." of the numbers among `metrics`, sorted by name: a count (an int, or an integral value of
+    a count's name, "num_...", "total", ...: `utils.progress.number_text`) as an integer, any other number with 4
+    decimals.
 
     Examples:
 
@@ -148,6 +150,5 @@ def metrics_text(metrics):
     'f1=0.8571, num_gold=70, num_pred=71'
     """
     numbers = {k: v for k, v in sorted(metrics.items()) if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return ", ".join(f"{k}={int(v)}" if isinstance(v, int) or k.startswith("num_") and float(v).is_integer()
-                     else f"{k}={float(v):.4f}" for k, v in numbers.items())
+    return ", ".join(f"{k}={number_text(k, v)}" for k, v in numbers.items())
 

@@ -33,6 +33,7 @@ from keras_bert_impl.training.interrupts import StopOnSignal
 from keras_bert_impl.training.metrics_log import MetricsLogger, read_metrics_log, truncate_metrics_log
 from keras_bert_impl.training.random_state import BackendGeneratorsAtFirstStep
 from keras_bert_impl.training.step_callbacks import CheckpointCallback, StopAtStep
+from keras_bert_impl.utils.progress import FitProgress
 
 
 def run_training(
@@ -77,7 +78,8 @@ def run_training(
         steps_per_execution: The model's `steps_per_execution`; `num_train_steps`,
             `save_checkpoints_steps` and `iterations_per_loop` must be multiples of it, so that the
             run stops and saves at exact steps.
-        verbose: `fit`'s verbosity (1 = progress bar, 2 = one line per loop).
+        verbose: the progress's verbosity (1 = a progress bar on a terminal, a line per loop in a file; 2 = a
+            line per loop; 0 = none: `utils.progress.FitProgress`).
         callbacks: Extra Keras callbacks, which see every batch before the logger and the checkpoints (a
             `DivergenceGuard` there stops a diverged step before it is logged or saved).
         write_dir: Where the checkpoints, `train_log.jsonl` and TensorBoard logs are written; default
@@ -152,7 +154,7 @@ def run_training(
         own_callbacks = [StopAtStep(num_train_steps, initial_step, accumulation), *list(callbacks or []),
                          MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train"),
                                        accumulation_steps=accumulation),
-                         checkpoints, stop]
+                         checkpoints, FitProgress(verbose), stop]
         if callable(dataset):
             dataset = dataset(initial_step)
         elif initial_step and hasattr(dataset, "skip"):
@@ -168,7 +170,7 @@ def run_training(
                 initial_epoch=initial_step // iterations_per_loop,
                 steps_per_epoch=iterations_per_loop * accumulation,
                 callbacks=[BackendGeneratorsAtFirstStep()] * bool(initial_step) + own_callbacks,
-                verbose=verbose,
+                verbose=0,  # FitProgress: a bar on a terminal, a line per loop in a file
                 shuffle=False,  # the dataset shuffles itself; Keras ignores `shuffle` for it, with a warning
             )
         history = fit_history.history

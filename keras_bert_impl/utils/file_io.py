@@ -166,6 +166,47 @@ def join(directory, name):
     return os.path.join(directory, name)
 
 
+def is_within(path, directory):
+    """Whether the local `path` is `directory` or lies inside it, links resolved (False for a URL).
+
+    Examples:
+
+    >>> is_within("/runs/sst2/model/vocab.txt", "/runs/sst2/model"), is_within("/runs/sst2", "/runs/sst2/model")
+    (True, False)
+    >>> is_within("/runs/sst2/model", "/runs/sst2/model/"), is_within("/runs/sst2-b", "/runs/sst2")
+    (True, False)
+    """
+    if is_remote(path) or is_remote(directory):
+        return False
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def disk_usage(path):
+    """The bytes the file or directory `path` holds (its files' sizes; links count as themselves, not followed).
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "a.bin"), "wb").write(b"1234")
+    >>> os.mkdir(os.path.join(directory, "sub")); _ = open(os.path.join(directory, "sub", "b.bin"), "wb").write(b"56")
+    >>> disk_usage(directory), size_text(disk_usage(directory)), size_text(521_300_000)
+    (6, '6 B', '521.3 MB')
+    """
+    if not os.path.isdir(path) or os.path.islink(path):
+        return os.lstat(path).st_size
+    return sum(os.lstat(os.path.join(root, name)).st_size for root, _, names in os.walk(path) for name in names)
+
+
+def size_text(size):
+    """A number of bytes as a person reads it: "6 B", "83.1 kB", "87.3 MB", "1.2 GB" (powers of 1000)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{int(size)} B"
+
+
 def isfile(path):
     """`os.path.isfile` for local paths, `tf.io.gfile.exists` (and not a directory) for URLs."""
     if is_remote(path):
