@@ -149,7 +149,7 @@ def prepare(args):
     for name, export_format, quantization in (("savedmodel", "savedmodel", "none"), ("litert", "litert", "none"),
                                               ("litert_int8", "litert", "dynamic_int8"), ("onnx", "onnx", "none"),
                                               ("onnx_int8", "onnx", "dynamic_int8")):
-        if not os.path.isdir(os.path.join(work, name)):
+        if export_format in args.formats.split(",") and not os.path.isdir(os.path.join(work, name)):
             notes[f"{name}_export_peak_mb"] = run_recipe(model_dir, os.path.join(work, name), export_format,
                                                          quantization)
     if not os.path.isfile(os.path.join(work, "hf_int8.onnx")):
@@ -196,10 +196,9 @@ def onnx_session(path, threads=None):
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def runtime_paths(work, threads=None):
-    """{name: fn(x) -> logits} of the ONNX and LiteRT files (`threads`: per session; None: one per core)."""
-    from ai_edge_litert.interpreter import Interpreter
-
+def runtime_paths(work, threads=None, litert=True):
+    """{name: fn(x) -> logits} of the ONNX and (`litert`) LiteRT files (`threads`: per session; None: one per
+    core)."""
     paths = {}
     for name, path in (("ours_onnx", "onnx/model.onnx"), ("ours_onnx_int8", "onnx_int8/model.onnx")):
         session = onnx_session(os.path.join(work, path), threads)
@@ -207,6 +206,10 @@ def runtime_paths(work, threads=None):
     for name, path in (("hf_onnx_fused", "hf_fused.onnx"), ("hf_onnx_fused_int8", "hf_int8.onnx")):
         session = onnx_session(os.path.join(work, path), threads)
         paths[name] = lambda x, s=session: s.run(["logits"], hf_inputs(x))[0]
+    if not litert:
+        return paths
+    from ai_edge_litert.interpreter import Interpreter
+
     for name, path in (("ours_litert", "litert/model.tflite"), ("ours_litert_int8", "litert_int8/model.tflite")):
         runner = Interpreter(model_path=os.path.join(work, path),
                              num_threads=threads or os.cpu_count()).get_signature_runner()
@@ -295,14 +298,14 @@ def group_paths(args):
 
     work = args.work_dir
     if args.group == "runtimes":
-        runtimes = runtime_paths(work, args.threads)
+        runtimes = runtime_paths(work, args.threads, litert="litert" in args.formats.split(","))
         return lambda x: {name: (lambda f=f: f(x)) for name, f in runtimes.items()}
     from keras_bert_impl import BertClassifier
 
     ours = BertClassifier.from_pretrained(os.path.join(work, "model"), num_classes=NUM_CLASSES, preprocessor=None)
     peer = keras_hub_model(args.model)
     extra = {}
-    if args.group == "keras_tensorflow":
+    if args.group == "keras_tensorflow" and "savedmodel" in args.formats.split(","):
         import tensorflow as tf
 
         signature = tf.saved_model.load(os.path.join(work, "savedmodel")).signatures["serving_token_ids"]
@@ -457,7 +460,8 @@ def spawn(args, model, group):
     backend = group.split("_", 1)[1] if group.startswith("keras_") else "tensorflow"
     command = [sys.executable, os.path.abspath(__file__), f"--model={model}", f"--group={group}",
                f"--work_dir={os.path.join(args.work_dir, model)}", f"--output_dir={args.output_dir}",
-               f"--warmup={args.warmup}", f"--repeats={args.repeats}", f"--repeats_batch={args.repeats_batch}"]
+               f"--warmup={args.warmup}", f"--repeats={args.repeats}", f"--repeats_batch={args.repeats_batch}",
+               f"--formats={args.formats}"]
     command += ["--smoke"] if args.smoke else []
     command += [f"--threads={args.threads}"] if args.threads else []
     command += ["--cpu_time"] if args.cpu_time else []
@@ -481,6 +485,8 @@ def main(argv=None):
     parser.add_argument("--cpu_time", action="store_true",
                         help="runtimes, with --threads=1: time each call by the calling thread's CPU time (what a "
                              "call computes, whatever else the machine runs) instead of the wall clock")
+    parser.add_argument("--formats", default="savedmodel,litert,onnx",
+                        help="our exports to prepare and time (a shorter run: --formats=onnx)")
     parser.add_argument("--smoke", action="store_true", help="bert_tiny, 8 tokens, 3 rounds (tests).")
     parser.add_argument("--table", action="store_true", help="Only write results.md from the JSON files.")
     args = parser.parse_args(argv)
