@@ -197,6 +197,8 @@ def main(argv=None):
     with open(os.path.join(args.output_dir, "results.json"), "w") as f:
         json.dump(report, f, indent=1, sort_keys=True, default=float)
     text = table(report)
+    with open(os.path.join(args.output_dir, "results.md"), "w") as f:
+        f.write(text + "\n")
     print(text)
     return report
 
