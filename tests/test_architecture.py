@@ -295,7 +295,7 @@ PRIVATE_KERAS_NAMES = {
     "_inbound_nodes", "_nodes_by_depth", "_flatten_layers", "_seed_generators", "_maybe_symbolic_build",
     "_distribute_strategy", "_clip_gradients", "_backend_update_step", "_get_variable_index", "_save_state",
     "H5IOStore", "_get_h5_file", "_collective_all_reduce_multi_worker", "get_global_attribute",
-    "global_seed_generator", "reduce_per_replica",
+    "global_seed_generator", "reduce_per_replica", "_keras_history",
 }
 # Calls that load a Python file by its path.
 PATH_LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader", "SourcelessFileLoader"}
