@@ -4,7 +4,10 @@ The subpackages form tiers; a module imports only from lower tiers (and, within 
 folder), which `tests/test_architecture.py` checks:
 
     utils, backends < config, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
-    < training < tasks < pipelines < export < runners
+    < training < tasks < pipelines < export < runners < experiments
+
+`runners/` holds the recipes' logic (their flags, made from typed configs, and one run each); `experiments/`
+the application above them: the ablation tables, planned as steps that run the recipes.
 
 `backends/` holds the backend-specific fast paths: one function per operation (`backends.dense`,
 `backends.attention`, ...) chooses the path, the fast paths are one module per backend, imported only under

@@ -26,6 +26,7 @@ TIERS = [
     ("pipelines",),
     ("export",),
     ("runners",),
+    ("experiments",),
 ]
 TIER_OF = {part: level for level, parts in enumerate(TIERS) for part in parts}
 
@@ -371,3 +372,27 @@ def test_the_checks_find_a_private_keras_use_and_a_recipe_loaded_by_path():
     assert sorted(private_keras_uses(source)) == ["1: from keras.src.saving", "4: _maybe_symbolic_build",
                                                   "5: _distribute_strategy", "5: _inbound_nodes"]
     assert recipe_loads_by_path(source) == ["6: spec_from_file_location", "7: run_path", "8: exec", "8: open"]
+
+
+# --- Settings declared once: the recipes' flags are made from their typed configs (`runners.flags`), so the
+# --- runners hold few `add_argument` calls.
+MAX_RUNNER_ADD_ARGUMENT_CALLS = 40
+
+
+def add_argument_calls(source, path="<source>"):
+    """The lines of `source` that call `.add_argument(...)` or `.add_bool_flag(...)` (a flag declared by hand)."""
+    return [node.lineno for node in ast.walk(ast.parse(source, path)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr in ("add_argument", "add_bool_flag")]
+
+
+def test_the_runners_declare_at_most_40_flags_by_hand():
+    calls = {name: len(lines) for name, path in sorted(_modules().items()) if name.startswith(PACKAGE + ".runners.")
+             and (lines := add_argument_calls(open(path, encoding="utf-8").read(), path))}
+    assert sum(calls.values()) <= MAX_RUNNER_ADD_ARGUMENT_CALLS, (
+        f"{sum(calls.values())} add_argument calls in runners/ (declare settings as config fields instead): {calls}")
+
+
+def test_the_flag_count_sees_add_argument_and_add_bool_flag_calls():
+    source = ("p = FlagParser()\np.add_argument('--a', type=int)\nif x:\n    p.add_bool_flag('b', False, 'B.')\n"
+              "add_argument('--c')\n")
+    assert add_argument_calls(source) == [2, 4]

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.runners import finetuning
-from keras_bert_impl.runners.finetuning_flags import config_from_flags, finetuning_flag_parser
+from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.tasks.base import FinetuningConfig
 from keras_bert_impl.training.optimization import AdamWeightDecay
 from keras_bert_impl.utils.errors import UserInputError
 
 
 def _parse(*argv):
-    return finetuning_flag_parser("test").parse_args(["--output_dir=/tmp/x", *argv])
+    return settings_parser(FinetuningConfig, "test").parse_args(["--output_dir=/tmp/x", *argv])
 
 
 def _config(*argv):

@@ -3,7 +3,7 @@ tokenizer, model, BERT's optimizer schedule, `fit` keeping the best checkpoint b
 the model directory, eval_results.json, predictions) under `--strategy` and `--mixed_precision`.
 
 The task recipes (`keras_bert_impl.runners.run_glue`, `run_ner`, `run_squad`, `run_swag`; `recipes/run_*.py`)
-are their flags (`runners.finetuning_flags`) and `finetuning_recipe`: the task's config made from the flags,
+are their flags (the fields of `tasks.configs`) and `finetuning_recipe`: the task's config made from the flags,
 and one call of `run_finetuning`. The settings are a task's config (`tasks.base.FinetuningConfig`), one
 field per flag of the same name; the flag names below are those fields.
 
@@ -42,7 +42,7 @@ run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, resu
 One run per output_dir, bound to its settings (`training.run_directory`): the run holds `output_dir/.lock`
 while it lives, and a second run on the directory is refused, naming the process that holds it; a training
 run records the settings that shape the trained weights in `output_dir/run_settings.json`
-(`finetuning_flags.run_settings`), and while output_dir holds checkpoints, a training run with other values
+(`utils.settings.run_settings`), and while output_dir holds checkpoints, a training run with other values
 (e.g. another --learning_rate, --train_batch_size or --max_seq_length) is refused before it reads anything,
 in one line naming each setting with its two values.
 
@@ -79,8 +79,6 @@ import keras
 from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning_flags import config_from_flags, run_settings
-from keras_bert_impl.runners.flags import accumulation_options
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
     load_backbone,
@@ -89,10 +87,11 @@ from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of t
 from keras_bert_impl.tokenizers.unknown_tokens import report_unknown_tokens
 from keras_bert_impl.training import checkpoint_store, distribute, divergence, metrics_log, run_directory
 from keras_bert_impl.training.interrupts import StopOnSignal
-from keras_bert_impl.training.optimization import create_optimizer
+from keras_bert_impl.training.optimization import accumulation_options, create_optimizer
 from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.settings import run_settings
 
 TRAIN_LOG = "train_log.jsonl"
 STEPS_LOG = "train_steps_log.jsonl"

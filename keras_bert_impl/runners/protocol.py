@@ -14,7 +14,7 @@ Every (learning rate, seed) run is `runners.finetuning.finetune` with its own ou
 eval_results.json, prediction files, run_settings.json). A run is complete once `finetune` has returned:
 then `run_complete.json` (its settings and results) is written into its directory, last. The same command
 started again skips every complete run and resumes an interrupted one from its checkpoints (`finetune`'s
-resume). The protocol's settings (`finetuning_flags.run_settings`: the grid, the restarts and every setting
+resume). The protocol's settings (`utils.settings.run_settings`: the grid, the restarts and every setting
 that shapes the trained weights) are recorded in `output_dir/run_settings.json`; once output_dir/runs/ holds
 a run, a protocol with other values is refused in one line naming each (`training.run_directory`), before
 any run is touched; `--overwrite_output_dir` starts it afresh.
@@ -46,10 +46,10 @@ import shutil
 
 import numpy as np
 
-from keras_bert_impl.runners.finetuning_flags import run_settings
 from keras_bert_impl.training import checkpoint_store, run_directory
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, atomic_path, write_json
+from keras_bert_impl.utils.settings import run_settings
 
 RUNS_DIR = "runs"
 RUN_COMPLETE = "run_complete.json"

@@ -12,29 +12,25 @@ of the files), or for a CLUENER test file test_predictions.json (its records wit
 their "label", `data/cluener_data.py`).
 """
 
-import dataclasses
 import os
-from typing import Optional
 
 import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching, cluener_data, conll_data, conll_features
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
-from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
 from keras_bert_impl.tasks.base import (
-    FinetuningConfig,
     FinetuningTask,
     TrainingSet,
     batching_options,
     config_overrides,
     load_backbone,
 )
+from keras_bert_impl.tasks.configs import NerConfig
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.model_files import read_json_object
 from keras_bert_impl.utils.file_io import atomic_path, write_json
-from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
 SPLIT_FILE_NAMES = {
     "train": ("train.txt", "eng.train", "train.json"),
@@ -44,34 +40,6 @@ SPLIT_FILE_NAMES = {
 SPLIT_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 # The file of a fine-tuned NER model directory holding its label list and tagging scheme.
 LABEL_LIST_FILE = "label_list.json"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class NerConfig(FinetuningConfig):
-    """The settings of an NER run: `FinetuningConfig`'s and run_ner.py's own flags (same names, same
-    defaults), the feature-based tagger's among them (`feature_based` and the `feature_*` / `lstm_*`
-    fields, None: the saved tagger's setting, else the paper's)."""
-
-    # The files: a split's file instead of --data_dir's, its columns, the label list.
-    train_file: Optional[str] = None
-    validation_file: Optional[str] = None  # also --dev_file
-    test_file: Optional[str] = None
-    labels: Optional[str] = None  # a file of one label per line
-    tokens_column: str = "tokens"
-    tags_column: str = "ner_tags"
-    # The fine-tuned tagger.
-    use_crf: bool = setting(False, BOOLEAN)
-    use_document_context: bool = setting(False, BOOLEAN)
-    tagging_scheme: str = setting("auto", one_of(conll_data.TAGGING_SCHEMES))
-    # The feature-based tagger (the paper's Table 7).
-    feature_based: bool = setting(False, BOOLEAN)
-    feature_layers: Optional[str] = None  # comma-separated hidden-state indices, e.g. "-1,-2,-3,-4"
-    feature_combine: Optional[str] = setting(None, optional(one_of(FEATURE_COMBINES)))
-    feature_mode: str = setting("", one_of(("", *FEATURE_MODES)))
-    lstm_units: Optional[int] = setting(None, optional(INTEGER))
-    lstm_layers: Optional[int] = setting(None, optional(INTEGER))
-    classifier_dropout: float = setting(0.1, NUMBER)
-    bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
 
 
 def split_file(config, split):

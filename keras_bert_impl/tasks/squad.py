@@ -12,13 +12,13 @@ nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 
 import dataclasses
 import os
-from typing import Optional
 
 from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.metrics.cmrc2018_metrics import cmrc2018_evaluate, mostly_chinese
-from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS, squad_v1_evaluate, squad_v2_evaluate
+from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
 from keras_bert_impl.models.span_qa import BertSpanQA
-from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
+from keras_bert_impl.tasks.base import FinetuningTask, TrainingSet
+from keras_bert_impl.tasks.configs import SquadConfig
 from keras_bert_impl.tasks.squad_postprocessing import (
     compute_predictions,
     predict_raw_results,
@@ -27,7 +27,6 @@ from keras_bert_impl.tasks.squad_postprocessing import (
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
 # --eval_metric: the official SQuAD evaluation, CMRC 2018's (Chinese), or the one that fits the contexts.
 
@@ -35,25 +34,6 @@ from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_IN
 def has_answers(dataset):
     """Whether any question of a SQuAD JSON dataset has gold answers (then it can be evaluated)."""
     return any(qa.get("answers") for article in dataset["data"] for p in article["paragraphs"] for qa in p["qas"])
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadConfig(FinetuningConfig):
-    """The settings of a SQuAD run: `FinetuningConfig`'s (`max_seq_length` 384, as the original's) and
-    run_squad.py's own flags (same names, same defaults)."""
-
-    max_seq_length: int = setting(384, POSITIVE_INT)
-    train_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    doc_stride: int = setting(128, INTEGER)
-    max_query_length: int = setting(64, INTEGER)
-    n_best_size: int = setting(20, INTEGER)
-    max_answer_length: int = setting(30, INTEGER)
-    version_2_with_negative: bool = setting(False, BOOLEAN)
-    null_score_diff_threshold: float = setting(0.0, NUMBER)
-    verbose_logging: bool = setting(False, BOOLEAN)
-    bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
-    eval_metric: str = setting("auto", one_of(EVAL_METRICS))
 
 
 def contexts(dataset):
