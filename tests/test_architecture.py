@@ -396,3 +396,24 @@ def test_the_flag_count_sees_add_argument_and_add_bool_flag_calls():
     source = ("p = FlagParser()\np.add_argument('--a', type=int)\nif x:\n    p.add_bool_flag('b', False, 'B.')\n"
               "add_argument('--c')\n")
     assert add_argument_calls(source) == [2, 4]
+
+
+# --- Library and application apart: below the runners the package prints nothing; its messages go to its logger
+# --- (`logging.getLogger(__name__)`), which a recipe shows in its one-line form (`runners.cli.recipe_logging`).
+def print_calls(source, path="<source>"):
+    """The lines of `source` that call `print(...)` (in code: a docstring's examples are text)."""
+    return [node.lineno for node in ast.walk(ast.parse(source, path)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and node.func.id == "print"]
+
+
+def test_no_module_below_the_runners_prints():
+    below = {name: path for name, path in _modules().items()
+             if name == PACKAGE or TIER_OF[_folder(name)] < TIER_OF["runners"]}
+    found = {name: lines for name, path in sorted(below.items())
+             if (lines := print_calls(open(path, encoding="utf-8").read(), path))}
+    assert not found, f"print() below the runners (log to logging.getLogger(__name__) instead): {found}"
+
+
+def test_the_print_check_sees_a_print_call_and_not_a_docstring_example():
+    source = '"""Example:\n\n>>> print(1)\n1\n"""\n\ndef f(x):\n    print(x)\n    logger.info(x)\n'
+    assert print_calls(source) == [8]

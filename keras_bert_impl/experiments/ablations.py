@@ -35,6 +35,7 @@ of each shipped set): a check of the plumbing whose numbers mean nothing.
 
 import dataclasses
 import datetime
+import logging
 import math
 import os
 from typing import Optional
@@ -55,6 +56,8 @@ from keras_bert_impl.utils.settings import (
     optional,
     setting,
 )
+
+logger = logging.getLogger(__name__)
 
 # The paper's Table 5 rows: (pretrain.py --objective, row label).
 OBJECTIVES = (("mlm_nsp", "BERT (MLM + NSP)"), ("mlm", "No NSP"), ("ltr", "LTR & No NSP"))
@@ -283,7 +286,7 @@ def write_table(table, plan, records):
     write_json(plan.path(f"table_{table.number}.json"), result)
     with atomic_open(plan.path(f"table_{table.number}.md")) as f:
         f.write(table_markdown(result, table.notes))
-    print(table_markdown(result, [])[:4000], flush=True)
+    logger.info(table_markdown(result, [])[:4000])
     return result
 
 

@@ -14,10 +14,16 @@ traceback. Any other exception is a bug and keeps its traceback. A Python warnin
 abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`). TensorFlow's C++ log
 lines are kept off stderr (`utils.tensorflow_logs`) unless the user set `TF_CPP_MIN_LOG_LEVEL` or passed
 `--debug`.
+
+The package writes its messages to the logger "keras_bert_impl" and its children (`logging.getLogger(__name__)`
+in each module); a library user configures them as any logger's. While a recipe runs, `recipe_logging` gives
+them the recipes' one-line form: an INFO message is its line on stdout, a WARNING one `warning: <message>` on
+stderr.
 """
 
 import contextlib
 import errno
+import logging
 import os
 import sys
 import warnings
@@ -27,6 +33,8 @@ from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, 
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
+# The logger of the package's messages: every module's `logging.getLogger(__name__)` is its child.
+PACKAGE_LOGGER = "keras_bert_impl"
 # The `OSError`s of a file system that refuses a write: reported in one line naming the path.
 FILE_SYSTEM_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -55,7 +63,8 @@ def run_main(build_parser, run, argv=None):
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
     args.debug = debug
     try:
-        with filtered_stderr(enabled=not wants_tensorflow_logs(debug)), one_line_warnings(enabled=not debug):
+        with filtered_stderr(enabled=not wants_tensorflow_logs(debug)), one_line_warnings(enabled=not debug), \
+                recipe_logging():
             import_exports()  # the package's classes, registered (a recipe imports the package lazily)
             return run(args)
     except UserInputError as error:
@@ -78,6 +87,58 @@ def run_main(build_parser, run, argv=None):
             raise
         print(f"error: {file_system_error(error)}", file=sys.stderr)
         sys.exit(2)
+
+
+class _ConsoleHandler(logging.Handler):
+    """Writes a record as one line to `sys.stdout` (below WARNING) or `sys.stderr`, the streams of the moment it is
+    written (so that a redirection, e.g. `contextlib.redirect_stdout`, takes the package's lines too)."""
+
+    def emit(self, record):
+        try:
+            stream = sys.stdout if record.levelno < logging.WARNING else sys.stderr
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:  # noqa: BLE001 (logging's own rule: a failing handler reports, never raises)
+            self.handleError(record)
+
+
+class _RecipeFormatter(logging.Formatter):
+    """A message as the recipes print it: an INFO message as it is, a WARNING (or above) as "warning: <message>"."""
+
+    def format(self, record):
+        message = record.getMessage()
+        return message if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {message}"
+
+
+@contextlib.contextmanager
+def recipe_logging():
+    """Within: the messages of the package's logger (`PACKAGE_LOGGER` and its children) from INFO up are the
+    recipes' lines, INFO on stdout as they are, WARNING and above on stderr as "warning: <message>", and go
+    nowhere else (not to the root logger's handlers). Nested (a recipe run in the process of another), the
+    outer one's form stays.
+
+    Examples:
+
+    >>> with recipe_logging():
+    ...     logging.getLogger("keras_bert_impl.tasks").info("wrote 3 test predictions to out/SST-2.tsv")
+    wrote 3 test predictions to out/SST-2.tsv
+    """
+    logger = logging.getLogger(PACKAGE_LOGGER)
+    if any(isinstance(handler, _ConsoleHandler) for handler in logger.handlers):
+        yield
+        return
+    handler = _ConsoleHandler()
+    handler.setFormatter(_RecipeFormatter())
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ flag or in the model directory stops the run with one line and exit status 2 (--
 """
 
 import dataclasses
+import logging
 import os
 from typing import Optional
 
@@ -30,6 +31,8 @@ from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, one_of, optional, setting
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -98,7 +101,7 @@ def export(config):
         raise
     except ValueError as error:  # a directory lacking what the export needs: its message names the file
         raise UserInputError(str(error)) from error
-    print(f"Exported the {task} of {config.model_dir} to {export_dir}")
+    logger.info(f"Exported the {task} of {config.model_dir} to {export_dir}")
     return task, export_dir
 
 
@@ -126,7 +129,7 @@ def _export_token_id_model(config):
         "format": config.format, "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
         "max_seq_length": int(config.max_seq_length or settings["checkpoint"].setting("max_seq_length") or 128),
         "inputs": sorted(model.input), "quantization": config.quantization})
-    print(f"Exported the {task} of {config.model_dir} to {path}")
+    logger.info(f"Exported the {task} of {config.model_dir} to {path}")
     return task, path
 
 

@@ -20,6 +20,7 @@ A mistake in a flag or a file stops the run with one line and exit status 2 (--d
 """
 
 import dataclasses
+import logging
 from typing import Optional
 
 from keras_bert_impl.models.feature_modes import FEATURE_MODES
@@ -27,6 +28,8 @@ from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.settings import BOOLEAN, POSITIVE_INT, one_of, setting
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,7 +91,7 @@ def extract(config):
     except UserInputError as error:
         raise UserInputError(f"--layers: {error}") from None
     count = write_features(config.output_file, records)
-    print(f"wrote features of {count} lines to {config.output_file}")
+    logger.info(f"wrote features of {count} lines to {config.output_file}")
     return count
 
 

@@ -10,12 +10,15 @@ input file stops the run with one line and exit status 2 (--debug: the traceback
 
 import argparse
 import dataclasses
+import logging
 import sys
 
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import add_setting_flags, config_from_flags
 from keras_bert_impl.tokenizers.vocabulary import RESERVED_TOKENS
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, POSITIVE_INT, setting
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -70,7 +73,7 @@ def learn(config):
     )
     write_vocab(vocab, config.output_file)
     if not config.quiet:
-        print(f"Wrote {len(vocab)} tokens to {config.output_file}")
+        logger.info(f"Wrote {len(vocab)} tokens to {config.output_file}")
     return 0
 
 

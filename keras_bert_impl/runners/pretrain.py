@@ -52,6 +52,7 @@ and `--tpu_name` select the TPU strategy. `--train_batch_size` is the global bat
 
 import contextlib
 import dataclasses
+import logging
 import os
 import sys
 import time
@@ -71,6 +72,8 @@ from keras_bert_impl.utils.settings import (
     run_settings,
     setting,
 )
+
+logger = logging.getLogger(__name__)
 
 # What a run writes into --output_dir (what --overwrite_output_dir removes).
 RUN_OUTPUTS = ("checkpoints", "train_log.jsonl", "logs", "final", "metrics.json")
@@ -208,13 +211,15 @@ def run_pretraining(config):
 
     # The strategy first: MultiWorkerMirroredStrategy configures TensorFlow's collectives, which must
     # precede any other use of the TensorFlow runtime (set_random_seed included).
-    distribution = distribute.get_distribution("tpu" if config.use_tpu else config.strategy, tpu=config.tpu or config.tpu_name)
+    distribution = distribute.get_distribution("tpu" if config.use_tpu else config.strategy,
+                                               tpu=config.tpu or config.tpu_name)
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)
     distribute.set_mixed_precision(config.mixed_precision)
     if distribution.num_replicas > 1:
-        print(f"{distribution.name}: {distribution.num_replicas} replicas x "
-              f"{distribution.per_replica_batch_size(config.train_batch_size)} = global batch {config.train_batch_size}")
+        logger.info(f"{distribution.name}: {distribution.num_replicas} replicas x "
+                    f"{distribution.per_replica_batch_size(config.train_batch_size)} = global batch "
+                    f"{config.train_batch_size}")
     run_directory.make_output_dir(config.output_dir)
     # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
     # temporary directory.
@@ -223,7 +228,7 @@ def run_pretraining(config):
             if config.overwrite_output_dir and distribution.is_chief:
                 removed = run_directory.remove_run_outputs(config.output_dir, RUN_OUTPUTS)
                 if removed:
-                    print(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
+                    logger.info(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
             checkpoint_dir = os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
             if config.do_train:  # a directory holding checkpoints is bound to the settings of its run
                 run_directory.bind_run_settings(config.output_dir, run_settings(config),
@@ -239,9 +244,8 @@ def train_and_evaluate(config, distribution, write_dir=None):
 
     from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
     from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
-    from keras_bert_impl.training import checkpoint_store, divergence, resumable, run_directory
+    from keras_bert_impl.training import checkpoint_store, resumable
     from keras_bert_impl.training.optimization import accumulation_options, create_optimizer
-    from keras_bert_impl.training.out_of_memory import explain_out_of_memory
     from keras_bert_impl.utils import file_io
 
     model = build_model(config)
@@ -272,27 +276,24 @@ def train_and_evaluate(config, distribution, write_dir=None):
                 is_training=True, seed=config.seed,
             ), config.objective)
 
-        # A non-finite or grown loss stops the run naming the step; the newest checkpoint stays a finite one.
-        guard = divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR),
-                                           divergence.first_logged_loss(os.path.join(write_dir, "train_log.jsonl")))
-        if write_dir == config.output_dir:
-            run_directory.record_run_settings(config.output_dir, run_settings(config))
-        with explain_out_of_memory(model, config.train_batch_size, config.max_seq_length):
-            outcome = resumable.run_training(
-                model, train_dataset, num_train_steps=config.num_train_steps, output_dir=config.output_dir,
-                save_checkpoints_steps=config.save_checkpoints_steps, iterations_per_loop=config.iterations_per_loop,
-                keep_checkpoint_max=config.keep_checkpoint_max, steps_per_execution=config.steps_per_execution,
-                verbose=verbose, callbacks=[guard], write_dir=write_dir,
-            )
-        # The last update can make the weights non-finite while every logged loss was finite.
-        divergence.check_finite_weights(model, f"step {outcome['global_step']}")
-        print(f"Trained from step {outcome['initial_step']} to step {outcome['global_step']}.", flush=True)
+        # The driver: a non-finite or grown loss stops the run naming the step (the newest checkpoint stays a
+        # finite one), Ctrl-C after a step with its checkpoint; the final weights are checked finite.
+        outcome = resumable.run_training(
+            model, train_dataset,
+            resumable.StepSchedule(config.num_train_steps, config.save_checkpoints_steps, config.iterations_per_loop,
+                                   config.steps_per_execution),
+            config.output_dir, keep_checkpoint_max=config.keep_checkpoint_max, verbose=verbose, write_dir=write_dir,
+            run_settings=run_settings(config) if write_dir == config.output_dir else None,
+            batch_size=config.train_batch_size, sequence_length=config.max_seq_length,
+        )
+        logger.info(f"Trained from step {outcome['initial_step']} to step {outcome['global_step']}.")
         results.update(
             initial_step=outcome["initial_step"], global_step=outcome["global_step"], train=outcome["train_metrics"]
         )
         model.save_pretrained(os.path.join(write_dir, "final"))
     else:
-        step = checkpoint_store.restore_latest_checkpoint(model, os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR))
+        step = checkpoint_store.restore_latest_checkpoint(
+            model, os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR))
         results.update(initial_step=step, global_step=step)
 
     if config.do_eval:
@@ -301,9 +302,9 @@ def train_and_evaluate(config, distribution, write_dir=None):
             config.eval_batch_size, is_training=False, drop_remainder=distribution.whole_batches_only,
         ), config.objective)
         results["eval"] = resumable.evaluate(model, eval_dataset, config.max_eval_steps)
-        print("***** Eval results *****")
+        logger.info("***** Eval results *****")
         for name, value in sorted(results["eval"].items()):
-            print(f"  {name} = {value:.4f}")
+            logger.info(f"  {name} = {value:.4f}")
     results["elapsed_seconds"] = round(time.time() - start, 1)
     file_io.write_json(os.path.join(write_dir, "metrics.json"), results)
     return results

@@ -39,6 +39,7 @@ protocol_results.json is not a finished protocol's (its copies may be another se
 
 import dataclasses
 import json
+import logging
 import math
 import numbers
 import os
@@ -50,6 +51,8 @@ from keras_bert_impl.training import checkpoint_store, run_directory
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, atomic_path, write_json
 from keras_bert_impl.utils.settings import run_settings
+
+logger = logging.getLogger(__name__)
 
 RUNS_DIR = "runs"
 RUN_COMPLETE = "run_complete.json"
@@ -206,10 +209,10 @@ def run_protocol(task, distribution, finetune):
             flags = run_settings(run_config)
             record_path = os.path.join(run_config.output_dir, RUN_COMPLETE)
             record = _read_json(record_path)
-            print(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate!r}, seed {seed} "
-                  f"({run_config.output_dir})")
+            logger.info(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate!r}, seed {seed} "
+                        f"({run_config.output_dir})")
             if record is not None and record.get("flags") == flags:
-                print(f"complete ({record_path}): not trained again")
+                logger.info(f"complete ({record_path}): not trained again")
                 results = record["results"]
             else:
                 # select_on_dev: finetune refuses a run without dev metrics before training.
@@ -240,8 +243,8 @@ def run_protocol(task, distribution, finetune):
     with atomic_open(os.path.join(output_dir, RESULTS_MD)) as f:
         f.write(markdown_table(report))
     write_json(os.path.join(output_dir, RESULTS_JSON), report)
-    print(f"\nselected {chosen['output_dir']}: dev {metric} = {chosen['dev'][metric]:.4f}; at its learning rate "
-          f"{chosen['learning_rate']!r}: mean {selected_rate['mean']:.4f}, std {selected_rate['std']:.4f} over "
-          f"{selected_rate['num_runs']} run(s). Wrote {os.path.join(output_dir, RESULTS_JSON)} and "
-          f"{RESULTS_MD}; copied {', '.join(copied)} from {chosen['output_dir']}.")
+    logger.info(f"\nselected {chosen['output_dir']}: dev {metric} = {chosen['dev'][metric]:.4f}; at its learning rate "
+                f"{chosen['learning_rate']!r}: mean {selected_rate['mean']:.4f}, std {selected_rate['std']:.4f} over "
+                f"{selected_rate['num_runs']} run(s). Wrote {os.path.join(output_dir, RESULTS_JSON)} and "
+                f"{RESULTS_MD}; copied {', '.join(copied)} from {chosen['output_dir']}.")
     return chosen["results"]

@@ -25,6 +25,7 @@ A GLUE task's training file of `data.streaming.STREAMING_MIN_BYTES` or more (or 
 and streamed during training, in bounded memory.
 """
 
+import logging
 import os
 from typing import NamedTuple, Optional
 
@@ -42,6 +43,8 @@ from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+
+logger = logging.getLogger(__name__)
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
@@ -185,7 +188,7 @@ class GlueTask(FinetuningTask):
             return (glue_data.encode_examples(self.tokenizer, examples, config.max_seq_length),
                     glue_data.label_ids(self.task, examples))
 
-        print(f"streaming {file}: reading it once to check and count its examples")
+        logger.info(f"streaming {file}: reading it once to check and count its examples")
         return streaming.StreamedExamples(file, parse, featurize, header_lines)
 
     def setup(self, tokenizer):
@@ -206,7 +209,7 @@ class GlueTask(FinetuningTask):
         if self.task is None:
             self.label_names = self.own_label_names({kind: next(iter(v.values())) for kind, v in examples.items()})
             self.main_metric = "spearmanr" if self.regression else "accuracy"
-            print(f"labels: {'a regression (float labels)' if self.regression else self.label_names}")
+            logger.info(f"labels: {'a regression (float labels)' if self.regression else self.label_names}")
         splits = {kind: {split: self.load_split(split, rows) for split, rows in examples[kind].items()}
                   for kind in examples}
         self.train_set = stream or (splits["train"]["train"] if "train" in splits else None)
@@ -272,7 +275,7 @@ class GlueTask(FinetuningTask):
             name = glue_data.submission_file_name(self.task, split) if self.task else TEST_PREDICTIONS_FILE
             path = os.path.join(self.config.output_dir, name)
             glue_data.write_submission(path, self.label_names, self.predictions(model, data))
-            print(f"wrote {len(data.examples)} test predictions to {path}")
+            logger.info(f"wrote {len(data.examples)} test predictions to {path}")
         return results
 
     def write_results(self, results):
@@ -281,4 +284,4 @@ class GlueTask(FinetuningTask):
         results["task_name"] = self.task
         results["num_dev_examples"] = {split: len(v.examples) for split, v in self.dev_sets.items()}
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"{self.name} dev: {metrics_text(results)}")
+        logger.info(f"{self.name} dev: {metrics_text(results)}")

@@ -12,6 +12,7 @@ of the files), or for a CLUENER test file test_predictions.json (its records wit
 their "label", `data/cluener_data.py`).
 """
 
+import logging
 import os
 
 import numpy as np
@@ -31,6 +32,8 @@ from keras_bert_impl.tasks.configs import NerConfig
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.model_files import read_json_object
 from keras_bert_impl.utils.file_io import atomic_path, write_json
+
+logger = logging.getLogger(__name__)
 
 SPLIT_FILE_NAMES = {
     "train": ("train.txt", "eng.train", "train.json"),
@@ -188,11 +191,11 @@ class NerTask(FinetuningTask):
             label_list = label_list or conll_data.build_label_list(everything)
         self.label_list = label_list
         self.scheme = conll_data.resolve_tagging_scheme(config.tagging_scheme, sentences.get("train", everything))
-        print(f"labels: {label_list}; tagging scheme: {self.scheme}")
+        logger.info(f"labels: {label_list}; tagging scheme: {self.scheme}")
         for split in wanted:
             unseen = conll_data.unknown_labels(sentences[split], label_list)
             if unseen:
-                print(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
+                logger.info(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
             self.splits[split] = NerSplit(paths[split], tokenizer, label_list, config, sentences=sentences[split],
                                           strict=strict)
 
@@ -213,7 +216,7 @@ class NerTask(FinetuningTask):
                 f"{source}: the labels are not those of the --init_checkpoint model's head ({', '.join(stored)}): "
                 f"{'lacks ' + ', '.join(missing) if missing else ''}{'; ' if missing and extra else ''}"
                 f"{'adds ' + ', '.join(extra) if extra else ''}; pass --ignore_stored_head to train a new head.")
-        print(f"labels of {source} matched by name to the label ids of the --init_checkpoint model")
+        logger.info(f"labels of {source} matched by name to the label ids of the --init_checkpoint model")
         return list(stored)
 
     def texts_read(self):
@@ -288,7 +291,7 @@ class NerTask(FinetuningTask):
         if all(s.labelled for s in test.sentences):
             results["test"] = conll_data.evaluate_word_tags(test.sentences, tags)
             message += f"; test entity F1 = {100 * results['test']['f1']:.2f}"
-        print(message)
+        logger.info(message)
         return results
 
     def write_results(self, results):
@@ -297,5 +300,5 @@ class NerTask(FinetuningTask):
         results["label_list"] = self.label_list
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
         if self.config.do_eval:
-            print("dev entity precision / recall / F1 = "
-                  f"{100 * results['precision']:.2f} / {100 * results['recall']:.2f} / {100 * results['f1']:.2f}")
+            logger.info("dev entity precision / recall / F1 = "
+                        f"{100 * results['precision']:.2f} / {100 * results['recall']:.2f} / {100 * results['f1']:.2f}")

@@ -11,6 +11,7 @@ nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 """
 
 import dataclasses
+import logging
 import os
 
 from keras_bert_impl.data import squad_data, squad_features
@@ -27,6 +28,8 @@ from keras_bert_impl.tasks.squad_postprocessing import (
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
+
+logger = logging.getLogger(__name__)
 
 # --eval_metric: the official SQuAD evaluation, CMRC 2018's (Chinese), or the one that fits the contexts.
 
@@ -136,7 +139,7 @@ class SquadTask(FinetuningTask):
         )
         stats = dict(stats, num_features=len(features))
         if config.verbose_logging:
-            print(f"{path}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+            logger.info(f"{path}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
         return examples, features, stats
 
     def setup(self, tokenizer):
@@ -172,7 +175,7 @@ class SquadTask(FinetuningTask):
         config = self.config
         examples, features, stats = self.train
         if stats["num_misaligned_answers"]:
-            print(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
+            logger.info(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
         write_json(os.path.join(config.output_dir, "train_data_stats.json"), stats)
         description = f"{len(examples)} training examples, {len(features)} features"
         # A multi-process JAX job feeds shares of the bucketed batches (`BucketedBatches`), also at fixed length.
@@ -189,7 +192,8 @@ class SquadTask(FinetuningTask):
                                       dynamic_padding=config.dynamic_padding,
                                       pad_to_multiple_of=config.pad_to_multiple_of, progress=config.verbose == 1)
         if config.verbose == 1:
-            print(f"decoding the answers of {len(self.eval_examples)} questions ({len(self.eval_features)} windows)")
+            logger.info(f"decoding the answers of {len(self.eval_examples)} questions ({len(self.eval_features)} "
+                        "windows)")
         return compute_predictions(
             self.eval_examples, self.eval_features, results, n_best_size=config.n_best_size,
             max_answer_length=config.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
@@ -234,7 +238,7 @@ class SquadTask(FinetuningTask):
         if self.latest is None:
             self.latest = self.predictions(model)
         paths = write_predictions(self.config.output_dir, self.latest)
-        print(f"wrote {', '.join(paths)}")
+        logger.info(f"wrote {', '.join(paths)}")
         return results
 
     def write_results(self, results):
@@ -242,4 +246,4 @@ class SquadTask(FinetuningTask):
         if not self.can_evaluate:
             return
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"dev: {metrics_text(results)}")
+        logger.info(f"dev: {metrics_text(results)}")

@@ -7,6 +7,7 @@ is built. Each choice is packed as `[CLS] sent1 [SEP] sent2 ending_i [SEP]`, the
 choices and a softmax across them is trained with cross-entropy. Evaluates dev accuracy; writes test_predictions.csv (`id,label`).
 """
 
+import logging
 import os
 
 from keras_bert_impl.data import batching, swag_data
@@ -17,6 +18,8 @@ from keras_bert_impl.tasks.class_scores import class_predictions
 from keras_bert_impl.tasks.configs import SwagConfig
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
+
+logger = logging.getLogger(__name__)
 
 SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 # config.json's entry of a multiple-choice model's number of choices (its head scores one choice).
@@ -94,7 +97,7 @@ class SwagTask(FinetuningTask):
         with atomic_open(path) as f:
             f.write("id,label\n")
             f.writelines(f"{e.swag_id},{int(p)}\n" for e, p in zip(examples, predicted))
-        print(f"wrote {len(examples)} test predictions to {path}")
+        logger.info(f"wrote {len(examples)} test predictions to {path}")
         return results
 
     def write_results(self, results):
@@ -102,4 +105,4 @@ class SwagTask(FinetuningTask):
             return
         results["num_dev_examples"] = len(self.dev[2])
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"swag dev accuracy={results['accuracy']:.4f}")
+        logger.info(f"swag dev accuracy={results['accuracy']:.4f}")
