@@ -14,12 +14,8 @@ listed in keras_bert_impl/experiments/ablations.py; docs/experiments.md says wha
 
 import os
 
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.experiments.ablations import build_parser, run  # noqa: E402
-from keras_bert_impl.runners.cli import run_main  # noqa: E402
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.experiments.ablations import build_parser, run
+from keras_bert_impl.runners.cli import run_main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -19,11 +19,7 @@ flag or in the model directory stops the run with one line and exit status 2 (--
 import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"  # the export is a TensorFlow graph, whatever trained the model
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.export_savedmodel import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.export_savedmodel import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

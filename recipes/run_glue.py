@@ -44,13 +44,7 @@ The recipe is keras_bert_impl/runners/run_glue.py (also `python -m keras_bert_im
 flags set the fields of `GlueConfig`, and from Python `run_finetuning(GlueTask(GlueConfig(...)))` runs it.
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.run_glue import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.run_glue import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

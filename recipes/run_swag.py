@@ -21,13 +21,7 @@ The recipe is keras_bert_impl/runners/run_swag.py (also `python -m keras_bert_im
 flags set the fields of `SwagConfig`, and from Python `run_finetuning(SwagTask(SwagConfig(...)))` runs it.
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

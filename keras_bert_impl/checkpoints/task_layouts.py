@@ -19,6 +19,7 @@ the models (a higher tier) do not import this module; they register their classe
 
 import copy
 import dataclasses
+import importlib
 
 from keras_bert_impl.checkpoints.head_weights import (
     bilstm_table,
@@ -166,6 +167,15 @@ def layout_of(model_or_class):
     raise TypeError(f"{cls.__name__} has no Hugging Face layout; save it with model.save('model.keras').")
 
 
+def registered_class(name):
+    """The registered model class `name` (a key of `LAYOUTS`). The package imports its modules lazily: a class
+    whose module no import ran yet is loaded through the package's exports (`keras_bert_impl.__getattr__`),
+    whose import registers it."""
+    if name not in _CLASSES:
+        getattr(importlib.import_module(__name__.split(".")[0]), name)
+    return _CLASSES[name]
+
+
 def model_class(checkpoint):
     """The registered class of the model a `ModelDirectory` holds, read from config.json's `architectures`
     (a BertModel directory with a `feature_based_tagger` entry holds a `BertFeatureBasedTagger`).
@@ -174,11 +184,11 @@ def model_class(checkpoint):
         UserInputError: an architecture no class here stores, naming the file and the known ones.
     """
     if checkpoint.setting(FEATURE_TAGGER_KEY) is not None:
-        return _CLASSES["BertFeatureBasedTagger"]
+        return registered_class("BertFeatureBasedTagger")
     architecture = checkpoint.architecture or "BertModel"
     for name, layout in LAYOUTS.items():
-        if name in _CLASSES and architecture in layout.architectures:
-            return _CLASSES[name]
+        if architecture in layout.architectures:
+            return registered_class(name)
     known = [a for layout in LAYOUTS.values() for a in layout.architectures]
     raise UserInputError(f"{checkpoint.config_file}: architecture {architecture!r} is not one of this package's "
                          f"models ({', '.join(dict.fromkeys(known))}).")

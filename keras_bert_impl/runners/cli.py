@@ -28,7 +28,6 @@ import os
 import sys
 import warnings
 
-from keras_bert_impl import import_exports
 from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
@@ -65,7 +64,6 @@ def run_main(build_parser, run, argv=None):
     try:
         with filtered_stderr(enabled=not wants_tensorflow_logs(debug)), one_line_warnings(enabled=not debug), \
                 recipe_logging():
-            import_exports()  # the package's classes, registered (a recipe imports the package lazily)
             return run(args)
     except UserInputError as error:
         if debug:
