@@ -37,7 +37,8 @@ streamed from disk every epoch in bounded memory (`--stream_train_data`, keras_b
 docs/large_files.md). The task itself is keras_bert_impl/tasks/glue.py.
 
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
-checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py, on the
+training driver of keras_bert_impl/training/resumable.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 
 The recipe is keras_bert_impl/runners/run_glue.py (also `python -m keras_bert_impl.runners.run_glue`): its

@@ -49,7 +49,8 @@ Writes to `--output_dir`:
 The task itself is keras_bert_impl/tasks/ner.py.
 
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
-checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py, on the
+training driver of keras_bert_impl/training/resumable.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 
 The recipe is keras_bert_impl/runners/run_ner.py (also `python -m keras_bert_impl.runners.run_ner`): its

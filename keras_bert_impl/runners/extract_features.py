@@ -73,7 +73,7 @@ def run(args):
 def extract(config):
     """Checks `config` (a `FeatureExtractionConfig`) and the input, loads the checkpoint, writes --output_file;
     returns the line count."""
-    from keras_bert_impl.runners.finetuning import load_backbone, load_tokenizer  # Keras: after the flags
+    from keras_bert_impl.tasks.base import load_backbone, load_tokenizer  # Keras: after the flags
     from keras_bert_impl.tasks.feature_extraction import extract_features, read_input_lines, write_features
 
     layer_indexes = parse_layers(config.layers)
