@@ -32,6 +32,8 @@ import logging
 
 from keras_bert_impl.utils import keras_registration
 
+from keras_bert_impl.utils.tensorflow_logs import import_keras_quietly
+
 # name -> the module that defines it: what `from keras_bert_impl import X` gives.
 _EXPORTS = {
     "BertConfig": "keras_bert_impl.config",
@@ -82,6 +84,7 @@ def __getattr__(name):
     """An export, imported from its module on first use."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
+    import_keras_quietly()  # TensorFlow's start-up lines off stderr (utils.tensorflow_logs)
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value

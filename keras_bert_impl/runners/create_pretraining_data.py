@@ -1,7 +1,8 @@
 """Create masked-LM / next-sentence pretraining TFRecords (google-research/bert's script, streamed).
 
-Same flags and same output format as google-research/bert's `create_pretraining_data.py`; the corpus is
-read `--shard_size_documents` documents at a time instead of all at once (see
+Same flags and same output format as google-research/bert's `create_pretraining_data.py` (TFRecord files of
+`tf.train.Example`s, written without TensorFlow: `data/pretraining_records.py`, byte for byte TensorFlow's
+writer's); the corpus is read `--shard_size_documents` documents at a time instead of all at once (see
 keras_bert_impl/data/pretraining_instances.py for the algorithm and the few documented differences). The
 command is `python -m keras_bert_impl.runners.create_pretraining_data` or, in a checkout,
 `python recipes/create_pretraining_data.py`:
@@ -27,6 +28,7 @@ from typing import Optional
 
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import config_from_flags, settings_parser
+from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, one_of, optional, setting
 
@@ -72,12 +74,10 @@ def build_parser():
 
 
 def _glob_inputs(input_file):
-    import tensorflow as tf
-
     files = []
     for pattern in input_file.split(","):
         if pattern:
-            matched = sorted(tf.io.gfile.glob(pattern))
+            matched = file_io.glob(pattern)
             if not matched:
                 raise UserInputError(f"--input_file: nothing matches {pattern!r}")
             files.extend(matched)
@@ -96,11 +96,9 @@ def run(args, tokenizer=None):
 
 
 def create_pretraining_data(config, tokenizer=None):
-    """Writes the TFRecords `config` (a `PretrainingDataConfig`) asks for; returns the number of instances
-    written."""
-    import tensorflow as tf
-
-    from keras_bert_impl.data import pretraining_documents, pretraining_instances, tf_pretraining_records
+    """Writes the TFRecords `config` (a `PretrainingDataConfig`) asks for (without TensorFlow:
+    `data/pretraining_records.py`); returns the number of instances written."""
+    from keras_bert_impl.data import pretraining_documents, pretraining_instances, pretraining_records
     from keras_bert_impl.data.masked_lm_predictions import check_masking_split
 
     check_masking_split(config.mask_token_prob, config.keep_token_prob, config.random_token_prob)
@@ -123,7 +121,7 @@ def create_pretraining_data(config, tokenizer=None):
         log(f"  {f}")
         parent = os.path.dirname(f)
         if parent:
-            tf.io.gfile.makedirs(parent)
+            file_io.makedirs(parent)
 
     segmenter = None
     if config.word_segmenter:
@@ -135,8 +133,7 @@ def create_pretraining_data(config, tokenizer=None):
         segmenter = get_segmenter(config.word_segmenter)
     stats = {}
     documents = pretraining_documents.read_documents(
-        input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"), stats=stats,
-        word_segmenter=segmenter)
+        input_files, tokenizer, stats=stats, word_segmenter=segmenter)
     instances = pretraining_instances.create_training_instances(
         documents, list(tokenizer.vocab.keys()), random.Random(config.random_seed),
         max_seq_length=config.max_seq_length, dupe_factor=config.dupe_factor, short_seq_prob=config.short_seq_prob,
@@ -154,7 +151,7 @@ def create_pretraining_data(config, tokenizer=None):
             f"({time.time() - start:.1f} s)"
         )
 
-    total = tf_pretraining_records.write_instances_to_example_files(
+    total = pretraining_records.write_instances_to_example_files(
         instances,
         tokenizer,
         output_files,

@@ -18,7 +18,8 @@ only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's 
 labels, do_lower_case, max_seq_length, inputs): the text is tokenized by the caller (docs/deployment.md).
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
-files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
+files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
+is the `--model_dir`, lies inside it or holds it is refused, with `--overwrite` too. A mistake in a
 flag or in the model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
@@ -30,9 +31,17 @@ from typing import Optional
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.optional_dependencies import require
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, one_of, optional, setting
 
 logger = logging.getLogger(__name__)
+
+# --format -> the feature's name, its extra and the packages it imports.
+FORMAT_REQUIREMENTS = {
+    "savedmodel": ("SavedModel export", "tensorflow", ("tensorflow", "tensorflow_text")),
+    "litert": ("LiteRT export", "export", ("tensorflow",)),
+    "onnx": ("ONNX export", "export", ("tensorflow", "tf2onnx", "onnx")),
+}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -67,6 +76,13 @@ def build_parser():
     return settings_parser(ExportConfig, __doc__.split("\n")[0])
 
 
+def check_dependencies(settings):
+    """Refuses a `--format` whose packages are not installed, in one line naming its extra, before Keras is
+    imported (under KERAS_BACKEND=tensorflow, Keras itself needs TensorFlow) and before anything is written;
+    `settings`: the parsed flags or an `ExportConfig`."""
+    require(*FORMAT_REQUIREMENTS[settings.format])
+
+
 def run(args):
     """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
     return export(config_from_flags(ExportConfig, args))
@@ -75,10 +91,14 @@ def run(args):
 def export(config):
     """Exports `config.model_dir` to `config.export_dir` as `config` (an `ExportConfig`) says; returns (task name,
     export directory)."""
+    check_dependencies(config)
     import keras  # imported once the flags are parsed: --help answers without Keras and TensorFlow
 
     if not os.path.isdir(config.model_dir):
         raise UserInputError(f"--model_dir: no directory at {config.model_dir}")
+    from keras_bert_impl.export.export_settings import check_export_source
+
+    check_export_source(config.model_dir, config.export_dir)
     if keras.backend.backend() != "tensorflow":
         raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
                              f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
@@ -135,7 +155,7 @@ def _export_token_id_model(config):
 
 def main(argv=None):
     """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+    return run_main(build_parser, run, argv, before_import=check_dependencies)
 
 
 if __name__ == "__main__":

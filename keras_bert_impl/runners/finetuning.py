@@ -13,14 +13,14 @@ tokens reported (`tokenizers.unknown_tokens.report_unknown_tokens` on `task.text
 warning above 1%), and only then the checkpoint loaded (`task.build_model`), so a user's mistake is
 reported within seconds (`UserInputError`, printed as one line by `runners.cli.run_main`).
 
-What a training run leaves in `--output_dir` (printed at the end):
+What a training run leaves in `--output_dir` (printed at the end, with the disk each takes and their sum):
 
     train_log.jsonl            one JSON line per epoch: step, epoch, train loss/metrics, dev_<metric>s
     train_steps_log.jsonl      the epoch's running train loss/metrics every --log_every_steps steps
     logs/train/                the same as TensorBoard scalars (`tensorboard --logdir output_dir/logs`)
     dev_metrics_per_epoch.json every epoch's dev metrics
     best.weights.h5            the best epoch's weights (no optimizer state)
-    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` epoch ends, and
+    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` (1) epoch ends, and
                                state.json (epoch, best dev metric and history per checkpoint)
     model/, eval_results.json, prediction files    (the task's)
 
@@ -39,7 +39,8 @@ sees the batches an uninterrupted run would have seen (the shuffle is seeded wit
 with the same seed and no dropout the result is the uninterrupted run's. A run whose checkpoints already
 reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
 the flags say. `--overwrite_output_dir` (or another `--output_dir`) trains from the start: it removes what a
-run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else.
+run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else, and is
+refused in one line when a file the run reads (--init_checkpoint, --vocab_file, a data file) lies in one of them.
 
 One run per output_dir, bound to its settings (`training.run_directory`): the run holds `output_dir/.lock`
 while it lives, and a second run on the directory is refused, naming the process that holds it; a training
@@ -77,6 +78,7 @@ import warnings
 
 import keras
 
+from keras_bert_impl.checkpoints import model_directory
 from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
@@ -233,30 +235,6 @@ def warn_untrained_heads(model, config):
                    f"run) as --init_checkpoint.")
 
 
-def print_outputs(output_dir, since):
-    """Logs what the run wrote into `output_dir` (the entries changed since the time `since`), one line each."""
-    if not os.path.isdir(output_dir):
-        return []
-
-    def newest(path):  # lstat: a link's own time (a worker's links to the chief's files may dangle by now)
-        if not os.path.isdir(path):
-            return os.lstat(path).st_mtime
-        times = [os.lstat(os.path.join(root, name)).st_mtime for root, _, names in os.walk(path) for name in names]
-        return max(times, default=os.lstat(path).st_mtime)
-
-    written = sorted(name for name in os.listdir(output_dir)
-                     if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
-    if written:
-        logger.info(f"wrote to {output_dir}:")
-        width = max(len(name) for name in written) + 2
-        for name in written:
-            path = os.path.join(output_dir, name)
-            shown = name + ("/" if os.path.isdir(path) else "")
-            description = OUTPUT_DESCRIPTIONS.get(name, "").format(path=path)
-            logger.info(f"  {shown:<{width}}{description}".rstrip())
-    return written
-
-
 # ------------------------------------------------------------------------------------------- the driver
 def run_finetuning(task):
     """Trains / evaluates / predicts `task` (a `keras_bert_impl.tasks.base.FinetuningTask`) as its config
@@ -277,14 +255,18 @@ def run_finetuning(task):
     if protocol_settings is not None and config.strategy == "multiworker":
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
                              "--strategy=multiworker (a worker would not see the runs the chief has finished).")
+    if config.init_checkpoint:  # a TF1 checkpoint without TensorFlow: one line, before output_dir is made
+        model_directory.require_checkpoint_reader(config.init_checkpoint)
     distribution = setup_distribution(config)
-    run_directory.make_output_dir(config.output_dir)
     # A multi-worker job: the chief writes output_dir, holding its lock; every other worker writes a temporary
     # directory in which the checkpoints and best weights the chief has written are links (it resumes from them).
-    with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
+    # A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(config.output_dir), distribution.scope(), \
+            distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
             run_directory.RunLock(config.output_dir) if distribution.is_chief else contextlib.nullcontext():
         if config.overwrite_output_dir and distribution.is_chief:
-            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS)
+            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS,
+                                                       dataclasses.asdict(config))
             if removed:
                 logger.info(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
         task = task.with_config(distributed_config(config, distribution, write_dir))
@@ -333,7 +315,10 @@ def finetune(task, distribution, select_on_dev=False):
         elif config.do_train:
             logger.info(f"{str(warning.message).rstrip('.')} (a new head: training sets its weights).")
     if config.lora_rank:
-        model.backbone.enable_lora(config.lora_rank)
+        try:
+            model.backbone.enable_lora(config.lora_rank)
+        except UserInputError as error:
+            raise UserInputError(f"--lora_rank: {error}") from None
     predictions = predictor(model, distribution)
     results = {}
     if config.do_train:
@@ -349,7 +334,7 @@ def finetune(task, distribution, select_on_dev=False):
     if config.do_predict:
         results = task.predict(predictions, results)
     task.write_results(results)
-    print_outputs(config.output_dir, started)
+    run_directory.print_outputs(config.output_dir, started, OUTPUT_DESCRIPTIONS)
     return results
 
 
@@ -384,12 +369,13 @@ def fit_task(task, model, train, distribution, predictions):
         data = train.features
         fit_kwargs = {"y": train.labels, "batch_size": batch_config.train_batch_size, "shuffle": True,
                       **train.fit_kwargs}
-    run_training(model, data, EpochSchedule(epochs, config.seed, batches_per_epoch, best), config.output_dir,
-                 keep_checkpoint_max=config.keep_checkpoint_max, verbose=config.verbose, fit_kwargs=fit_kwargs,
-                 log_every_steps=config.log_every_steps, run_settings=run_settings(config),
-                 announcement=f"{task.name}: {train.description}, {epochs} epoch{'s' * (epochs != 1)}, "
-                              f"{total_steps} steps",
-                 batch_size=config.train_batch_size, sequence_length=config.max_seq_length)
+    with streaming.raising_stream_errors(train.features):  # a streamed file that changed: its own one line
+        run_training(model, data, EpochSchedule(epochs, config.seed, batches_per_epoch, best, task.trained_labels()),
+                     config.output_dir, keep_checkpoint_max=config.keep_checkpoint_max, verbose=config.verbose,
+                     fit_kwargs=fit_kwargs, log_every_steps=config.log_every_steps, run_settings=run_settings(config),
+                     announcement=f"{task.name}: {train.description}, {epochs} epoch{'s' * (epochs != 1)}, "
+                                  f"{total_steps} steps",
+                     batch_size=config.train_batch_size, sequence_length=config.max_seq_length)
     # The model now holds the best epoch's weights, or the last epoch's without a dev set (checked finite).
     if best is None or best.best_metrics is None:
         return {}

@@ -8,7 +8,10 @@ Same flags as the original, on any Keras backend (KERAS_BACKEND=tensorflow|jax|t
         --config=bert_tiny --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
         --num_train_steps=10000 --num_warmup_steps=1000 --learning_rate=1e-4 --save_checkpoints_steps=1000
 
-The input files are those of recipes/create_pretraining_data.py (or of the original script).
+The input files are those of recipes/create_pretraining_data.py (or of the original script). Where TensorFlow
+is installed they are read by `tf.data` (`data/tf_pretraining_datasets.py`), else in pure Python as numpy
+batches (`data/pretraining_batches.py`: the same records and reading scheme, its own shuffle order), so JAX and
+torch pretrain without TensorFlow.
 Run the same command again after an interruption (even kill -9): it restores the latest complete
 checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trains on to the same
 `--num_train_steps`. With `--seed` the input pipeline skips the batches the restored steps read, and the
@@ -34,7 +37,7 @@ second run on it, naming the process that holds it; `output_dir/run_settings.jso
 shape the trained weights (the fields of `PretrainingConfig` but those declared `shapes_weights=False`), and
 while the directory holds checkpoints a training run with other values is refused, naming each flag with its
 two values. `--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`),
-nothing else.
+nothing else (refused when --init_checkpoint or an input file lies in one of them).
 
 `--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
 `sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
@@ -72,6 +75,8 @@ from keras_bert_impl.utils.settings import (
     run_settings,
     setting,
 )
+
+from keras_bert_impl.utils.optional_dependencies import is_installed
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +126,8 @@ class PretrainingConfig:
     steps_per_execution: int = setting(1, INTEGER, "Train steps per compiled call.", shapes_weights=False)
     keep_checkpoint_max: int = setting(5, INTEGER, "Newest checkpoints kept.", shapes_weights=False)
     seed: Optional[int] = setting(None, optional(INTEGER), "Seed of weights init, dropout and data shuffling.")
-    verbose: str = setting("auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.",
+    verbose: str = setting("auto", help="fit's progress: auto/1 (a progress bar on a terminal, a line per loop in a "
+                           "file), 2 (a line per loop), 0.",
                            shapes_weights=False)
     objective: str = setting("mlm_nsp", one_of(PRETRAINING_OBJECTIVES), "mlm_nsp (original), sop (the same on "
                              "--sentence_order data), mlm (no NSP head) or ltr (left-to-right LM, causal attention, no "
@@ -216,17 +222,24 @@ def run_pretraining(config):
     if config.seed is not None:
         keras.utils.set_random_seed(config.seed)
     distribute.set_mixed_precision(config.mixed_precision)
+    if distribution.process_share is not None and not is_installed("tensorflow"):
+        # The numpy batches are each process's share already (`pretraining_batches(process_share=...)`).
+        distribution.keras_distribution.auto_shard_dataset = False
     if distribution.num_replicas > 1:
         logger.info(f"{distribution.name}: {distribution.num_replicas} replicas x "
                     f"{distribution.per_replica_batch_size(config.train_batch_size)} = global batch "
                     f"{config.train_batch_size}")
-    run_directory.make_output_dir(config.output_dir)
+    if config.init_checkpoint:  # a TF1 checkpoint without TensorFlow: one line, before output_dir is made
+        from keras_bert_impl.checkpoints.model_directory import require_checkpoint_reader
+
+        require_checkpoint_reader(config.init_checkpoint)
     # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
-    # temporary directory.
-    with distribution.scope(), distribution.write_dir(config.output_dir) as write_dir:
+    # temporary directory. A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(config.output_dir), distribution.scope(), \
+            distribution.write_dir(config.output_dir) as write_dir:
         with run_directory.RunLock(config.output_dir) if distribution.is_chief else contextlib.nullcontext():
             if config.overwrite_output_dir and distribution.is_chief:
-                removed = run_directory.remove_run_outputs(config.output_dir, RUN_OUTPUTS)
+                removed = run_directory.remove_run_outputs(config.output_dir, RUN_OUTPUTS, dataclasses.asdict(config))
                 if removed:
                     logger.info(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
             checkpoint_dir = os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
@@ -236,14 +249,43 @@ def run_pretraining(config):
             return train_and_evaluate(config, distribution, write_dir)
 
 
+def input_batches(config, file_patterns, batch_size, distribution, is_training, seed=None, drop_remainder=None,
+                  skip_batches=0):
+    """The `(x, y)` batches of `file_patterns` for `config.objective`: a `tf.data` pipeline
+    (`tf_pretraining_datasets`) when TensorFlow is installed, else a generator of numpy batches
+    (`pretraining_batches`, whose first `skip_batches` batches are skipped)."""
+    if is_installed("tensorflow"):
+        from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
+        from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
+
+        return objective_dataset(pretraining_dataset(
+            file_patterns, config.max_seq_length, config.max_predictions_per_seq, batch_size, is_training=is_training,
+            drop_remainder=drop_remainder, seed=seed), config.objective)
+    from keras_bert_impl.data.pretraining_batches import pretraining_batches
+
+    return pretraining_batches(
+        file_patterns, config.max_seq_length, config.max_predictions_per_seq, batch_size, is_training=is_training,
+        drop_remainder=drop_remainder, seed=seed, skip_batches=skip_batches, objective=config.objective,
+        process_share=distribution.process_share)
+
+
+def training_input(config, batch_size, distribution):
+    """What `resumable.run_training` reads: with `--seed` one seeded pipeline past the batches the restored
+    steps read (a resumed run sees exactly the batches of an uninterrupted one), else a function of the
+    restored step giving a fresh unseeded pipeline."""
+    if config.seed is not None and is_installed("tensorflow"):  # run_training skips the restored steps' batches
+        return input_batches(config, config.input_file, batch_size, distribution, is_training=True, seed=config.seed)
+    return lambda initial_step: input_batches(
+        config, config.input_file, batch_size, distribution, is_training=True, seed=config.seed,
+        skip_batches=0 if config.seed is None else initial_step * config.gradient_accumulation_steps)
+
+
 def train_and_evaluate(config, distribution, write_dir=None):
     """The recipe's work, inside the strategy scope of `main`; outputs go to `write_dir` (default
     --output_dir), checkpoints are restored from --output_dir."""
     write_dir = config.output_dir if write_dir is None else write_dir
     import keras
 
-    from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
-    from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
     from keras_bert_impl.training import checkpoint_store, resumable
     from keras_bert_impl.training.optimization import accumulation_options, create_optimizer
     from keras_bert_impl.utils import file_io
@@ -261,21 +303,7 @@ def train_and_evaluate(config, distribution, write_dir=None):
 
     if config.do_train:
         batch_size = config.train_batch_size // config.gradient_accumulation_steps  # the batches of one update
-
-        def train_dataset(initial_step):
-            return objective_dataset(pretraining_dataset(
-                config.input_file, config.max_seq_length, config.max_predictions_per_seq, batch_size,
-                is_training=True, seed=None,
-            ), config.objective)
-
-        if config.seed is not None:
-            # One seeded pipeline: run_training skips the batches the restored steps read, so a resumed run
-            # sees exactly the batches of an uninterrupted one.
-            train_dataset = objective_dataset(pretraining_dataset(
-                config.input_file, config.max_seq_length, config.max_predictions_per_seq, batch_size,
-                is_training=True, seed=config.seed,
-            ), config.objective)
-
+        train_dataset = training_input(config, batch_size, distribution)
         # The driver: a non-finite or grown loss stops the run naming the step (the newest checkpoint stays a
         # finite one), Ctrl-C after a step with its checkpoint; the final weights are checked finite.
         outcome = resumable.run_training(
@@ -297,10 +325,8 @@ def train_and_evaluate(config, distribution, write_dir=None):
         results.update(initial_step=step, global_step=step)
 
     if config.do_eval:
-        eval_dataset = objective_dataset(pretraining_dataset(
-            config.eval_input_file or config.input_file, config.max_seq_length, config.max_predictions_per_seq,
-            config.eval_batch_size, is_training=False, drop_remainder=distribution.whole_batches_only,
-        ), config.objective)
+        eval_dataset = input_batches(config, config.eval_input_file or config.input_file, config.eval_batch_size,
+                                     distribution, is_training=False, drop_remainder=distribution.whole_batches_only)
         results["eval"] = resumable.evaluate(model, eval_dataset, config.max_eval_steps)
         logger.info("***** Eval results *****")
         for name, value in sorted(results["eval"].items()):

@@ -121,8 +121,9 @@ class FinetuningConfig:
     steps_per_execution: int = setting(1, POSITIVE_INT, "Train steps per compiled call.", shapes_weights=False)
     log_every_steps: int = setting(100, NON_NEGATIVE_INT, "Optimizer steps between two records of "
                                    "output_dir/train_steps_log.jsonl (0: none).", shapes_weights=False)
-    keep_checkpoint_max: int = setting(2, POSITIVE_INT, "Epoch checkpoints (with optimizer state) kept in "
-                                       "output_dir/checkpoints for resuming.", shapes_weights=False)
+    keep_checkpoint_max: int = setting(1, POSITIVE_INT, "Epoch checkpoints (with optimizer state) kept in "
+                                       "output_dir/checkpoints for resuming: the newest ones (best.weights.h5 keeps "
+                                       "the best epoch's weights).", shapes_weights=False)
     gradient_accumulation_steps: int = setting(1, POSITIVE_INT, "Split each --train_batch_size batch into this many "
                                                "batches whose gradients are summed before one update (less memory, the "
                                                "same updates); steps count updates.")
@@ -147,8 +148,8 @@ class FinetuningConfig:
     pad_to_multiple_of: int = setting(8, POSITIVE_INT, "Round dynamic lengths up to a multiple.")
     save_model: bool = setting(True, BOOLEAN, "Write the fine-tuned model with its vocab.txt and tokenizer_config.json "
                                "to output_dir/model (Hugging Face layout).", shapes_weights=False)
-    verbose: int = setting(1, one_of((0, 1, 2)), "Keras fit verbosity (1 = progress bar, 2 = one line per epoch).",
-                           shapes_weights=False)
+    verbose: int = setting(1, one_of((0, 1, 2)), "fit's progress: 1 = a progress bar on a terminal (one line per "
+                           "epoch in a file), 2 = one line per epoch, 0 = none.", shapes_weights=False)
 
     def __post_init__(self):
         check_settings(self)
@@ -185,6 +186,9 @@ class GlueConfig(FinetuningConfig):
     long_input: str = setting("truncate", one_of(LONG_INPUT_MODES), "A text longer than --max_seq_length: truncate "
                               "it (the original), or classify its windows of --max_seq_length tokens, pooling their "
                               "logits by their mean or max (training on every window).")
+    # Your own data: a regression on its labels, integers too (float labels are one without it).
+    regression: bool = setting(False, BOOLEAN, "Your own data: a regression on its labels (integers too); without it "
+                               "float labels make a regression and other labels a classifier of at least two labels.")
     # Stream the training file (`data.streaming`): None: from `streaming.STREAMING_MIN_BYTES` up.
     stream_train_data: Optional[bool] = setting(None, optional(BOOLEAN), "Stream the training file of a GLUE task (a "
                                                 "TSV or JSON lines) from disk every epoch, in bounded memory, instead "

@@ -13,7 +13,7 @@ import os
 from keras_bert_impl.data import batching, swag_data
 from keras_bert_impl.metrics.glue_metrics import accuracy
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.tasks.base import FinetuningTask, TrainingSet, batching_options
+from keras_bert_impl.tasks.base import FinetuningTask, TrainingSet, batching_options, warn_cut_examples
 from keras_bert_impl.tasks.class_scores import class_predictions
 from keras_bert_impl.tasks.configs import SwagConfig
 from keras_bert_impl.utils.errors import UserInputError
@@ -55,6 +55,11 @@ class SwagTask(FinetuningTask):
         path = self.split_file(split)
         examples = swag_data.read_swag_file(path, labelled=split != "test")
         features = swag_data.encode_swag_examples(self.tokenizer, examples, self.config.max_seq_length)
+        choices = [(e.context, f"{e.start_ending} {ending}") for e in examples for ending in e.endings]
+        warn_cut_examples(self.tokenizer, [c for c, _ in choices], [ending for _, ending in choices],
+                          {"token_ids": [row for rows in features["token_ids"] for row in rows]},
+                          self.config.max_seq_length, f"the {split} set", "a larger --max_seq_length reads more",
+                          what="choices")
         labels = None if split == "test" else swag_data.swag_labels(examples)
         return features, labels, examples
 

@@ -3,12 +3,14 @@ passes over the data with a checkpoint at every epoch's end and the best epoch o
 
 At every epoch's end `BestCheckpoint` (given a dev evaluation) scores the model on dev, writes its metrics
 to `dev_metrics_per_epoch.json` and, when they are the best so far, its weights to `best.weights.h5` (no
-optimizer state); then `EpochCheckpoint` writes the driver's state (`checkpoints/state.json`: epochs done and
-the `BestCheckpoint` state, per checkpoint step) and the model + optimizer checkpoint. `EpochSeed` seeds every
-epoch with `seed + epoch`, so what `fit` shuffles itself is the same in a resumed epoch as in an
-uninterrupted run. At the end of training the model holds the best epoch's weights.
+optimizer state); then `EpochCheckpoint` writes the driver's state (`checkpoints/state.json`: epochs done,
+the `BestCheckpoint` state and the labels the head is trained on, per checkpoint step) and the model +
+optimizer checkpoint. `EpochSeed` seeds every epoch with `seed + epoch`, so what `fit` shuffles itself is the
+same in a resumed epoch as in an uninterrupted run. At the end of training the model holds the best epoch's
+weights.
 
-Resuming: the newest checkpoint is restored with its state (`restore_training`), and the run goes on at the
+Resuming: the newest checkpoint is restored with its state (`restore_training`; one trained on other labels
+is refused, naming both sets), and the run goes on at the
 next epoch's start; a run whose checkpoints reach `epochs` trains nothing and takes its best weights. A run
 stopped by a signal resumes from the newest epoch checkpoint (`epoch_resume_point` says which, and how many
 steps after it are trained again: an epoch's batches are those of its seeded shuffle, which a run cannot
@@ -22,7 +24,7 @@ import os
 
 import keras
 
-from keras_bert_impl.training import checkpoint_store, divergence
+from keras_bert_impl.training import checkpoint_store, divergence, run_directory
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.training.resumable import Start
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
@@ -119,22 +121,25 @@ class BestCheckpoint(keras.callbacks.Callback):
 
 class EpochCheckpoint(keras.callbacks.Callback):
     """At every epoch end: writes the driver's state for the step (`STATE_FILE`: epochs done, the
-    `BestCheckpoint` state), then the model + optimizer checkpoint (`checkpoint_store.save_checkpoint`).
+    `BestCheckpoint` state, the labels the head is trained on), then the model + optimizer checkpoint
+    (`checkpoint_store.save_checkpoint`).
 
     The state is written first, so every checkpoint has its state; a kill between the two leaves the
     previous checkpoint the latest, whose state is still there.
     """
 
-    def __init__(self, directory, best=None, keep_checkpoint_max=2):
+    def __init__(self, directory, best=None, keep_checkpoint_max=1, labels=None):
         super().__init__()
         self.directory = directory
         self.best = best
         self.keep_checkpoint_max = keep_checkpoint_max
+        self.labels = labels
 
     def on_epoch_end(self, epoch, logs=None):
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         states = read_checkpoint_states(self.directory)
-        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state()}
+        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state(),
+                             "labels": self.labels}
         os.makedirs(self.directory, exist_ok=True)
         write_json(os.path.join(self.directory, STATE_FILE), states)
         checkpoint_store.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
@@ -164,15 +169,20 @@ def read_checkpoint_states(directory):
         return json.load(f)
 
 
-def restore_training(model, directory, best=None):
+def restore_training(model, directory, best=None, labels=None):
     """Restores the latest checkpoint of `directory` into the compiled `model` (and its state into `best`);
-    returns the number of epochs it completed (0 when there is none).
+    returns the number of epochs it completed (0 when there is none). `labels`: the label names the model's
+    head is trained on now (`task.trained_labels()`).
 
     Raises:
-        UserInputError: the checkpoints do not fit the model (another run's output_dir) or lack their state.
+        UserInputError: the checkpoints were trained on other labels (naming both sets), do not fit the model
+            (another run's output_dir) or lack their state.
     """
-    if not checkpoint_store.list_checkpoints(directory):
+    checkpoints = checkpoint_store.list_checkpoints(directory)
+    if not checkpoints:
         return 0
+    run_directory.check_trained_labels(directory, read_checkpoint_states(directory).get(str(checkpoints[-1][0]), {}),
+                                       labels)
     try:
         step = checkpoint_store.restore_latest_checkpoint(model, directory)
     except (OSError, ValueError) as error:
@@ -203,16 +213,18 @@ def epoch_resume_point(directory, step):
 class EpochSchedule:
     """Fine-tuning's schedule for `training.resumable.run_training` (see the module docstring): `epochs` passes
     over the data of `batches_per_epoch` batches each, every epoch seeded with `seed + epoch`, a checkpoint at
-    every epoch's end, the best epoch on dev kept by `best` (a `BestCheckpoint`, or None without a dev set).
+    every epoch's end, the best epoch on dev kept by `best` (a `BestCheckpoint`, or None without a dev set);
+    `labels`: the label names the head is trained on (recorded with each checkpoint; None: a head without labels).
 
     Its position is the epoch a run starts at: `run_training` calls a callable dataset with it.
     """
 
-    def __init__(self, epochs, seed, batches_per_epoch, best=None):
+    def __init__(self, epochs, seed, batches_per_epoch, best=None, labels=None):
         self.epochs = int(epochs)
         self.seed = seed
         self.batches_per_epoch = int(batches_per_epoch)
         self.best = best
+        self.labels = labels
         self._directory = None
 
     def check(self, accumulation):
@@ -220,7 +232,7 @@ class EpochSchedule:
 
     def restore(self, model, checkpoint_dir, accumulation):
         self._directory = checkpoint_dir
-        epoch = restore_training(model, checkpoint_dir, self.best)
+        epoch = restore_training(model, checkpoint_dir, self.best, self.labels)
         step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if epoch else 0
         return Start(step, epoch, epoch * self.batches_per_epoch)
 
@@ -243,7 +255,7 @@ class EpochSchedule:
     def callbacks(self, checkpoint_dir, start, keep_checkpoint_max, accumulation):
         """(the callbacks before the caller's and the logger, those after the logger)."""
         return ([EpochSeed(self.seed)] + ([] if self.best is None else [self.best]),
-                [EpochCheckpoint(checkpoint_dir, self.best, keep_checkpoint_max)])
+                [EpochCheckpoint(checkpoint_dir, self.best, keep_checkpoint_max, self.labels)])
 
     def dataset(self, dataset, start, accumulation):
         return dataset(start.epoch) if callable(dataset) else dataset

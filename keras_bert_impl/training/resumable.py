@@ -34,6 +34,7 @@ workers write a temporary directory and restore from the chief's `output_dir`).
 """
 
 import contextlib
+import itertools
 import logging
 import math
 import os
@@ -48,6 +49,7 @@ from keras_bert_impl.training.metrics_log import MetricsLogger, read_metrics_log
 from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.training.random_state import BackendGeneratorsAtFirstStep
 from keras_bert_impl.training.step_callbacks import CheckpointCallback, StopAtStep
+from keras_bert_impl.utils.progress import FitProgress
 
 logger = logging.getLogger(__name__)
 
@@ -159,14 +161,15 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
 
     Args:
         model: A compiled model (`model.compile(optimizer=...)`).
-        dataset: The training data: for a `StepSchedule` an endlessly repeating `tf.data.Dataset` of `(x, y)`
-            batches (fast-forwarded past the batches already trained on), for an `EpochSchedule` one epoch's
-            data; or a callable `dataset_fn(position)` returning it, called after the restore with the
-            schedule's position (the restored step, or the epoch to start at).
+        dataset: The training data: for a `StepSchedule` an endlessly repeating `tf.data.Dataset` (or
+            generator) of `(x, y)` batches (fast-forwarded past the batches already trained on), for an
+            `EpochSchedule` one epoch's data; or a callable `dataset_fn(position)` returning it, called after the
+            restore with the schedule's position (the restored step, or the epoch to start at).
         schedule: A `StepSchedule` or a `training.epoch_schedule.EpochSchedule`.
         output_dir: The run directory, whose checkpoints are restored.
         keep_checkpoint_max: Newest checkpoints kept.
-        verbose: `fit`'s verbosity (1 = progress bar, 2 = one line per loop or epoch).
+        verbose: The progress's verbosity (1 = a progress bar on a terminal, a line per loop or epoch in a file;
+            2 = a line per loop or epoch; 0 = none: `utils.progress.FitProgress`).
         callbacks: Extra Keras callbacks, which see every batch after the guard and the schedule's own, before
             the logger and the checkpoints.
         write_dir: Where the checkpoints, logs and TensorBoard events are written; default `output_dir`.
@@ -194,8 +197,9 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
     >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile(optimizer="sgd", loss="mse")
-    >>> import tensorflow as tf
-    >>> dataset = tf.data.Dataset.from_tensors((np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))).repeat()
+    >>> import itertools
+    >>> batch = (np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))
+    >>> dataset = lambda initial_step: (batch for _ in itertools.count())  # or an endless tf.data.Dataset
     >>> out = tempfile.mkdtemp()
     >>> result = run_training(model, dataset, StepSchedule(6, save_checkpoints_steps=3), out, verbose=0)
     >>> result["global_step"], [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(out, "checkpoints"))]
@@ -224,16 +228,20 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
                                 steps_path=steps_path, log_every_steps=log_every_steps,
                                 accumulation_steps=accumulation, initial_batches=start.batches)
         data = schedule.dataset(dataset, start, accumulation)
+        fit_kwargs = dict(fit_kwargs or {})
+        if hasattr(data, "element_spec"):  # a tf.data.Dataset shuffles itself: Keras ignores `shuffle`, with a warning
+            fit_kwargs.pop("shuffle", None)
         if announcement:
             logger.info(announcement)
         if run_settings is not None:
             run_directory.record_run_settings(write_dir, run_settings)
         explained = (explain_out_of_memory(model, batch_size, sequence_length) if batch_size
                      else contextlib.nullcontext())
+        # FitProgress shows the progress (fit's own is off): a bar on a terminal, a line per loop or epoch in a file.
+        fitted = [guard, *before, *(callbacks or []), metrics, *after, FitProgress(verbose), stop]
         with stop, explained:
-            history = model.fit(data, callbacks=[guard, *before, *(callbacks or []), metrics, *after, stop],
-                                verbose=verbose, **schedule.fit_arguments(start, accumulation),
-                                **(fit_kwargs or {})).history
+            history = model.fit(data, callbacks=fitted, verbose=0, **schedule.fit_arguments(start, accumulation),
+                                **fit_kwargs).history
     global_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if model.optimizer.built else 0
     # The last update can make the weights non-finite while every logged loss was finite: never save them.
     divergence.check_finite_weights(model, schedule.end(global_step))
@@ -248,23 +256,26 @@ def evaluate(model, dataset, max_eval_steps=None):
 
     Args:
         model: A compiled model.
-        dataset: A finite `tf.data.Dataset` of `(x, y)`.
+        dataset: A finite `tf.data.Dataset` of `(x, y)`, or a generator of numpy `(x, y)` batches.
         max_eval_steps: Batches to evaluate at most (100 in the original); `None` for all.
 
     Examples:
 
     >>> import numpy as np
-    >>> import tensorflow as tf
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
     >>> model.compile(loss="mse")
-    >>> eval_dataset = tf.data.Dataset.from_tensor_slices((np.ones((8, 2), "float32"), np.ones((8, 1), "float32")))
-    >>> evaluate(model, eval_dataset.batch(2), max_eval_steps=3)
+    >>> eval_batches = ((np.ones((2, 2), "float32"), np.ones((2, 1), "float32")) for _ in range(4))
+    >>> evaluate(model, eval_batches, max_eval_steps=3)  # or a tf.data.Dataset
     {'loss': 1.0}
     """
-    if max_eval_steps:
-        dataset = dataset.take(max_eval_steps)
-    # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
-    # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
-    num_batches = sum(1 for _ in dataset)
+    if not hasattr(dataset, "take"):  # a generator of numpy batches (`data/pretraining_batches.py`): read once
+        batches = list(itertools.islice(dataset, max_eval_steps or None))
+        dataset, num_batches = (batch for batch in batches), len(batches)
+    else:
+        if max_eval_steps:
+            dataset = dataset.take(max_eval_steps)
+        # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
+        # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
+        num_batches = sum(1 for _ in dataset)
     results = model.evaluate(dataset, steps=num_batches, return_dict=True, verbose=0)
     return {name: float(value) for name, value in results.items()}
