@@ -159,10 +159,12 @@ def build_parser():
 def build_model(config):
     """The BertPretrainer of `config` (a `PretrainingConfig`): --init_checkpoint's (with --bert_config_file /
     --config fields) or a fresh one, for --objective (ltr: a causal backbone)."""
-    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.checkpoints import task_registry
     from keras_bert_impl.config import BertConfig
-    from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.utils.errors import UserInputError
+
+    pretrainer_class = task_registry.architecture_class("BertForPreTraining")
 
     bert_config = None
     if config.bert_config_file:
@@ -174,7 +176,7 @@ def build_model(config):
         overrides = {k: v for k, v in (bert_config.to_dict() if bert_config else {}).items()
                      if k != "attention_direction"}
         try:
-            return BertPretrainer.from_pretrained(config.init_checkpoint, objective=config.objective, **overrides)
+            return pretrainer_class.from_pretrained(config.init_checkpoint, objective=config.objective, **overrides)
         except UserInputError as error:
             if config.objective == "ltr" and "objective='ltr'" in str(error):
                 raise UserInputError(f"--objective=ltr: --init_checkpoint {error}") from None
@@ -188,7 +190,7 @@ def build_model(config):
             f"--max_seq_length={config.max_seq_length} exceeds max_position_embeddings="
             f"{bert_config.max_position_embeddings}."
         )
-    return BertPretrainer(BertBackbone(bert_config), objective=config.objective)
+    return pretrainer_class(BertBackbone(bert_config), objective=config.objective)
 
 
 def main(argv=None):
