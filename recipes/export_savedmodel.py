@@ -35,11 +35,8 @@ if _requested_format(sys.argv[1:]) == "onnx":
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # written from the weights under any backend
 else:
     os.environ["KERAS_BACKEND"] = "tensorflow"  # a TensorFlow graph, whatever trained the model
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
 
 from keras_bert_impl.runners.export_savedmodel import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
 
 if __name__ == "__main__":
     main()

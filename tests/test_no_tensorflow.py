@@ -43,7 +43,6 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 def run_blocked(*argv, code=None, timeout=600):
     """Runs a recipe (`argv`: its path and flags) or `code` with TensorFlow unimportable; returns the process."""
     env = dict(os.environ, PYTHONPATH=REPO)
-    env.pop("KERAS_BERT_IMPL_LAZY_IMPORT", None)
     if code is not None:
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
             f.write(code)
