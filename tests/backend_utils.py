@@ -78,3 +78,36 @@ def compiled_gradient_hlo(model, inputs):
 
         return gradients.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
     raise NotImplementedError(f"no compiled graph on the {backend} backend")
+
+
+def input_gradients(function, inputs, upstream, differentiated):
+    """The gradients of sum(function(*inputs) * upstream) with respect to the inputs at the indices
+    `differentiated`, through the backend's autodiff, as numpy (the other inputs are constants)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tensors = [tf.constant(a) for a in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch([tensors[i] for i in differentiated])
+            loss = tf.reduce_sum(function(*tensors) * upstream)
+        grads = tape.gradient(loss, [tensors[i] for i in differentiated])
+    elif backend == "jax":
+        import jax
+
+        def loss(chosen):
+            values = list(inputs)
+            for i, value in zip(differentiated, chosen):
+                values[i] = value
+            return (function(*values) * upstream).sum()
+
+        grads = jax.grad(loss)([inputs[i] for i in differentiated])
+    elif backend == "torch":
+        import torch
+
+        tensors = [torch.tensor(a, requires_grad=i in differentiated) for i, a in enumerate(inputs)]
+        (function(*tensors) * torch.tensor(upstream)).sum().backward()
+        grads = [tensors[i].grad for i in differentiated]
+    else:
+        raise NotImplementedError(backend)
+    return [np.asarray(keras.ops.convert_to_numpy(g)) for g in grads]
