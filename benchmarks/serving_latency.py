@@ -240,9 +240,12 @@ def measure(paths, warmup, repeats):
 def run_backend(args):
     import keras
 
+    sys.path.insert(0, HERE)
+    from run_benchmarks import machine
+
     backend = keras.backend.backend()
-    report = {"backend": backend, "size": args.size, "lengths": {}, "notes": {}, "machine": platform.processor()
-              or platform.machine(), "cpus": os.cpu_count(), "command": " ".join(["python", *sys.argv])}
+    report = {"backend": backend, "size": args.size, "lengths": {}, "notes": {}, "machine": machine(),
+              "command": " ".join(["python", *sys.argv])}
     ours, peer = our_model(args.size), keras_hub_model(args.size)
     with tempfile.TemporaryDirectory() as work:
         for length in args.lengths:
@@ -273,9 +276,16 @@ def run_backend(args):
 
 def table(output_dir):
     """benchmarks/results/serving/results.md from the backends' JSON files."""
+    sys.path.insert(0, HERE)
+    from run_benchmarks import machine_line
+
     reports = [json.load(open(os.path.join(output_dir, name))) for name in sorted(os.listdir(output_dir))
                if name.startswith("latency_") and name.endswith(".json")]
-    lines = ["| backend | path | 32 tokens p50 / p99 ms | 128 tokens p50 / p99 ms |", "| --- | --- | --- | --- |"]
+    # A report written before the machine record had its CPU's architecture as a string.
+    machines = {machine_line(r["machine"]) if isinstance(r["machine"], dict) else f"Machine: {r['machine']}"
+                for r in reports}
+    lines = [*sorted(machines), "",
+             "| backend | path | 32 tokens p50 / p99 ms | 128 tokens p50 / p99 ms |", "| --- | --- | --- | --- |"]
     for report in reports:
         lengths = sorted(report["lengths"], key=int)
         for name in report["lengths"][lengths[0]]:
