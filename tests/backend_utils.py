@@ -80,9 +80,10 @@ def compiled_gradient_hlo(model, inputs):
     raise NotImplementedError(f"no compiled graph on the {backend} backend")
 
 
-def input_gradients(function, inputs, upstream, differentiated):
-    """The gradients of sum(function(*inputs) * upstream) with respect to the inputs at the indices
-    `differentiated`, through the backend's autodiff, as numpy (the other inputs are constants)."""
+def value_and_input_gradients(function, inputs, upstream, differentiated):
+    """`function(*inputs)` and the gradients of sum(function(*inputs) * upstream) with respect to the inputs
+    at the indices `differentiated`, through the backend's autodiff, as numpy (the other inputs are
+    constants; on torch the call records the gradient, as a training step's)."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf
@@ -90,7 +91,8 @@ def input_gradients(function, inputs, upstream, differentiated):
         tensors = [tf.constant(a) for a in inputs]
         with tf.GradientTape() as tape:
             tape.watch([tensors[i] for i in differentiated])
-            loss = tf.reduce_sum(function(*tensors) * upstream)
+            value = function(*tensors)
+            loss = tf.reduce_sum(value * upstream)
         grads = tape.gradient(loss, [tensors[i] for i in differentiated])
     elif backend == "jax":
         import jax
@@ -99,15 +101,17 @@ def input_gradients(function, inputs, upstream, differentiated):
             values = list(inputs)
             for i, value in zip(differentiated, chosen):
                 values[i] = value
-            return (function(*values) * upstream).sum()
+            output = function(*values)
+            return (output * upstream).sum(), output
 
-        grads = jax.grad(loss)([inputs[i] for i in differentiated])
+        grads, value = jax.grad(loss, has_aux=True)([inputs[i] for i in differentiated])
     elif backend == "torch":
         import torch
 
         tensors = [torch.tensor(a, requires_grad=i in differentiated) for i, a in enumerate(inputs)]
-        (function(*tensors) * torch.tensor(upstream)).sum().backward()
-        grads = [tensors[i].grad for i in differentiated]
+        value = function(*tensors)
+        (value * torch.tensor(upstream)).sum().backward()
+        value, grads = value.detach(), [tensors[i].grad for i in differentiated]
     else:
         raise NotImplementedError(backend)
-    return [np.asarray(keras.ops.convert_to_numpy(g)) for g in grads]
+    return to_numpy(value), [to_numpy(g) for g in grads]

@@ -3,6 +3,7 @@ each kind takes, how a user forces one, and every path of every operation of thi
 checked against the keras.ops path, in values and gradients, so that a path chosen only on another kind of
 CPU (oneDNN's products on AVX-512, for one) is still tested on this machine."""
 
+import contextlib
 import itertools
 import os
 import re
@@ -13,7 +14,7 @@ import pytest
 
 from keras_bert_impl import backends
 from keras_bert_impl.backends import cpu_paths
-from tests.backend_utils import input_gradients, to_numpy
+from tests.backend_utils import to_numpy, value_and_input_gradients
 
 BACKEND = keras.backend.backend()
 PATHS = cpu_paths.PATHS.get(BACKEND, {})
@@ -62,8 +63,9 @@ def test_this_machines_cpu_is_read_once_with_the_flags_of_proc_cpuinfo():
 def test_avx512_keeps_the_paths_measured_there_and_avx2_takes_mkl_products_on_torch():
     """AVX-512 (and an unknown CPU) take the paths the layers took before the CPU was read: oneDNN's
     products on torch, SDPA, TensorFlow's written-out transpose in the dense gradient, the explicit attention
-    on TensorFlow and JAX's CPU. AVX2 differs in torch's dense product only (benchmarks/results/cpu_paths)."""
-    before = {("torch", "dense"): "onednn", ("torch", "attention"): "fused",
+    on TensorFlow and JAX's CPU. AVX2 differs in torch's products without a gradient only
+    (benchmarks/results/cpu_paths)."""
+    before = {("torch", "dense"): "onednn", ("torch", "dense_inference"): "onednn", ("torch", "attention"): "fused",
               ("tensorflow", "dense"): "transposed_gradient", ("tensorflow", "attention"): "explicit",
               ("jax", "attention"): "explicit"}
     assert {(b, op) for b, ops in cpu_paths.PATHS.items() for op in ops} == set(before)
@@ -71,23 +73,25 @@ def test_avx512_keeps_the_paths_measured_there_and_avx2_takes_mkl_products_on_to
         assert cpu_paths.default_path(backend, operation, "avx512") == path
         assert cpu_paths.default_path(backend, operation, "other") == path
         assert cpu_paths.default_path(backend, operation, "avx2") == ("blas" if (backend, operation) == (
-            "torch", "dense") else path)
+            "torch", "dense_inference") else path)
 
 
 def test_a_forced_path_wins_over_the_environment_variable_which_wins_over_the_cpu(monkeypatch):
-    monkeypatch.setenv(cpu_paths.ENVIRONMENT_VARIABLE, " attention = explicit , dense=blas")
-    assert cpu_paths.chosen_paths("torch") == {"dense": "blas", "attention": "explicit"}
+    monkeypatch.setenv(cpu_paths.ENVIRONMENT_VARIABLE, " attention = explicit , dense=blas,dense_inference=onednn")
+    assert cpu_paths.chosen_paths("torch") == {"dense": "blas", "dense_inference": "onednn", "attention": "explicit"}
     with cpu_paths.forced(dense="onednn"):
-        assert cpu_paths.chosen_paths("torch") == {"dense": "onednn", "attention": "explicit"}
-        with cpu_paths.forced(attention="fused"):
-            assert cpu_paths.chosen_paths("torch") == {"dense": "onednn", "attention": "fused"}
+        assert cpu_paths.chosen_paths("torch") == {"dense": "onednn", "dense_inference": "onednn",
+                                                   "attention": "explicit"}
+        with cpu_paths.forced(attention="fused", dense_inference="blas"):
+            assert cpu_paths.chosen_paths("torch") == {"dense": "onednn", "dense_inference": "blas",
+                                                       "attention": "fused"}
         assert cpu_paths.path("torch", "attention") == "explicit"
     monkeypatch.delenv(cpu_paths.ENVIRONMENT_VARIABLE)
     assert cpu_paths.path("torch", "dense") == cpu_paths.default_path("torch", "dense")
 
 
 @pytest.mark.parametrize("value, message", [
-    ("dense", "entry 'dense': expected operation=path with an operation of ['attention', 'dense']"),
+    ("dense", "entry 'dense': expected operation=path with an operation of ['attention', 'dense', 'dense_inference']"),
     ("gelu=erf", "entry 'gelu=erf': expected operation=path"),
     ("dense=", "entry 'dense=': expected operation=path"),
 ])
@@ -103,8 +107,8 @@ def test_a_path_of_another_backend_is_refused_with_this_backends_paths(monkeypat
                                          "paths are transposed_gradient, matmul.$"):
         cpu_paths.path("tensorflow", "dense")
     with pytest.raises(ValueError, match=r"^forced\(dense='sdpa'\): expected an operation of \['attention', "
-                                         r"'dense'\] and one of its paths \['blas', 'matmul', 'onednn', "
-                                         r"'transposed_gradient'\].$"):
+                                         r"'dense', 'dense_inference'\] and one of its paths \['blas', "
+                                         r"'matmul', 'onednn', 'transposed_gradient'\].$"):
         with cpu_paths.forced(dense="sdpa"):
             pass
 
@@ -140,17 +144,31 @@ def _forced_cases(operation):
 
 
 def _check_against_reference(function, reference, inputs, differentiated, path, operation):
-    """`function` under the forced path: its values and the gradients of the `differentiated` inputs equal
-    `reference`'s (the keras.ops path) to float32 rounding."""
-    tensors = [keras.ops.convert_to_tensor(a) for a in inputs]
-    expected = to_numpy(reference(*tensors))
-    upstream = np.random.RandomState(9).normal(size=expected.shape).astype("float32")
+    """`function` under the forced path, its gradient recorded: its values and the gradients of the
+    `differentiated` inputs equal `reference`'s (the keras.ops path) to float32 rounding."""
+    upstream = np.random.RandomState(9).normal(size=to_numpy(reference(*inputs)).shape).astype("float32")
     with cpu_paths.forced(**{operation: path}):
-        ours = to_numpy(function(*tensors))
-        ours_grads = input_gradients(function, inputs, upstream, differentiated)
+        ours, ours_grads = value_and_input_gradients(function, inputs, upstream, differentiated)
+    expected, expected_grads = value_and_input_gradients(reference, inputs, upstream, differentiated)
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
-    for a, b in zip(ours_grads, input_gradients(reference, inputs, upstream, differentiated)):
+    for a, b in zip(ours_grads, expected_grads):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def _call(operation, inputs):
+    """backends' function of `operation` on `inputs` (numpy), as training or inference calls it: torch's
+    products without a gradient (`dense_inference`) under `torch.no_grad`, the others with every input
+    requiring a gradient."""
+    tensors = [keras.ops.convert_to_tensor(a) for a in inputs]
+    function = backends.dense if operation.startswith("dense") else backends.attention
+    if BACKEND != "torch":
+        return function(*tensors)
+    import torch
+
+    if operation == "dense_inference":
+        with torch.no_grad():
+            return function(*tensors)
+    return function(*(t.requires_grad_() for t in tensors))
 
 
 @pytest.mark.parametrize("path", _forced_cases("dense"))
@@ -158,6 +176,15 @@ def _check_against_reference(function, reference, inputs, differentiated, path, 
 def test_every_dense_path_equals_the_keras_ops_product_in_values_and_gradients(path, fan_in, fan_out):
     _check_against_reference(backends.dense, _dense_reference, _dense_inputs(fan_in, fan_out), (0, 1, 2),
                              path, "dense")
+
+
+@pytest.mark.parametrize("path", _forced_cases("dense_inference"))
+@pytest.mark.parametrize("fan_in, fan_out", [(8, 16), (16, 8)])
+def test_every_dense_path_without_a_gradient_equals_the_keras_ops_product(path, fan_in, fan_out):
+    inputs = _dense_inputs(fan_in, fan_out)
+    with cpu_paths.forced(dense_inference=path):
+        ours = to_numpy(_call("dense_inference", inputs))
+    np.testing.assert_allclose(ours, to_numpy(_dense_reference(*inputs)), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("path", _forced_cases("attention"))
@@ -177,6 +204,8 @@ def _path_functions():
         from keras_bert_impl.backends import torch_ops
 
         return {("dense", "onednn"): (torch_ops, "onednn_dense"), ("dense", "blas"): (torch_ops, "blas_dense"),
+                ("dense_inference", "onednn"): (torch_ops, "onednn_dense"),
+                ("dense_inference", "blas"): (torch_ops, "blas_dense"),
                 ("attention", "fused"): (ops, "dot_product_attention"),
                 ("attention", "explicit"): (torch_ops, "attention_logits")}
     if BACKEND == "tensorflow":
@@ -191,22 +220,22 @@ def _path_functions():
 
 
 def test_each_forced_path_calls_its_own_function_and_not_the_others(monkeypatch):
-    """torch: oneDNN's autograd function or `addmm`, SDPA or two matmuls; TensorFlow: the written-out
-    gradient or plain matmul, Keras' fused op or the einsums and softmax; JAX: Keras' fused op or the einsums
-    with the probabilities kept apart (`jax_ops.unfused`)."""
+    """torch: oneDNN's autograd function or `addmm` (with a gradient and without), SDPA or two matmuls;
+    TensorFlow: the written-out gradient or plain matmul, Keras' fused op or the einsums and softmax; JAX:
+    Keras' fused op or the einsums with the probabilities kept apart (`jax_ops.unfused`)."""
     functions = _path_functions()
     assert set(functions) == {(operation, path) for operation, paths in PATHS.items() for path in paths}
     calls = []
-    for (operation, path), (module, name) in functions.items():
+    for module, name in set(functions.values()):
         original = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, _f=original, _key=(operation, path), **k: calls.append(_key)
-                            or _f(*a, **k))
-    inputs = {"dense": _dense_inputs(8, 16), "attention": _attention_inputs(5)}
-    for (operation, path) in functions:
+        monkeypatch.setattr(module, name, lambda *a, _f=original, _name=name, **k: calls.append(_name) or _f(*a, **k))
+    for (operation, path), (_, name) in functions.items():
         calls.clear()
-        with cpu_paths.forced(**{operation: path}):
-            getattr(backends, operation)(*map(keras.ops.convert_to_tensor, inputs[operation]))
-        assert set(calls) == {(operation, path)}, (operation, path, calls)
+        others = {other: next(p for p in paths if p != path) if other.startswith(operation[:5]) else paths[0]
+                  for other, paths in PATHS.items() if other != operation}
+        with cpu_paths.forced(**{operation: path}, **others):  # every other operation on another path
+            _call(operation, _dense_inputs(8, 16) if operation.startswith("dense") else _attention_inputs(5))
+        assert calls == [name], (operation, path, calls)
 
 
 @pytest.mark.parametrize("path, node", [("onednn", "OneDNN"), ("blas", "AddmmBackward")])
@@ -276,15 +305,24 @@ def minilm_and_reference(minilm_path):
 
 
 def test_the_real_model_under_every_combination_of_paths_equals_transformers(minilm_and_reference):
+    """all-MiniLM-L6-v2 under every combination of this backend's paths equals transformers' BertModel within
+    1e-4. On torch each combination runs twice: without a gradient (Keras' predict; `dense_inference`) and
+    with one (a training step's forward; `dense`)."""
     from tests.backend_utils import inference
 
     backbone, batch, sequence_reference, pooled_reference = minilm_and_reference
     real = batch["padding_mask"].astype(bool)
     combinations = [dict(zip(PATHS, chosen)) for chosen in itertools.product(*PATHS.values())]
-    assert len(combinations) == {"torch": 4, "tensorflow": 4, "jax": 2}[BACKEND]
-    for paths in combinations:
-        with cpu_paths.forced(**paths):
+    assert len(combinations) == {"torch": 8, "tensorflow": 4, "jax": 2}[BACKEND]
+    if BACKEND == "torch":
+        import torch
+
+        modes = [torch.no_grad, contextlib.nullcontext]
+    else:
+        modes = [contextlib.nullcontext]
+    for paths, mode in itertools.product(combinations, modes):
+        with cpu_paths.forced(**paths), mode():
             outputs = inference(backbone, batch)
         sequence_diff = np.abs(outputs["sequence_output"] - sequence_reference)[real].max()
         pooled_diff = np.abs(outputs["pooled_output"] - pooled_reference).max()
-        assert sequence_diff <= 1e-4 and pooled_diff <= 1e-4, (paths, sequence_diff, pooled_diff)
+        assert sequence_diff <= 1e-4 and pooled_diff <= 1e-4, (paths, mode, sequence_diff, pooled_diff)

@@ -8,7 +8,7 @@ path. Why each path is faster, with the measurements and their commands, is in d
 
 | operation | function | fast paths |
 | --- | --- | --- |
-| dense product x @ kernel + bias | `dense` | torch: float32 on an x86-64 CPU, oneDNN's products on AVX-512 (`torch_ops.onednn_dense`), MKL's `addmm` on AVX2 (`torch_ops.blas_dense`); TensorFlow: float32 on a machine without GPUs or TPUs, the input's gradient reading the kernel's transpose written out (`tf_ops.dense_with_transposed_gradient`) |
+| dense product x @ kernel + bias | `dense` | torch: float32 on an x86-64 CPU, oneDNN's products (`torch_ops.onednn_dense`), MKL's `addmm` without a recorded gradient on AVX2 (`torch_ops.blas_dense`); TensorFlow: float32 on a machine without GPUs or TPUs, the input's gradient reading the kernel's transpose written out (`tf_ops.dense_with_transposed_gradient`) |
 | x @ matrix^T (the masked-LM head's tied vocabulary product) | `dense_transposed` | torch: `dense`'s |
 | bfloat16 product with a float32 result | `float32_epilogue`, `einsum_float32_result` | JAX's CPU: XLA's dot asked for a float32 result; TensorFlow at inference |
 | the dense layers' path | `dense_runs_over_rows` | torch in every dtype, float32 everywhere |
@@ -21,9 +21,9 @@ path. Why each path is faster, with the measurements and their commands, is in d
 | AdamW's update | `adam_weight_decay_update` | torch: the fused AdamW kernel (`torch_adamw`) |
 | the backend's own random generators | `random_generator_states`, `set_random_generator_states` | torch: its CPU and CUDA generators, which its dropout draws from |
 
-Where a CPU's kind decides between two paths (torch's dense product; the attention without dropout on
-every backend; TensorFlow's dense gradient), `cpu_paths` says which, from the CPU's instruction set read
-once, and lets a user force one (`KERAS_BERT_IMPL_CPU_PATHS`, `cpu_paths.forced`).
+Where a CPU's kind decides between two paths (torch's dense product, in training and at inference; the
+attention without dropout on every backend; TensorFlow's dense gradient), `cpu_paths` says which, from the
+CPU's instruction set read once, and lets a user force one (`KERAS_BERT_IMPL_CPU_PATHS`, `cpu_paths.forced`).
 
 `tf_replicas` (sums over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
@@ -81,11 +81,11 @@ def current_export_target():
 def dense(x, kernel, bias=None):
     """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O], differentiable.
 
-    One 2D product over [rows, I]. torch: float32 on an x86-64 CPU through the path `cpu_paths` chooses,
-    oneDNN's products (AVX-512) or MKL's `torch.addmm` (AVX2), else `torch.matmul`. TensorFlow: float32 on a
-    machine without GPUs or TPUs, where `cpu_paths` chooses it (both kinds of CPU), with an input gradient
-    that reads the kernel's transpose written out where I <= O, else TensorFlow's matmul. JAX:
-    keras.ops.matmul over the rows.
+    One 2D product over [rows, I]. torch: float32 on an x86-64 CPU through the path `cpu_paths` chooses
+    (`dense` where a gradient is recorded, `dense_inference` where none is), oneDNN's products or MKL's
+    `torch.addmm`, else `torch.matmul`. TensorFlow: float32 on a machine without GPUs or TPUs, where
+    `cpu_paths` chooses it (both kinds of CPU), with an input gradient that reads the kernel's transpose
+    written out where I <= O, else TensorFlow's matmul. JAX: keras.ops.matmul over the rows.
 
     Examples:
 
@@ -99,7 +99,8 @@ def dense(x, kernel, bias=None):
 
         kernel, bias = ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias)
         if torch_ops.onednn_dense_applies(x, kernel, bias):
-            if cpu_paths.path(backend, "dense") == "onednn":
+            operation = "dense" if torch_ops.records_gradient(x, kernel, bias) else "dense_inference"
+            if cpu_paths.path(backend, operation) == "onednn":
                 return torch_ops.onednn_dense(x, kernel, bias)
             return torch_ops.blas_dense(x, kernel, bias)
         return torch_ops.matmul_dense(x, kernel, bias)

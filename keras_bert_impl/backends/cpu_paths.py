@@ -3,7 +3,8 @@ set, read once from the operating system, or forced by the user.
 
 | backend | operation | paths (the first: what the layers called before the CPU was read) | AVX-512 | AVX2 |
 | --- | --- | --- | --- | --- |
-| torch | `dense` (float32) | `onednn` (`torch_ops.onednn_dense`), `blas` (`torch_ops.blas_dense`: MKL's sgemm) | onednn | blas |
+| torch | `dense` (float32, its gradient recorded: training) | `onednn` (`torch_ops.onednn_dense`), `blas` (`torch_ops.blas_dense`: MKL's sgemm) | onednn | onednn |
+| torch | `dense_inference` (float32, no gradient recorded) | `onednn`, `blas` | onednn | blas |
 | torch | `attention` without dropout | `fused` (SDPA), `explicit` (`torch.matmul`, softmax, `torch.matmul`) | fused | fused |
 | tensorflow | `dense` (float32) | `transposed_gradient` (`tf_ops.dense_with_transposed_gradient`), `matmul` | transposed_gradient | transposed_gradient |
 | tensorflow | `attention` without dropout | `explicit`, `fused` (`keras.ops.dot_product_attention`) | explicit | explicit |
@@ -37,7 +38,8 @@ ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_CPU_PATHS"
 
 # backend: {operation: its paths}; the first path of each is the one taken before the CPU was read.
 PATHS = {
-    "torch": {"dense": ("onednn", "blas"), "attention": ("fused", "explicit")},
+    "torch": {"dense": ("onednn", "blas"), "dense_inference": ("onednn", "blas"),
+              "attention": ("fused", "explicit")},
     "tensorflow": {"dense": ("transposed_gradient", "matmul"), "attention": ("explicit", "fused")},
     "jax": {"attention": ("explicit", "fused")},
 }
@@ -45,7 +47,7 @@ PATHS = {
 # kind of CPU: {backend: {operation: path}}, where it differs from the first path (benchmarks/results/cpu_paths).
 CHOSEN = {
     "avx512": {},
-    "avx2": {"torch": {"dense": "blas"}},
+    "avx2": {"torch": {"dense_inference": "blas"}},
     "other": {},
 }
 
@@ -115,7 +117,7 @@ def default_path(backend, operation, kind=None):
 
     Examples:
 
-    >>> default_path("torch", "dense", "avx512"), default_path("torch", "dense", "avx2")
+    >>> default_path("torch", "dense_inference", "avx512"), default_path("torch", "dense_inference", "avx2")
     ('onednn', 'blas')
     """
     kind = kind or describe_cpu()["kind"]
