@@ -140,6 +140,7 @@ def test_dense_equals_keras_dense_in_values_and_gradients(input_shape, use_bias)
 
 
 @pytest.mark.parametrize("fan_in, fan_out", [(8, 16), (8, 8), (16, 8)])
+@pytest.mark.tensorflow
 def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_in_at_most_out(fan_in, fan_out):
     """`backends.dense` in float32 on TensorFlow's CPU (`tf_ops.dense_with_transposed_gradient`, the path
     `cpu_paths` chooses on both kinds of CPU, forced here; tests/test_cpu_paths.py forces the other): its output
