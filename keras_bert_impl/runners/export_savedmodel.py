@@ -13,9 +13,10 @@ by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and
 `--null_score_diff_threshold`, each defaulting to config.json's "squad" entry, then to run_squad.py's
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
 `--format=litert` and `--format=onnx` write instead the model on token ids, `model.tflite` (LiteRT builtins
-only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's int8 weights) or `model.onnx`
-(dynamic batch and sequence axes, for onnxruntime), beside `vocab.txt` and `export_config.json` (task,
-labels, do_lower_case, max_seq_length, inputs): the text is tokenized by the caller (docs/deployment.md).
+only: the stock interpreter runs it) or `model.onnx` (onnxruntime's fused BERT operators, dynamic batch and
+sequence axes; written under any Keras backend), beside `vocab.txt` and `export_config.json` (task, labels,
+do_lower_case, max_seq_length, inputs, quantization): the text is tokenized by the caller
+(docs/deployment.md). `--quantization=dynamic_int8` gives either file int8 weights for its products.
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
 files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
@@ -34,7 +35,7 @@ from keras_bert_impl.utils.optional_dependencies import require
 FORMAT_REQUIREMENTS = {
     "savedmodel": ("SavedModel export", "tensorflow", ("tensorflow", "tensorflow_text")),
     "litert": ("LiteRT export", "export", ("tensorflow",)),
-    "onnx": ("ONNX export", "export", ("tensorflow", "tf2onnx", "onnx")),
+    "onnx": ("ONNX export", "onnx", ("onnx",)),
 }
 
 
@@ -60,7 +61,8 @@ def build_parser():
                         help="savedmodel (raw strings in, answers out), or the model on token ids as "
                              "litert (model.tflite) or onnx (model.onnx).")
     parser.add_argument("--quantization", default="none", choices=["none", "dynamic_int8"],
-                        help="--format=litert: LiteRT's dynamic-range int8 weights.")
+                        help="--format=litert or onnx: int8 weights for the products, activations quantized "
+                             "per call (LiteRT's dynamic-range, onnxruntime's dynamic quantization).")
     return parser
 
 
@@ -68,6 +70,8 @@ def check_dependencies(args):
     """Refuses a `--format` whose packages are not installed, in one line naming its extra, before Keras is
     imported (under KERAS_BACKEND=tensorflow, Keras itself needs TensorFlow) and before anything is written."""
     require(*FORMAT_REQUIREMENTS[args.format])
+    if args.format == "onnx" and args.quantization != "none":
+        require("ONNX int8 quantization", "onnx", ("onnxruntime",))
 
 
 def run(args):
@@ -77,20 +81,21 @@ def run(args):
 
     if not os.path.isdir(args.model_dir):
         raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
-    from keras_bert_impl.export.export_settings import check_export_source
+    from keras_bert_impl.export.export_settings import check_export_dir, check_export_source
 
     check_export_source(args.model_dir, args.export_dir)
-    if keras.backend.backend() != "tensorflow":
-        raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
-                             f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
-    if args.quantization != "none" and args.format != "litert":
-        raise UserInputError(f"--quantization={args.quantization} applies to --format=litert only.")
-    from keras_bert_impl.export.tf_saved_model import check_export_dir, export_from_directory  # TensorFlow
+    if keras.backend.backend() != "tensorflow" and args.format != "onnx":
+        raise UserInputError(f"the {args.format} export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow "
+                             f"(not {keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
+    if args.quantization != "none" and args.format == "savedmodel":
+        raise UserInputError(f"--quantization={args.quantization} applies to --format=litert and --format=onnx only.")
 
     check_export_dir(args.export_dir, args.overwrite)
     try:
         if args.format != "savedmodel":
             return _export_token_id_model(args)
+        from keras_bert_impl.export.tf_saved_model import export_from_directory  # TensorFlow
+
         task, export_dir = export_from_directory(
             args.model_dir, args.export_dir, vocab_file=args.vocab_file, max_seq_length=args.max_seq_length,
             text_pair=args.text_pair, null_score_diff_threshold=args.null_score_diff_threshold,
@@ -124,7 +129,8 @@ def _export_token_id_model(args):
     else:
         from keras_bert_impl.export.onnx_export import export_onnx
 
-        path = export_onnx(model, os.path.join(args.export_dir, "model.onnx"))
+        path = export_onnx(model, os.path.join(args.export_dir, "model.onnx"),
+                           quantization=None if args.quantization == "none" else args.quantization)
     shutil.copyfile(settings["vocab_file"], os.path.join(args.export_dir, "vocab.txt"))
     write_json(os.path.join(args.export_dir, "export_config.json"), {
         "format": args.format, "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
