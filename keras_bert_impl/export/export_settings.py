@@ -9,9 +9,13 @@ recipes/export_savedmodel.py; no TensorFlow here.
 import os
 
 from keras_bert_impl.checkpoints import model_io, task_layouts
+from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY
+from keras_bert_impl.layers.crf import CRF
 from keras_bert_impl.data.swag_data import NUM_CHOICES
+from keras_bert_impl.pipelines.runtime_model import EXPORT_CONFIG_FILE
 from keras_bert_impl.tasks.squad import decoding_settings
 from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -26,6 +30,32 @@ CLASS_TASKS = {
     "BertSpanQA": "span_qa",
     "BertMultipleChoice": "multiple_choice",
 }
+
+
+def named_outputs(model):
+    """{name: output tensor} of `model`: the keys of a dict of outputs, else each output named by the layer that
+    computes it, looking through a CRF (which passes its input on): a classifier's and a tagger's "logits".
+
+    Examples:
+
+    >>> from keras_bert_impl import BertBackbone, BertClassifier, BertConfig
+    >>> model = BertClassifier(BertBackbone(BertConfig.preset("bert_tiny", vocab_size=8)), num_classes=2)
+    >>> list(named_outputs(model))
+    ['logits']
+    """
+    if isinstance(model.output, dict):
+        return dict(model.output)
+    named = {}
+    for tensor in (model.output if isinstance(model.output, (list, tuple)) else [model.output]):
+        layer = _layer_computing(model, tensor)
+        while isinstance(layer, CRF):
+            layer = _layer_computing(model, layer.input)
+        named[layer.name] = tensor
+    return named
+
+
+def _layer_computing(model, tensor):
+    return next(layer for layer in model.layers if layer.output is tensor)
 
 
 def check_export_source(model_dir, export_dir):
@@ -140,3 +170,31 @@ def load_model(settings):
     if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
         task = "regressor"
     return model, task
+
+
+def write_runtime_files(export_dir, model, settings, task, max_seq_length, extra=None):
+    """Writes beside an exported token-id model (model.onnx / model.tflite) what its runtime's callers read, as
+    a model directory has it, so one reader (`checkpoints.model_directory.ModelDirectory`) serves both:
+    config.json (the source's: architectures, id2label, max_position_embeddings, ..., with `max_seq_length`),
+    vocab.txt and tokenizer_config.json (casing, normalization, max length: `BertTokenizer.save_pretrained`),
+    and export_config.json (format, task, labels, do_lower_case, max_seq_length, max_position_embeddings,
+    the model's inputs and its `named_outputs`, and `extra`).
+
+    Args:
+        export_dir: the export's folder.
+        model: the exported model.
+        settings: what `read_export_settings` read from the model directory.
+        task: the export task (`load_model`'s).
+        max_seq_length: tokens per input the callers pack.
+        extra: more entries of export_config.json.
+    """
+    checkpoint = settings["checkpoint"]
+    tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
+                              normalize=settings["normalize"])
+    tokenizer.save_pretrained(export_dir, sequence_length=max_seq_length)
+    config = {**checkpoint.config, MAX_SEQ_LENGTH_KEY: int(max_seq_length)}
+    file_io.write_json(os.path.join(export_dir, model_files.CONFIG_FILE), config)
+    file_io.write_json(os.path.join(export_dir, EXPORT_CONFIG_FILE), {
+        **(extra or {}), "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
+        "max_seq_length": int(max_seq_length), "max_position_embeddings": checkpoint.bert_config().max_position_embeddings,
+        "inputs": sorted(model.input), "outputs": list(named_outputs(model))})

@@ -68,7 +68,7 @@ def export_onnx(model, path, opset_version=None):
     with backends.export_target("onnx"), atomic_path(path) as tmp, warnings.catch_warnings():
         # tf2onnx reads `np.object`, for which numpy warns of a future change; nothing the user can act on.
         warnings.filterwarnings("ignore", message="In the future `np.object`", category=FutureWarning)
-        model.export(tmp, format="onnx", verbose=False, input_signature=input_specs(model),
+        keras.Model.export(model, tmp, format="onnx", verbose=False, input_signature=input_specs(model),
                      opset_version=opset_version)
         name_dynamic_axes(tmp)
     return path

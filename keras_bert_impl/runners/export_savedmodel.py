@@ -14,8 +14,10 @@ by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
 `--format=litert` and `--format=onnx` write instead the model on token ids, `model.tflite` (LiteRT builtins
 only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's int8 weights) or `model.onnx`
-(dynamic batch and sequence axes, for onnxruntime), beside `vocab.txt` and `export_config.json` (task,
-labels, do_lower_case, max_seq_length, inputs): the text is tokenized by the caller (docs/deployment.md).
+(dynamic batch and sequence axes, for onnxruntime), outputs named for what they are (`logits`, ...), beside a
+model directory's config.json (labels, max_position_embeddings), vocab.txt and tokenizer_config.json (casing,
+normalization, max length) and `export_config.json` (task, inputs, outputs): `pipeline(task,
+model=export_dir)` answers from it through onnxruntime or LiteRT (docs/deployment.md).
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
 files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
@@ -107,14 +109,15 @@ def run(args):
 
 
 def _export_token_id_model(args):
-    """`--format` litert or onnx: the model file, vocab.txt and export_config.json in `--export_dir`."""
-    import shutil
-
-    from keras_bert_impl.export.export_settings import load_model, read_export_settings
-    from keras_bert_impl.utils.file_io import write_json
+    """`--format` litert or onnx: the model file in `--export_dir`, beside the files of a model directory that
+    its tokenizer and `pipeline(task, model=export_dir)` read (`export.export_settings.write_runtime_files`)."""
+    from keras_bert_impl.export.export_settings import load_model, read_export_settings, write_runtime_files
 
     settings = read_export_settings(args.model_dir, args.vocab_file, args.do_lower_case)
     model, task = load_model(settings)
+    checkpoint = settings["checkpoint"]
+    max_seq_length = int(args.max_seq_length or checkpoint.max_seq_length
+                         or min(128, checkpoint.bert_config().max_position_embeddings))
     os.makedirs(args.export_dir, exist_ok=True)
     if args.format == "litert":
         from keras_bert_impl.export.tf_litert import export_litert
@@ -125,11 +128,8 @@ def _export_token_id_model(args):
         from keras_bert_impl.export.onnx_export import export_onnx
 
         path = export_onnx(model, os.path.join(args.export_dir, "model.onnx"))
-    shutil.copyfile(settings["vocab_file"], os.path.join(args.export_dir, "vocab.txt"))
-    write_json(os.path.join(args.export_dir, "export_config.json"), {
-        "format": args.format, "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
-        "max_seq_length": int(args.max_seq_length or settings["checkpoint"].setting("max_seq_length") or 128),
-        "inputs": sorted(model.input), "quantization": args.quantization})
+    write_runtime_files(args.export_dir, model, settings, task, max_seq_length,
+                        {"format": args.format, "quantization": args.quantization})
     print(f"Exported the {task} of {args.model_dir} to {path}")
     return task, path
 
