@@ -13,7 +13,8 @@ under JAX, Keras needs the jax2onnx package.
 
 Inputs keep the model's names (`token_ids`, `segment_ids`, `padding_mask` int32, plus `masked_lm_positions`
 for the pretrainer), their free axes named "batch", "sequence" (and "predictions" for the masked positions);
-multiple choice keeps its fixed number of choices. Outputs are the model's raw outputs. Needs the `onnx`
+multiple choice keeps its fixed number of choices. Outputs are the model's raw outputs, named as the model
+names them (`export_settings.named_outputs`: the keys of a dict of outputs, else "logits"). Needs the `onnx`
 and `tf2onnx` packages and TensorFlow (the `[export]` extra; without them, one line names it).
 """
 
@@ -22,6 +23,7 @@ import warnings
 import keras
 
 from keras_bert_impl import backends
+from keras_bert_impl.export.export_settings import named_outputs
 from keras_bert_impl.utils.file_io import atomic_path
 from keras_bert_impl.utils.optional_dependencies import require
 
@@ -49,6 +51,24 @@ def name_dynamic_axes(path):
     onnx.save(graph_model, path)
 
 
+def name_outputs(path, names):
+    """Renames the ONNX file's outputs `names` (in order) where they are named otherwise (tf2onnx names a
+    model's one tensor output "Identity:0")."""
+    import onnx
+
+    graph_model = onnx.load(path)
+    graph = graph_model.graph
+    renames = {value.name: name for value, name in zip(graph.output, names) if value.name != name}
+    if not renames:
+        return
+    for node in graph.node:
+        node.input[:] = [renames.get(name, name) for name in node.input]
+        node.output[:] = [renames.get(name, name) for name in node.output]
+    for value in graph.output:
+        value.name = renames.get(value.name, value.name)
+    onnx.save(graph_model, path)
+
+
 def export_onnx(model, path, opset_version=None):
     """Writes `model` (a task model or backbone on token ids) to the ONNX file `path`, atomically.
 
@@ -71,4 +91,6 @@ def export_onnx(model, path, opset_version=None):
         keras.Model.export(model, tmp, format="onnx", verbose=False, input_signature=input_specs(model),
                      opset_version=opset_version)
         name_dynamic_axes(tmp)
+        if not isinstance(model.output, dict):
+            name_outputs(tmp, list(named_outputs(model)))
     return path

@@ -107,8 +107,6 @@ class RuntimeModel:
         session = onnxruntime.InferenceSession(self.path, providers=["CPUExecutionProvider"])
         self._input_shapes = {i.name: i.shape for i in session.get_inputs()}
         names = [o.name for o in session.get_outputs()]
-        if len(names) == 1 and len(self.output_names) == 1:  # an export naming its one output otherwise
-            names = self.output_names
 
         def run(inputs):
             return dict(zip(names, session.run(None, inputs)))
