@@ -76,7 +76,8 @@ def test_the_onnx_and_litert_pipelines_run_without_tensorflow(exports):
 
     folders, directories = exports
     texts = export_folders.sentiment_texts()[:20]
-    code = ("import json, os\nos.environ['KERAS_BACKEND'] = 'jax'\nfrom keras_bert_impl import pipeline\n"
+    backend = "jax" if TENSORFLOW else keras.backend.backend()  # one that runs without TensorFlow
+    code = (f"import json, os\nos.environ['KERAS_BACKEND'] = {backend!r}\nfrom keras_bert_impl import pipeline\n"
             f"answers = [pipeline('sentiment-analysis', model=folder)({texts!r}) for folder in "
             f"({folders['sentiment', 'onnx']!r}, {folders['sentiment', 'litert']!r})]\n"
             "print('ANSWER', json.dumps(answers))")

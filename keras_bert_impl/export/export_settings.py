@@ -1,17 +1,17 @@
 """What the export of a model directory reads from it: the task of the class it holds (`CLASS_TASKS`), its
 labels and tokenizer settings (`read_export_settings`), the SQuAD windows and answer rule of a span QA model
-(`squad_settings`), and the model itself (`load_model`); `check_export_source` keeps an export off the model
-directory it reads. Shared by the SavedModel export
-(`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of
-recipes/export_savedmodel.py; no TensorFlow here.
+(`squad_settings`), and the model itself (`load_model`); what a LiteRT or ONNX export folder holds beside its
+model file (`write_runtime_files`; the outputs' names, `named_outputs`); `check_export_source` keeps an export
+off the model directory it reads. Shared by the SavedModel export (`export.tf_saved_model.export_from_directory`)
+and the LiteRT / ONNX exports of recipes/export_savedmodel.py; no TensorFlow here.
 """
 
 import os
 
 from keras_bert_impl.checkpoints import model_io, task_layouts
 from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY
-from keras_bert_impl.layers.crf import CRF
 from keras_bert_impl.data.swag_data import NUM_CHOICES
+from keras_bert_impl.layers.crf import CRF
 from keras_bert_impl.pipelines.runtime_model import EXPORT_CONFIG_FILE
 from keras_bert_impl.tasks.squad import decoding_settings
 from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
@@ -194,7 +194,8 @@ def write_runtime_files(export_dir, model, settings, task, max_seq_length, extra
     tokenizer.save_pretrained(export_dir, sequence_length=max_seq_length)
     config = {**checkpoint.config, MAX_SEQ_LENGTH_KEY: int(max_seq_length)}
     file_io.write_json(os.path.join(export_dir, model_files.CONFIG_FILE), config)
+    positions = checkpoint.bert_config().max_position_embeddings
     file_io.write_json(os.path.join(export_dir, EXPORT_CONFIG_FILE), {
         **(extra or {}), "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
-        "max_seq_length": int(max_seq_length), "max_position_embeddings": checkpoint.bert_config().max_position_embeddings,
+        "max_seq_length": int(max_seq_length), "max_position_embeddings": positions,
         "inputs": sorted(model.input), "outputs": list(named_outputs(model))})

@@ -89,7 +89,7 @@ def export_onnx(model, path, opset_version=None):
         # tf2onnx reads `np.object`, for which numpy warns of a future change; nothing the user can act on.
         warnings.filterwarnings("ignore", message="In the future `np.object`", category=FutureWarning)
         keras.Model.export(model, tmp, format="onnx", verbose=False, input_signature=input_specs(model),
-                     opset_version=opset_version)
+                           opset_version=opset_version)
         name_dynamic_axes(tmp)
         if not isinstance(model.output, dict):
             name_outputs(tmp, list(named_outputs(model)))

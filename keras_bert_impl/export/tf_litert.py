@@ -79,10 +79,11 @@ def export_litert(model, path, batch_size=None, quantization=None):
     if quantization == "dynamic_int8":
         converter_settings["optimizations"] = [tf.lite.Optimize.DEFAULT]
     # A model of one output is served as a dict naming it: the signature's output is "logits", not "output_0".
-    served = model if isinstance(model.output, dict) else keras.Model(model.input, named_outputs(model), name=model.name)
+    served = model if isinstance(model.output, dict) else keras.Model(model.input, named_outputs(model),
+                                                                        name=model.name)
     with backends.export_target("litert"), atomic_path(path) as tmp:
-        keras.Model.export(served, tmp, format="litert", verbose=False, input_signature=[input_signature(model, batch_size)],
-                     **converter_settings)
+        keras.Model.export(served, tmp, format="litert", verbose=False,
+                           input_signature=[input_signature(model, batch_size)], **converter_settings)
     return path
 
 
