@@ -91,6 +91,14 @@ class RuntimeModel:
 
         return np.asarray(keras.ops.convert_to_numpy(decode_tags(logits, label_mask)))
 
+    def __getattr__(self, name):
+        """The model class's decoding methods (`scores`, `example_logits`, `span_logits`, ...), run on this
+        stand-in: the pipelines decode its outputs with the Keras model's own rules."""
+        if name.startswith("_") or "model_class" not in self.__dict__:
+            raise AttributeError(name)
+        member = getattr(self.model_class, name)
+        return member.__get__(self) if callable(member) and hasattr(member, "__get__") else member
+
     def predict_on_batch(self, x):
         """The model's outputs for a padded batch `x` (dict of int arrays): an array ("logits"), or a dict of
         them named as the model names them."""
