@@ -13,6 +13,7 @@ A batch longer than the model's position table (`max_position_embeddings`) is re
 runtime would fail inside its embedding gather.
 """
 
+import inspect
 import json
 import os
 
@@ -96,8 +97,10 @@ class RuntimeModel:
         stand-in: the pipelines decode its outputs with the Keras model's own rules."""
         if name.startswith("_") or "model_class" not in self.__dict__:
             raise AttributeError(name)
-        member = getattr(self.model_class, name)
-        return member.__get__(self) if callable(member) and hasattr(member, "__get__") else member
+        member = getattr(self.model_class, name)  # a property of the class (e.g. `preprocessor`) is not taken
+        if not callable(member):
+            raise AttributeError(name)
+        return member.__get__(self) if inspect.isfunction(member) else member
 
     def predict_on_batch(self, x):
         """The model's outputs for a padded batch `x` (dict of int arrays): an array ("logits"), or a dict of
