@@ -1,10 +1,11 @@
 """What the export of a model directory reads from it: the serving kind of the class it holds (its
 registration, `checkpoints.task_registry`), its labels and tokenizer settings (`read_export_settings`), the
 model itself (`load_model`), and the SQuAD windows and answer rule of a span QA model (`squad_settings`);
-what a LiteRT or ONNX export folder holds beside its model file (`write_runtime_files`; the outputs' names,
-`named_outputs`); `check_export_source` keeps an export off the model directory it reads. Shared by the
-SavedModel export (`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of
-recipes/export_savedmodel.py; no TensorFlow here.
+what a LiteRT or ONNX export folder holds beside its model file (`write_runtime_files`; the outputs'
+names, `named_outputs`); `check_export_source` keeps an export off the model directory it reads; `check_export_dir`, whether an
+export may replace a directory. Shared by the SavedModel export
+(`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of recipes/export_savedmodel.py;
+no TensorFlow here.
 
 `SERVING_KINDS` is the export's table of serving kinds (what a class registers as `serving`, or its model's
 `serving_kind()` says): what each needs from the directory and what its `export_config.json` records of the
@@ -24,6 +25,9 @@ from keras_bert_impl.pipelines.runtime_model import EXPORT_CONFIG_FILE
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import UserInputError
+
+# The settings file of every export directory: what an export holds (and, present, that a directory is one).
+EXPORT_CONFIG_NAME = "export_config.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,3 +240,34 @@ def write_runtime_files(export_dir, model, settings, task, max_seq_length, extra
         **(extra or {}), "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
         "max_seq_length": int(max_seq_length), "max_position_embeddings": positions,
         "inputs": sorted(model.input), "outputs": list(named_outputs(model))})
+
+
+def check_export_dir(export_dir, overwrite=False):
+    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
+
+    Raises:
+        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
+            not `overwrite`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
+    >>> open(os.path.join(directory, "README.md"), "w").close()
+    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
+    >>> check_export_dir(directory, overwrite=True)
+    """
+    if overwrite or not os.path.lexists(export_dir):
+        return
+    if not os.path.isdir(export_dir):
+        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
+                             "replace it, or choose another --export_dir")
+    names = sorted(os.listdir(export_dir))
+    if names and EXPORT_CONFIG_NAME not in names:
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
+        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
+                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
+                             "replace them, or choose another --export_dir")

@@ -18,6 +18,7 @@ only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's 
 model directory's config.json (labels, max_position_embeddings), vocab.txt and tokenizer_config.json (casing,
 normalization, max length) and `export_config.json` (task, inputs, outputs): `pipeline(task,
 model=export_dir)` answers from it through onnxruntime or LiteRT (docs/deployment.md).
+`--quantization=dynamic_int8` gives either file int8 weights for its products.
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
 files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
@@ -36,7 +37,7 @@ from keras_bert_impl.utils.optional_dependencies import require
 FORMAT_REQUIREMENTS = {
     "savedmodel": ("SavedModel export", "tensorflow", ("tensorflow", "tensorflow_text")),
     "litert": ("LiteRT export", "export", ("tensorflow",)),
-    "onnx": ("ONNX export", "export", ("tensorflow", "tf2onnx", "onnx")),
+    "onnx": ("ONNX export", "onnx", ("onnx",)),
 }
 
 
@@ -62,7 +63,8 @@ def build_parser():
                         help="savedmodel (raw strings in, answers out), or the model on token ids as "
                              "litert (model.tflite) or onnx (model.onnx).")
     parser.add_argument("--quantization", default="none", choices=["none", "dynamic_int8"],
-                        help="--format=litert: LiteRT's dynamic-range int8 weights.")
+                        help="--format=litert or onnx: int8 weights for the products, activations quantized "
+                             "per call (LiteRT's dynamic-range, onnxruntime's dynamic quantization).")
     return parser
 
 
@@ -70,6 +72,8 @@ def check_dependencies(args):
     """Refuses a `--format` whose packages are not installed, in one line naming its extra, before Keras is
     imported (under KERAS_BACKEND=tensorflow, Keras itself needs TensorFlow) and before anything is written."""
     require(*FORMAT_REQUIREMENTS[args.format])
+    if args.format == "onnx" and args.quantization != "none":
+        require("ONNX int8 quantization", "onnx", ("onnxruntime",))
 
 
 def run(args):
@@ -79,20 +83,21 @@ def run(args):
 
     if not os.path.isdir(args.model_dir):
         raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
-    from keras_bert_impl.export.export_settings import check_export_source
+    from keras_bert_impl.export.export_settings import check_export_dir, check_export_source
 
     check_export_source(args.model_dir, args.export_dir)
-    if keras.backend.backend() != "tensorflow":
-        raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
-                             f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
-    if args.quantization != "none" and args.format != "litert":
-        raise UserInputError(f"--quantization={args.quantization} applies to --format=litert only.")
-    from keras_bert_impl.export.tf_saved_model import check_export_dir, export_from_directory  # TensorFlow
+    if keras.backend.backend() != "tensorflow" and args.format != "onnx":
+        raise UserInputError(f"the {args.format} export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow "
+                             f"(not {keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
+    if args.quantization != "none" and args.format == "savedmodel":
+        raise UserInputError(f"--quantization={args.quantization} applies to --format=litert and --format=onnx only.")
 
     check_export_dir(args.export_dir, args.overwrite)
     try:
         if args.format != "savedmodel":
             return _export_token_id_model(args)
+        from keras_bert_impl.export.tf_saved_model import export_from_directory  # TensorFlow
+
         task, export_dir = export_from_directory(
             args.model_dir, args.export_dir, vocab_file=args.vocab_file, max_seq_length=args.max_seq_length,
             text_pair=args.text_pair, null_score_diff_threshold=args.null_score_diff_threshold,
@@ -127,7 +132,8 @@ def _export_token_id_model(args):
     else:
         from keras_bert_impl.export.onnx_export import export_onnx
 
-        path = export_onnx(model, os.path.join(args.export_dir, "model.onnx"))
+        path = export_onnx(model, os.path.join(args.export_dir, "model.onnx"),
+                           quantization=None if args.quantization == "none" else args.quantization)
     write_runtime_files(args.export_dir, model, settings, task, max_seq_length,
                         {"format": args.format, "quantization": args.quantization})
     print(f"Exported the {task} of {args.model_dir} to {path}")
