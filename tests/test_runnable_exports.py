@@ -150,7 +150,7 @@ def test_a_missing_runtime_is_one_line_with_the_pip_command_and_leaves_nothing(e
     monkeypatch.setitem(sys.modules, "onnx", None)
     path = tmp_path / "backbone.onnx"
     with pytest.raises(MissingDependencyError, match=r'^ONNX export needs onnx, which is not installed: pip install '
-                                                     r'"keras_bert_impl\[export\]"$'):
+                                                     r'"keras_bert_impl\[onnx\]"$'):
         BertBackbone.from_pretrained(directories["sentiment"]).export(str(path), format="onnx")
     assert not path.exists() and os.listdir(tmp_path) == []
     if TENSORFLOW:  # the recipe's refusal before anything is written, its one line and exit status 2
