@@ -20,7 +20,6 @@ instruction set. Not a test.
 import argparse
 import datetime
 import itertools
-import json
 import os
 import shlex
 import statistics
@@ -30,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from run_benchmarks import (BACKENDS, _run_bench_case, cpu_paths_module, machine, machine_line, versions,  # noqa: E402
-                            write_text)
+                            write_report)
 
 # workload: (size, batch, seq, target ratio vs keras-hub, the operations whose paths it times)
 WORKLOADS = {
@@ -146,8 +145,7 @@ def main(argv=None):
         except RuntimeError as error:  # one backend's failure leaves the others' rows
             report["failures"].append(f"{backend}: {str(error).splitlines()[0]}")
         report["backends_done"].append(backend)
-        for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", markdown(report))):
-            write_text(os.path.join(args.output_dir, f"results.{ext}"), text)
+        write_report(args.output_dir, "results", report, markdown(report))
     print(markdown(report))
     return report
 

@@ -228,6 +228,12 @@ def write_text(path, text):
     os.replace(path + ".tmp", path)
 
 
+def write_report(output_dir, name, report, table):
+    """`report` as `output_dir/name.json` and its markdown `table` as `name.md`, each written whole."""
+    for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", table)):
+        write_text(os.path.join(output_dir, f"{name}.{ext}"), text)
+
+
 def fmt(seconds):
     return "" if seconds is None else f"{seconds:.3f}"
 
@@ -321,9 +327,7 @@ def main(argv=None):
     }
     report["rows"] = run_suite(args)
     report["tokenization"] = tokenization(args)
-    name = "results_smoke" if args.smoke else "results"
-    for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", markdown(report))):
-        write_text(os.path.join(args.output_dir, f"{name}.{ext}"), text)
+    write_report(args.output_dir, "results_smoke" if args.smoke else "results", report, markdown(report))
     print(markdown(report))
     return report
 

@@ -80,7 +80,8 @@ def test_cpu_paths_smoke_times_every_combination_of_paths_against_keras_hub_and_
     report = module.main(["--smoke", f"--backends={backend}", "--warmup=1", "--repeats=2", f"--output_dir={tmp_path}"])
     assert report["failures"] == [] and report["backends_done"] == [backend]
     paths = cpu_paths.PATHS[backend]
-    for workload, operations in (("forward", list(paths)), ("train_step", [op for op in paths if op == "dense"])):
+    for workload, (*_, timed) in module.WORKLOADS.items():
+        operations = [op for op in timed if op in paths]  # the operations of this backend the workload times
         rows = [r for r in report["rows"] if r["workload"] == workload]
         expected = {tuple(combination) for combination in itertools.product(*(paths[op] for op in operations))}
         assert {tuple(r["paths"].values()) for r in rows} == expected
