@@ -224,10 +224,14 @@ class BertFeatureBasedTagger(BertTaskModel):
         Args:
             path: checkpoint directory or prefix.
             num_classes: number of tags; default: the saved tagger's.
-            feature_layers, feature_combine, feature_mode, lstm_units, num_lstm_layers: as in the constructor.
-                None: the saved tagger's (config.json's `feature_based_tagger`), else the constructor's
-                defaults. A value that differs from the saved tagger's raises UserInputError (its weights
-                would not fit, or were trained on other features).
+            feature_layers: as in the constructor. None: the saved tagger's (config.json's
+                `feature_based_tagger`), else the constructor's default. A value that differs from the saved
+                tagger's raises UserInputError (its weights would not fit, or were trained on other features);
+                the same holds for the four arguments below.
+            feature_combine: as in the constructor; None: the saved tagger's, else the default.
+            feature_mode: as in the constructor; None: the saved tagger's, else the default.
+            lstm_units: as in the constructor; None: the saved tagger's, else the default.
+            num_lstm_layers: as in the constructor; None: the saved tagger's, else the default.
             dropout: dropout on the features and between the layers.
             preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
                 one (else none); or a preprocessor, or None.
