@@ -20,7 +20,7 @@ from keras_bert_impl.data import (
     swag_data,
     text_classification_data,
 )
-from keras_bert_impl.tasks import squad_postprocessing
+from keras_bert_impl.data import squad_postprocessing
 from keras_bert_impl.tasks.base import FinetuningConfig, check_tokenizer_fits_model
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.vocabulary import load_vocab

@@ -18,7 +18,7 @@ import os
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints.model_directory import ModelDirectory
+from keras_bert_impl.checkpoints.model_directory import ModelDirectory, write_tokenizer_files
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list
 from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
 from keras_bert_impl.utils.errors import UserInputError
@@ -102,8 +102,8 @@ class BertPreprocessor:
     def save_pretrained(self, directory):
         """Writes vocab.txt and tokenizer_config.json (casing, `normalize` when set and `sequence_length`) for
         `from_pretrained` here and transformers' `BertTokenizer` (which ignores `sequence_length` and
-        `normalize`)."""
-        self.tokenizer.save_pretrained(directory, sequence_length=self.sequence_length)
+        `normalize`), through the model directory's writer (`model_directory.write_tokenizer_files`)."""
+        write_tokenizer_files(directory, self.tokenizer, self.sequence_length)
 
     # ------------------------------------------------------------------------------ .keras files
     def save_vocabulary(self, directory):
