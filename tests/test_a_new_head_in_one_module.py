@@ -64,6 +64,7 @@ def _softmax(logits):
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
+@pytest.mark.tensorflow  # the SavedModel is exported and served by TensorFlow
 def test_the_registry_gives_the_toy_head_its_directory_pipeline_and_export(toy_directory, tmp_path):
     model, directory = toy_directory
     with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:

@@ -6,8 +6,11 @@ function-level import fails here too.
 
 import ast
 import os
+import re
 
 import pytest
+
+pytestmark = pytest.mark.backend_independent
 
 PACKAGE = "keras_bert_impl"
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
@@ -281,7 +284,7 @@ def test_the_python_tokenizer_modules_import_no_backend_library_at_module_level(
 
 
 # --- Modules by concept (none over 600 lines), no recipe loaded by path, private Keras APIs only in
-# --- utils/keras_compat.py (issue #41, items 4 and 6).
+# --- utils/keras_compat.py.
 
 MAX_MODULE_LINES = 600
 COMPAT_MODULE = f"{PACKAGE}.utils.keras_compat"
@@ -499,3 +502,28 @@ def test_the_unit_checks_find_an_override_a_task_chain_and_a_class_named_in_code
              '    raise ValueError(f"not a BertMultipleChoice: {x}")\n'
              'BertTokenClassifierPreprocessor = 1\n')
     assert names_in_code(named, TASK_MODEL_CLASSES) == {"BertClassifier": [3], "BertMultipleChoice": [6]}
+
+
+# --- Tests named and described for what they prove: no test file cites an issue of this project (another
+# --- project's issue is cited with its name: "TensorFlow's issues #117700").
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ISSUE_CITATION = re.compile(r"(?<!'s )\b(issues?|Issues?) #\d+")
+
+
+def issue_citations(source):
+    """The lines of `source` that cite an issue number without naming another project, as "line: text"."""
+    return [f"{i}: {line.strip()}" for i, line in enumerate(source.splitlines(), 1) if ISSUE_CITATION.search(line)]
+
+
+def test_no_test_file_cites_an_issue_number():
+    names = sorted(n for n in os.listdir(TESTS) if n.startswith(("test_", "conftest")) and n.endswith(".py"))
+    assert not [n for n in names if re.search(r"issue|_\d+\.py$", n)], "test files named for an issue"
+    found = {n: cited for n in names if (cited := issue_citations(open(os.path.join(TESTS, n), encoding="utf-8").read()))}
+    assert not found, f"test files citing an issue (say what the test proves instead): {found}"
+
+
+def test_the_issue_check_finds_a_citation_and_passes_another_projects_issue():
+    number = "#" + "16"  # not a citation of this file
+    source = f'"""Inputs are refused (issue {number})."""\n# Issue {number}\'s bound\n# TensorFlow\'s issues {number}\n'
+    assert issue_citations(source) == [f'1: """Inputs are refused (issue {number})."""', f"2: # Issue {number}'s bound"]

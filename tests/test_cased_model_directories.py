@@ -96,6 +96,7 @@ def cased_sst2(tmp_path_factory):
     return os.path.join(output_dir, "model")
 
 
+@pytest.mark.tensorflow  # the SavedModel is exported and served by TensorFlow
 def test_a_cased_glue_run_is_served_cased_by_its_directory_pipeline_and_savedmodel(cased_sst2, tmp_path):
     _check_tokenizer_files(cased_sst2, nfkc=True)
     with open(os.path.join(cased_sst2, "config.json"), encoding="utf-8") as f:
