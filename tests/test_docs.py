@@ -1,6 +1,7 @@
 """The documentation: the mkdocs site and its API reference build with warnings as errors (a docstring that
-names a parameter the signature lacks, a broken cross-reference or anchor), and every relative link in
-README.md and docs/ names a file of the repository (and, into a Markdown file, one of its headings)."""
+names a parameter the signature lacks, a broken cross-reference or anchor); every relative link in README.md
+and docs/ names a file of the repository (and, into a Markdown file, one of its headings); the README is at
+most 200 lines, opens with its two commands as printed and shows a pipeline in its first 60 lines."""
 
 import importlib.util
 import os
@@ -9,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+
+pytestmark = pytest.mark.backend_independent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
@@ -75,9 +78,6 @@ def test_the_link_checker_finds_a_missing_file_and_a_missing_heading(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None,
                     reason="mkdocs and mkdocstrings are not installed (the [dev] or [docs] extra)")
-@pytest.mark.skipif(os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow",
-                    reason="built once per suite run, under the first backend .ci/run runs: the reference reads the "
-                           "source with griffe and imports no backend")
 def test_the_docs_site_and_api_reference_build_with_warnings_as_errors(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                             cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -86,3 +86,36 @@ def test_the_docs_site_and_api_reference_build_with_warnings_as_errors(tmp_path)
     reference = (tmp_path / "site" / "reference" / "models" / "index.html").read_text(encoding="utf-8")
     assert 'id="keras_bert_impl.models.backbone.BertBackbone"' in reference
     assert (tmp_path / "site" / "reference" / "pipelines" / "index.html").exists()
+
+
+def readme_blocks():
+    """(first line number, language, code) of each fenced block of README.md."""
+    blocks, start, language, code = [], None, None, []
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if FENCE.match(line):
+                if start is None:
+                    start, language, code = number, line.strip()[3:], []
+                else:
+                    blocks.append((start, language, "".join(code)))
+                    start = None
+            elif start is not None:
+                code.append(line)
+    return blocks
+
+
+def test_readme_is_short_opens_with_the_two_commands_and_shows_a_pipeline_in_its_first_60_lines():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        assert len(f.readlines()) <= 200
+    blocks = readme_blocks()
+    # The two first commands, exactly: the main job, then the tests.
+    assert blocks[0][1:] == ("bash", 'pip install -e ".[demo]" && python recipes/main_job.py\n')
+    assert blocks[1][1:] == ("bash", "bash .ci/run\n")
+    pipelines = [start for start, language, code in blocks if language == "python" and "pipeline(" in code]
+    assert pipelines and pipelines[0] <= 60, pipelines
+    # The extras the README names exist in pyproject.toml.
+    with open(os.path.join(REPO, "pyproject.toml"), encoding="utf-8") as f:
+        pyproject = f.read()
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        for extra in set(re.findall(r"`\[(\w+)\]`", f.read())):
+            assert re.search(rf"^{extra} = \[", pyproject, re.MULTILINE), extra

@@ -7,6 +7,10 @@ import os
 import statistics
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Writes {"accuracy": seed / 10, "steps": 7, "name": "x"} to the file named by its second argument.
 WRITE_METRICS = "import json, sys; json.dump({'accuracy': int(sys.argv[1]) / 10, 'steps': 7, 'name': 'x'}, open(sys.argv[2], 'w'))"
