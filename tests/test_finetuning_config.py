@@ -18,7 +18,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.runners import run_glue, run_ner, run_squad, run_swag
 from keras_bert_impl.runners.finetuning import run_finetuning
-from keras_bert_impl.runners.finetuning_flags import config_from_flags
+from keras_bert_impl.runners.flags import config_from_flags
 from keras_bert_impl.tasks.glue import GlueConfig, GlueTask
 from keras_bert_impl.tasks.ner import NerConfig, NerTask
 from keras_bert_impl.tasks.squad import SquadConfig

@@ -24,11 +24,11 @@ path. Why each path is faster, with the measurements and their commands, is in d
 `tf_replicas` (sums over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
 
-Exports (keras_bert_impl/export/) trace the model under `export_target("litert" | "onnx")`, in which the
-functions choose forms the target's runtime computes with its own operators, the same outputs to float
-tolerance: for LiteRT `gelu` is `tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU (the fast
-path's erf is a TensorFlow (Flex) op there, which the stock interpreter lacks); for ONNX `split_rows` is two
-slices (tf2onnx writes tf.split's size -1 as a negative ONNX Split size, which onnxruntime refuses).
+The LiteRT export (keras_bert_impl/export/tf_litert.py) traces the model under `export_target("litert")`, in
+which the functions choose forms LiteRT computes with its own operators, the same outputs to float tolerance:
+`gelu` is `tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU (the fast path's erf is a
+TensorFlow (Flex) op there, which the stock interpreter lacks). The ONNX export traces nothing: it writes the
+graph's nodes from the layers' weights (keras_bert_impl/export/onnx_export.py).
 """
 
 import contextlib
@@ -41,13 +41,13 @@ from keras import ops
 
 # ------------------------------------------------------------------------------------------------ exports
 _EXPORT_TARGET = contextvars.ContextVar("export_target", default=None)
-EXPORT_TARGETS = ("litert", "onnx")
+EXPORT_TARGETS = ("litert",)
 
 
 @contextlib.contextmanager
 def export_target(target):
-    """Within it, the functions compute the forms the runtime of `target` ("litert" or "onnx") computes
-    with its own operators (see the module docstring); the model traced in it is the exported graph.
+    """Within it, the functions compute the forms the runtime of `target` ("litert") computes with its own
+    operators (see the module docstring); the model traced in it is the exported graph.
 
     Examples:
 
@@ -184,8 +184,7 @@ def gelu(x):
 
     JAX: the erf form (`jax_ops.gelu`; Keras' is JAX's erfc form); TensorFlow: its derivative
     Phi(x) + x * phi(x) written out (`tf_ops.gelu`), and for a LiteRT export Keras' exact GELU
-    (`tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU; tf2onnx has no ONNX form of its
-    erfc, so an ONNX export keeps `tf_ops.gelu`); torch: Keras' exact GELU.
+    (`tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU); torch: Keras' exact GELU.
 
     Examples:
 
@@ -323,8 +322,7 @@ def split_rows(hidden_states, split_at):
 
     TensorFlow: `tf_ops.split_rows` (keras.ops.split there needs a static T, which a functional graph or a
     SavedModel signature leaves unknown); elsewhere keras.ops.split. One split rather than two slices: its
-    gradient is one concatenation. For an ONNX export: two slices (tf2onnx writes tf.split's size -1 as a
-    negative ONNX Split size).
+    gradient is one concatenation.
 
     Examples:
 
@@ -332,8 +330,6 @@ def split_rows(hidden_states, split_at):
     >>> tuple(first.shape), tuple(rest.shape)
     ((2, 1, 3), (2, 4, 3))
     """
-    if current_export_target() == "onnx":
-        return hidden_states[:, :split_at], hidden_states[:, split_at:]
     if keras.backend.backend() == "tensorflow":
         from keras_bert_impl.backends import tf_ops
 

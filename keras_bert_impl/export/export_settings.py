@@ -1,7 +1,8 @@
 """What the export of a model directory reads from it: the serving kind of the class it holds (its
 registration, `checkpoints.task_registry`), its labels and tokenizer settings (`read_export_settings`), the
 model itself (`load_model`), and the SQuAD windows and answer rule of a span QA model (`squad_settings`);
-`check_export_source` keeps an export off the model directory it reads. Shared by the SavedModel export
+`check_export_source` keeps an export off the model directory it reads; `check_export_dir`, whether an
+export may replace a directory. Shared by the SavedModel export
 (`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of recipes/export_savedmodel.py;
 no TensorFlow here.
 
@@ -19,6 +20,9 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_qa import decoding_settings
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import UserInputError
+
+# The settings file of every export directory: what an export holds (and, present, that a directory is one).
+EXPORT_CONFIG_NAME = "export_config.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,3 +180,34 @@ def load_model(settings):
     arguments = {"num_classes": len(labels)} if kind.needs_labels else {}
     model = settings["model_class"].from_pretrained(checkpoint, **arguments)
     return model, serving_kind(model)
+
+
+def check_export_dir(export_dir, overwrite=False):
+    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
+
+    Raises:
+        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
+            not `overwrite`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
+    >>> open(os.path.join(directory, "README.md"), "w").close()
+    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
+    >>> check_export_dir(directory, overwrite=True)
+    """
+    if overwrite or not os.path.lexists(export_dir):
+        return
+    if not os.path.isdir(export_dir):
+        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
+                             "replace it, or choose another --export_dir")
+    names = sorted(os.listdir(export_dir))
+    if names and EXPORT_CONFIG_NAME not in names:
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
+        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
+                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
+                             "replace them, or choose another --export_dir")

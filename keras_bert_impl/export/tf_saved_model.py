@@ -92,8 +92,10 @@ require("SavedModel export", "tensorflow")
 import tensorflow as tf
 
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
-from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_settings: this module's API too)
+from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_settings, check_export_dir: API too)
+    EXPORT_CONFIG_NAME,
     SERVING_KINDS,
+    check_export_dir,
     check_export_source,
     load_model,
     read_export_settings,
@@ -107,8 +109,6 @@ from keras_bert_impl.utils.errors import UserInputError
 
 # The serving kinds (`export_settings.SERVING_KINDS`), which the signatures below answer.
 TASKS = tuple(SERVING_KINDS)
-# The file, in the SavedModel directory, that records the export's settings.
-EXPORT_CONFIG_NAME = "export_config.json"
 
 
 def _first_output(outputs, *names):
@@ -463,37 +463,6 @@ _TEXT_ANSWERS = {
 }
 # Serving kind that pools a text's windows -> (exporter, pooled logits) -> answers.
 _LOGIT_ANSWERS = {"classifier": _Exporter.serve_classes, "regressor": _Exporter.serve_score}
-
-
-def check_export_dir(export_dir, overwrite=False):
-    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
-
-    Raises:
-        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
-            not `overwrite`.
-
-    Examples:
-
-    >>> import tempfile
-    >>> directory = tempfile.mkdtemp()
-    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
-    >>> open(os.path.join(directory, "README.md"), "w").close()
-    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
-    >>> check_export_dir(directory, overwrite=True)
-    """
-    if overwrite or not os.path.lexists(export_dir):
-        return
-    if not os.path.isdir(export_dir):
-        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
-                             "replace it, or choose another --export_dir")
-    names = sorted(os.listdir(export_dir))
-    if names and EXPORT_CONFIG_NAME not in names:
-        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
-        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
-                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
-                             "replace them, or choose another --export_dir")
 
 
 def export_saved_model(

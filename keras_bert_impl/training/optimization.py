@@ -26,6 +26,7 @@ from keras import ops
 from keras_bert_impl import backends
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
 from keras_bert_impl.utils import keras_compat
+from keras_bert_impl.utils.errors import UserInputError
 
 #: The exclusions of the original `create_optimizer`. Every LayerNormalization layer of this
 #: package has "layer_norm" in its name and every bias variable is called "bias".
@@ -422,3 +423,18 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type=
     if optimizer_type == "lamb":
         return Lamb(schedule, **kwargs)
     raise ValueError(f"Unknown optimizer_type {optimizer_type!r}; expected 'adamw' or 'lamb'.")
+
+
+def accumulation_options(gradient_accumulation_steps, train_batch_size):
+    """The optimizer's `gradient_accumulation_steps` option ({} for 1), or a `UserInputError` naming the flag
+    when it does not divide `--train_batch_size` (each update's batch is split into that many).
+
+    Examples:
+
+    >>> accumulation_options(4, 32), accumulation_options(1, 32)
+    ({'gradient_accumulation_steps': 4}, {})
+    """
+    if gradient_accumulation_steps < 1 or train_batch_size % gradient_accumulation_steps:
+        raise UserInputError(f"--gradient_accumulation_steps={gradient_accumulation_steps}: expected a positive "
+                             f"divisor of --train_batch_size={train_batch_size}.")
+    return {"gradient_accumulation_steps": gradient_accumulation_steps} if gradient_accumulation_steps > 1 else {}
