@@ -188,15 +188,35 @@ def versions():
     return out
 
 
+def cpu_paths_module():
+    """`keras_bert_impl/backends/cpu_paths.py` (standard library only), loaded from its file: importing the
+    package would import Keras into the process that only starts the measuring ones."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("keras_bert_impl_cpu_paths",
+                                                  os.path.join(REPO, "keras_bert_impl", "backends", "cpu_paths.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def machine():
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
+    """The machine a benchmark ran on, for its JSON: the platform, the CPU's model, kind ("avx512", "avx2",
+    "other") and instruction-set flags (`keras_bert_impl.backends.cpu_paths`, which chooses the CPU paths from
+    them), the cores and the load average."""
+    cpu = cpu_paths_module().describe_cpu()
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "load_average_at_start": load}
+    return {"platform": platform.platform(), "cpu": cpu["model"], "cpu_kind": cpu["kind"], "cpu_flags": cpu["flags"],
+            "cpu_count": os.cpu_count(), "load_average_at_start": load}
+
+
+def machine_line(machine_record):
+    """A results table's "Machine:" line from `machine()`'s record."""
+    cpu = {"model": machine_record["cpu"], "kind": machine_record.get("cpu_kind", "other"),
+           "flags": machine_record.get("cpu_flags", [])}
+    load = machine_record.get("load_average_at_start")
+    load = "" if load is None else f" (load average at start: {', '.join(f'{x:.2f}' for x in load)})"
+    return f"Machine: {cpu_paths_module().describe_cpu_line(cpu)}; {machine_record['cpu_count']} cores{load}"
 
 
 def write_text(path, text):
@@ -219,8 +239,7 @@ def markdown(report):
         "",
         f"Command: `{report['command']}`  ",
         f"Date: {report['date']}  ",
-        f"Machine: {report['machine']['cpu']}, {report['machine']['cpu_count']} cores "
-        f"(load average at start: {report['machine']['load_average_at_start']})  ",
+        machine_line(report["machine"]) + "  ",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
         "",
         "Seconds are medians per step (per epoch for `epoch`) after warm-up; a ratio is their time / our time "
@@ -244,6 +263,13 @@ def markdown(report):
             f"{fmt(hub and hub['median_s'])} | {row.get('ratio_vs_keras_hub') or ''} | {fmt(hf and hf['median_s'])} | "
             f"{row.get('ratio_vs_transformers') or ''} | {row.get('ratio_vs_our_fp32') or ''} | {target} | {met} | {memory} |"
         )
+    paths = {}
+    for row in report["rows"]:
+        paths.setdefault(row["backend"], row["ours"].get("cpu_paths"))
+    if any(paths.values()):
+        lines += ["", "CPU paths ours took (`keras_bert_impl/backends/cpu_paths.py`): " + "; ".join(
+            f"{backend} " + ", ".join(f"{op}={path}" for op, path in chosen.items())
+            for backend, chosen in paths.items() if chosen) + "."]
     epochs = [r for r in report["rows"] if r["workload"] == "epoch"]
     if epochs:
         e = epochs[0]

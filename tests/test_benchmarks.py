@@ -4,6 +4,7 @@ timings themselves mean nothing here (the real numbers are in benchmarks/results
 
 import doctest
 import importlib.util
+import itertools
 import json
 import os
 
@@ -57,6 +58,41 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
     table = (tmp_path / "results_smoke.md").read_text()
     assert "| forward | bert_tiny 8×32 ↔ | " + backend in table and "× keras-hub" in table
     assert "| epoch | bert_tiny 8×32 | " + backend in table
+    # The CPU's instruction set and the CPU paths ours took are recorded beside the figures.
+    from keras_bert_impl.backends import cpu_paths
+
+    cpu = cpu_paths.describe_cpu()
+    assert (stored["machine"]["cpu_kind"], stored["machine"]["cpu_flags"]) == (cpu["kind"], cpu["flags"])
+    assert f"; instruction set: {cpu['kind']} (" in table
+    assert rows["forward"]["ours"]["cpu_paths"] == cpu_paths.chosen_paths(backend)
+    assert "CPU paths ours took" in table
+
+
+@pytest.mark.slow
+def test_cpu_paths_smoke_times_every_combination_of_paths_against_keras_hub_and_marks_the_chosen_one(tmp_path):
+    from keras_bert_impl.backends import cpu_paths
+
+    spec = importlib.util.spec_from_file_location("cpu_paths_benchmark",
+                                                  os.path.join(REPO, "benchmarks", "cpu_paths_benchmark.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    backend = keras.backend.backend()
+    report = module.main(["--smoke", f"--backends={backend}", "--warmup=1", "--repeats=2", f"--output_dir={tmp_path}"])
+    assert report["failures"] == [] and report["backends_done"] == [backend]
+    paths = cpu_paths.PATHS[backend]
+    for workload, operations in (("forward", list(paths)), ("train_step", [op for op in paths if op == "dense"])):
+        rows = [r for r in report["rows"] if r["workload"] == workload]
+        expected = {tuple(combination) for combination in itertools.product(*(paths[op] for op in operations))}
+        assert {tuple(r["paths"].values()) for r in rows} == expected
+        for r in rows:  # the forced paths reached the measuring process
+            assert {op: r["cpu_paths_taken"][op] for op in r["paths"]} == r["paths"]
+            assert len(r["times"]) == 2 and r["round_ratio_min"] <= r["round_ratio_median"] <= r["round_ratio_max"]
+        chosen = [r for r in rows if r["chosen_here"]]
+        assert len(chosen) == 1 and chosen[0] is rows[0]
+        assert chosen[0]["paths"] == {op: cpu_paths.chosen_paths(backend)[op] for op in operations}
+    table = (tmp_path / "results.md").read_text()
+    assert f"; instruction set: {cpu_paths.describe_cpu()['kind']} (" in table and "Incomplete" not in table
+    assert json.load(open(tmp_path / "results.json"))["machine"]["cpu_kind"] == cpu_paths.describe_cpu()["kind"]
 
 
 def _bench_case():
