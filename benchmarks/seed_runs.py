@@ -6,8 +6,8 @@
 
 Every `{seed}` in the command and in `--results` is replaced by the run's seed. After each run the script
 reads `--results` (a JSON object, e.g. a recipe's eval_results.json) and keeps the numeric values named by
-`--metrics` (all of its top-level numbers when not given), then writes `OUTPUT.json` (every run's values,
-wall time and exit status, the mean and the sample standard deviation (n - 1) of each metric, the command,
+`--metrics` (all of its top-level numbers when not given), then writes `OUTPUT.json` (every run's values and
+wall time, the mean and the sample standard deviation (n - 1) of each metric, the command,
 the date and the machine: CPU model, instruction-set extensions, core count, library versions) and
 `OUTPUT.md` (the same as a table of `mean ± std`). A run that fails stops the script with its exit status and
 writes nothing. This file is not a test; `tests/test_seed_runs.py` checks it with a trivial command.
@@ -15,47 +15,17 @@ writes nothing. This file is not a test; `tests/test_seed_runs.py` checks it wit
 
 import argparse
 import datetime
-import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
-# The instruction-set extensions that decide which oneDNN / MKL / XLA kernels a CPU runs (and so the order in
-# which floating-point sums are taken): what makes results move between CPUs.
-ISA_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16")
-LIBRARIES = ("keras", "tensorflow", "jax", "torch", "numpy")
-
-
-def cpu_description():
-    """The CPU's model name, its ISA extensions of `ISA_FLAGS`, and the cores this process may use."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": model, "isa": [f for f in ISA_FLAGS if f in flags], "cores": cores,
-            "machine": platform.machine(), "system": platform.system()}
-
-
-def library_versions():
-    versions = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return versions
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The machine (CPU model, its instruction-set kind and flags, which choose the oneDNN / MKL / XLA kernels and so
+# the order of floating-point sums: what makes results move between CPUs), the library versions, the writer.
+from run_benchmarks import machine, machine_line, versions, write_text  # noqa: E402
 
 
 def summarize(values):
@@ -80,10 +50,8 @@ def read_metrics(path, names):
 def markdown(report):
     lines = [f"# {report['name']}: mean ± std over {len(report['runs'])} seeds", "",
              f"Seeds {', '.join(str(r['seed']) for r in report['runs'])}; {report['date']}; "
-             f"{report['machine']['cpu']} ({report['machine']['cores']} cores; ISA: "
-             f"{' '.join(report['machine']['isa']) or 'none of ' + ' '.join(ISA_FLAGS)}); "
-             f"KERAS_BACKEND={report['backend']}; "
-             + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".", "",
+             f"{machine_line(report['machine'])}; KERAS_BACKEND={report['backend']}; "
+             + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v) + ".", "",
              "```bash", " ".join(report["command"]), "```", "",
              "| metric | mean ± std | " + " | ".join(f"seed {r['seed']}" for r in report["runs"]) + " |",
              "| --- | --- | " + " | ".join("---" for _ in report["runs"]) + " |"]
@@ -92,13 +60,6 @@ def markdown(report):
         per_seed = [r["wall_s"] if name == "wall_s" else r["metrics"][name] for r in report["runs"]]
         lines.append(f"| {name} | {s['mean']:.4f} ± {s['std']:.4f} | " + " | ".join(f"{v:.4f}" for v in per_seed) + " |")
     return "\n".join(lines) + "\n"
-
-
-def write_atomically(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def main(argv=None):
@@ -140,8 +101,8 @@ def main(argv=None):
         "command": command,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "backend": os.environ.get("KERAS_BACKEND", "tensorflow"),
-        "machine": cpu_description(),
-        "versions": library_versions(),
+        "machine": machine(),
+        "versions": versions(),
         "runs": runs,
         "metrics": {name: summarize([r["metrics"][name] for r in runs]) for name in runs[0]["metrics"]},
         "wall_s": summarize([r["wall_s"] for r in runs]),
@@ -149,8 +110,8 @@ def main(argv=None):
     directory = os.path.dirname(args.output)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    write_atomically(args.output + ".json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    write_atomically(args.output + ".md", markdown(report))
+    write_text(args.output + ".json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_text(args.output + ".md", markdown(report))
     print(markdown(report))
     return 0
 

@@ -39,10 +39,10 @@ def test_mean_and_sample_std_over_seeds_with_command_and_machine(tmp_path):
     assert abs(accuracy["std"] - statistics.stdev([0.1, 0.2, 0.4])) < 1e-12
     assert report["metrics"]["steps"] == {"mean": 7.0, "std": 0.0, "n": 3}
     assert report["command"][-2:] == ["{seed}", str(tmp_path / "{seed}.json")]
-    assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"] and "python" in report["versions"]
+    assert report["machine"]["cpu_count"] >= 1 and report["machine"]["cpu"] and "python" in report["versions"]
     table = open(output + ".md", encoding="utf-8").read()
     assert "| accuracy | 0.2333 ± 0.1528 | 0.1000 | 0.2000 | 0.4000 |" in table
-    assert "mean ± std over 3 seeds" in table
+    assert "mean ± std over 3 seeds" in table and "Machine: " in table
 
 
 def test_named_metrics_only_and_a_failed_run_writes_nothing(tmp_path):
