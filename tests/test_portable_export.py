@@ -45,6 +45,7 @@ def _other_shape(name, x):
 def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
+    from keras_bert_impl.export.export_settings import named_outputs
     from keras_bert_impl.export.tf_litert import export_litert, has_recurrent_layer
 
     model = _build(CASES[name])
@@ -59,9 +60,9 @@ def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_pa
     for inputs in batches + ([_other_shape(name, x)] if not has_recurrent_layer(model) else []):
         expected = _keras_outputs(model, inputs)
         served = runner(**inputs)
-        assert len(served) == len(expected)
+        assert sorted(served) == sorted(named_outputs(model))  # "logits", not "output_0"
         for key, value in expected.items():
-            actual = served[key] if key else served["output_0"]
+            actual = served[key or "logits"]
             np.testing.assert_allclose(actual, value, atol=1e-4, err_msg=f"{name}: {key}")
 
 
@@ -115,7 +116,7 @@ def test_export_recipe_writes_the_token_id_model_its_vocabulary_and_settings(exp
     else:
         from ai_edge_litert.interpreter import Interpreter
 
-        served = Interpreter(os.path.join(export_dir, "model.tflite")).get_signature_runner()(**x)["output_0"]
+        served = Interpreter(os.path.join(export_dir, "model.tflite")).get_signature_runner()(**x)["logits"]
     # int8 weights move the logits of this random tiny model by a few hundredths at most.
     np.testing.assert_allclose(served, expected, atol=1e-4 if quantization == "none" else 0.05)
 

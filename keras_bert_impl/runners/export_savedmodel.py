@@ -13,10 +13,12 @@ by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and
 `--null_score_diff_threshold`, each defaulting to config.json's "squad" entry, then to run_squad.py's
 defaults. Serve the result with TF Serving, or `tf.saved_model.load` plus `import tensorflow_text`.
 `--format=litert` and `--format=onnx` write instead the model on token ids, `model.tflite` (LiteRT builtins
-only: the stock interpreter runs it) or `model.onnx` (onnxruntime's fused BERT operators, dynamic batch and
-sequence axes; written under any Keras backend), beside `vocab.txt` and `export_config.json` (task, labels,
-do_lower_case, max_seq_length, inputs, quantization): the text is tokenized by the caller
-(docs/deployment.md). `--quantization=dynamic_int8` gives either file int8 weights for its products.
+only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's int8 weights) or `model.onnx`
+(dynamic batch and sequence axes, for onnxruntime), outputs named for what they are (`logits`, ...), beside a
+model directory's config.json (labels, max_position_embeddings), vocab.txt and tokenizer_config.json (casing,
+normalization, max length) and `export_config.json` (task, inputs, outputs): `pipeline(task,
+model=export_dir)` answers from it through onnxruntime or LiteRT (docs/deployment.md).
+`--quantization=dynamic_int8` gives either file int8 weights for its products.
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
 files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
@@ -131,14 +133,15 @@ def export(config):
 
 
 def _export_token_id_model(config):
-    """`--format` litert or onnx: the model file, vocab.txt and export_config.json in `--export_dir`."""
-    import shutil
-
-    from keras_bert_impl.export.export_settings import load_model, read_export_settings
-    from keras_bert_impl.utils.file_io import write_json
+    """`--format` litert or onnx: the model file in `--export_dir`, beside the files of a model directory that
+    its tokenizer and `pipeline(task, model=export_dir)` read (`export.export_settings.write_runtime_files`)."""
+    from keras_bert_impl.export.export_settings import load_model, read_export_settings, write_runtime_files
 
     settings = read_export_settings(config.model_dir, config.vocab_file, config.do_lower_case)
     model, task = load_model(settings)
+    checkpoint = settings["checkpoint"]
+    max_seq_length = int(config.max_seq_length or checkpoint.max_seq_length
+                         or min(128, checkpoint.bert_config().max_position_embeddings))
     os.makedirs(config.export_dir, exist_ok=True)
     if config.format == "litert":
         from keras_bert_impl.export.tf_litert import export_litert
@@ -150,11 +153,8 @@ def _export_token_id_model(config):
 
         path = export_onnx(model, os.path.join(config.export_dir, "model.onnx"),
                            quantization=None if config.quantization == "none" else config.quantization)
-    shutil.copyfile(settings["vocab_file"], os.path.join(config.export_dir, "vocab.txt"))
-    write_json(os.path.join(config.export_dir, "export_config.json"), {
-        "format": config.format, "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
-        "max_seq_length": int(config.max_seq_length or settings["checkpoint"].setting("max_seq_length") or 128),
-        "inputs": sorted(model.input), "quantization": config.quantization})
+    write_runtime_files(config.export_dir, model, settings, task, max_seq_length,
+                        {"format": config.format, "quantization": config.quantization})
     logger.info(f"Exported the {task} of {config.model_dir} to {path}")
     return task, path
 
