@@ -12,7 +12,7 @@ memory. With `--interleave`, the forward and step workloads instead build every 
 per backend and time one step of each in turn, round by round: a drift of the machine's speed during the run
 then falls on every library alike, which matters where two libraries differ by a few percent. The ratios are "their seconds / our
 seconds" (> 1 means we are faster) between cases of the same run on the same machine. Writes
-`benchmarks/results/results.json` and `benchmarks/results/results.md` (the table the README links), with
+`benchmarks/results/results.json` and `benchmarks/results/results.md` (the table docs/performance.md links), with
 the machine, the versions and the command line. Not a test: CI runs only `--smoke` (tests/test_benchmarks.py).
 
 Targets (issue 7), each checked in the table:

@@ -245,7 +245,7 @@ def run_finetuning(task):
     one `finetune` per (learning rate, seed) in output_dir/runs/, the best on dev selected; returns the
     selected run's results.
 
-    From Python (README.md, "Fine-tuning from Python"), e.g.:
+    From Python (docs/training_in_python.md, "Fine-tuning from Python"), e.g.:
 
         run_finetuning(GlueTask(GlueConfig(task_name="sst2", data_dir="data/sentiment", init_checkpoint=...,
                                            output_dir="output/sst2", do_train=True, do_eval=True)))

@@ -264,6 +264,14 @@ class AdamWeightDecay(_BertOptimizerBase):
 
     Args:
         learning_rate: Float or `keras.optimizers.schedules.LearningRateSchedule`.
+        bias_correction: If True, use bias-corrected moments (standard AdamW). The original BERT
+            optimizer has none (False).
+        name: Optimizer name.
+        **kwargs: The keyword arguments below, and other `keras.optimizers.Optimizer` arguments
+            (`clipnorm`, `clipvalue`, `use_ema`, `gradient_accumulation_steps`, ...). Keras's
+            `weight_decay` is refused: use `weight_decay_rate`.
+
+    Keyword Args:
         weight_decay_rate: Decoupled weight decay coefficient; 0 disables it.
         beta_1: Decay rate of the first moment.
         beta_2: Decay rate of the second moment.
@@ -271,14 +279,8 @@ class AdamWeightDecay(_BertOptimizerBase):
         exclude_from_weight_decay: Regular expressions; a variable whose `path` contains a match
             (`re.search`) gets no weight decay. `None` means
             `("layer_norm", "LayerNorm", "bias")`.
-        bias_correction: If True, use bias-corrected moments (standard AdamW). The original BERT
-            optimizer has none (False).
         global_clipnorm: Clip all gradients together to this global norm (Keras base argument);
             `None` disables clipping.
-        name: Optimizer name.
-        **kwargs: Other `keras.optimizers.Optimizer` arguments (`clipnorm`, `clipvalue`,
-            `use_ema`, `gradient_accumulation_steps`, ...). Keras's `weight_decay` is refused:
-            use `weight_decay_rate`.
 
     Examples:
 
@@ -326,15 +328,21 @@ class Lamb(_BertOptimizerBase):
     BERT formulation.
 
     Args:
-        learning_rate, weight_decay_rate, beta_1, beta_2, exclude_from_weight_decay: as in
-            `AdamWeightDecay`.
-        epsilon: Added to `sqrt(v_hat)` in the denominator.
+        learning_rate: as in `AdamWeightDecay`.
         exclude_from_layer_adaptation: Regular expressions; matching variables use a trust ratio
             of 1. `None` means the same patterns as `exclude_from_weight_decay`.
+        name: Optimizer name.
+        **kwargs: The keyword arguments below, and other `keras.optimizers.Optimizer` arguments
+            (Keras's `weight_decay` is refused).
+
+    Keyword Args:
+        weight_decay_rate: as in `AdamWeightDecay`.
+        beta_1: as in `AdamWeightDecay`.
+        beta_2: as in `AdamWeightDecay`.
+        epsilon: Added to `sqrt(v_hat)` in the denominator.
+        exclude_from_weight_decay: as in `AdamWeightDecay`.
         global_clipnorm: Clip all gradients together to this global norm before the update
             (as BERT's LAMB recipes do); `None` disables clipping.
-        name: Optimizer name.
-        **kwargs: Other `keras.optimizers.Optimizer` arguments (Keras's `weight_decay` is refused).
 
     Examples:
 
