@@ -3,7 +3,7 @@
 The subpackages form tiers; a module imports only from lower tiers (and, within a tier, only from its own
 folder), which `tests/test_architecture.py` checks:
 
-    utils, backends < config, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
+    utils, backends < config, feature_modes, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
     < training < tasks < pipelines < export < runners < experiments
 
 `runners/` holds the recipes' logic (their flags, made from typed configs, and one run each); `experiments/`

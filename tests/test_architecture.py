@@ -18,7 +18,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 # Lowest first. A module may import modules of its own tier (same folder only) and of lower tiers.
 TIERS = [
     ("utils", "backends"),
-    ("config", "metrics"),
+    ("config", "feature_modes", "metrics"),
     ("layers", "tokenizers"),
     ("checkpoints",),
     ("data",),

@@ -1,5 +1,5 @@
 """Feature-based layer choices of the paper's Table 7: `ScalarMix` (a learned softmax-weighted sum of layers),
-the six presets of `models.feature_modes` in `BertFeatureBasedTagger` and in `extract_features`, checked
+the six presets of `keras_bert_impl.feature_modes` in `BertFeatureBasedTagger` and in `extract_features`, checked
 against the backbone's hidden states chosen by hand."""
 
 import keras
@@ -10,7 +10,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
-from keras_bert_impl.models.feature_modes import FEATURE_MODES, feature_mode_layers
+from keras_bert_impl.feature_modes import FEATURE_MODES, feature_mode_layers
 from keras_bert_impl.tasks.feature_extraction import extract_features
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError

@@ -3,7 +3,7 @@
 The paper's best feature-based CoNLL-2003 system concatenates the token representations of the top
 four hidden layers of the pretrained model (no fine-tuning) and feeds them to a randomly initialized
 two-layer 768-dimensional BiLSTM before the classification layer. Table 7's other rows (the embeddings,
-one layer, a learned weighted sum of layers) are the presets of `keras_bert_impl.models.feature_modes`
+one layer, a learned weighted sum of layers) are the presets of `keras_bert_impl.feature_modes`
 (`feature_mode=`); a weighted sum is a `ScalarMix` trained with the tagger.
 
 Labels, masking and decoding follow `keras_bert_impl.models.token_classifier`: the label of a word is on its
@@ -25,7 +25,7 @@ from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.models.feature_modes import check_feature_layers, feature_mode_layers
+from keras_bert_impl.feature_modes import check_feature_layers, feature_mode_layers
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
 from keras_bert_impl.models.stored_settings import ClassCount, StoredSetting
 from keras_bert_impl.models.token_classifier import decode_tags
@@ -122,7 +122,7 @@ class BertFeatureBasedTagger(BertTaskModel):
         dropout: dropout on the features and between the layers.
         feature_combine: "concat" (the states side by side, [B, T, n * H]) or "scalar_mix" (a learned
             `ScalarMix` of them, [B, T, H]; its weights train with the tagger, the backbone stays frozen).
-        feature_mode: a Table 7 preset of `keras_bert_impl.models.feature_modes` ("embeddings",
+        feature_mode: a Table 7 preset of `keras_bert_impl.feature_modes` ("embeddings",
             "second_to_last", "last", "sum_last_four", "concat_last_four", "sum_all"); when given it sets
             `feature_layers` and `feature_combine`.
 

@@ -8,7 +8,7 @@ Each text is packed `[CLS] text [SEP]` (cut to `max_seq_length`) and runs throug
 features are, by default, the last layer's output (transformers' `last_hidden_state`), or those of
 extract_features.py (`tasks.feature_extraction`): `layers`, encoder-layer indices as its `--layers` (-1 the
 last), concatenated in order; or `feature_mode`, a Table 7 preset of the paper
-(`models.feature_modes`: "embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
+(`keras_bert_impl.feature_modes`: "embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
 "sum_all"; a "scalar_mix" preset is the plain average of its layers, as extract_features.py writes it).
 The answer per text is a nested list [1, tokens, features] (`return_tensors=True`: a numpy array). A text
 longer than `max_seq_length` is cut, with one warning the first time.

@@ -23,7 +23,7 @@ import dataclasses
 import logging
 from typing import Optional
 
-from keras_bert_impl.models.feature_modes import FEATURE_MODES
+from keras_bert_impl.feature_modes import FEATURE_MODES
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.utils.errors import UserInputError

@@ -16,7 +16,7 @@ from keras_bert_impl.data import conll_data, glue_data
 from keras_bert_impl.data.dataset_files import STREAMING_MIN_BYTES
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
 from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS
-from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
+from keras_bert_impl.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.training.strategy_names import mixed_precision_setting, strategy_setting, tpu_setting
 from keras_bert_impl.utils.settings import (
     BOOLEAN,

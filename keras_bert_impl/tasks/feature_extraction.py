@@ -12,7 +12,7 @@ structure and key order:
 Layer indices count as the original's `model.get_all_encoder_layers()`: over the L ENCODER layers
 (the embedding output is not among them), so -1 is the last layer and 0 the first encoder layer.
 
-With `feature_mode`, a Table 7 preset of `keras_bert_impl.models.feature_modes`, the `layers` list holds
+With `feature_mode`, a Table 7 preset of `keras_bert_impl.feature_modes`, the `layers` list holds
 instead: for a "concat" preset, one entry per hidden state, its `index` the encoder-layer index as above
 ("last" writes exactly what `layer_indexes=[-1]` writes, "concat_last_four" what `[-1, -2, -3, -4]` writes)
 or the string "embeddings" for the embedding output; for a "scalar_mix" preset ("sum_last_four",
@@ -28,7 +28,7 @@ import re
 import numpy as np
 from keras import ops
 
-from keras_bert_impl.models.feature_modes import check_feature_layers, feature_mode_layers
+from keras_bert_impl.feature_modes import check_feature_layers, feature_mode_layers
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.file_io import atomic_open
