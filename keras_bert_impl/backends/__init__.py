@@ -21,7 +21,7 @@ path. Why each path is faster, with the measurements and their commands, is in d
 | AdamW's update | `adam_weight_decay_update` | torch: the fused AdamW kernel (`torch_adamw`) |
 | the backend's own random generators | `random_generator_states`, `set_random_generator_states` | torch: its CPU and CUDA generators, which its dropout draws from |
 
-`tf_replicas` (sums over tf.distribute replicas) is called directly by the losses and optimizers: it is the
+`tf_replicas` (sums and gathers over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
 
 Exports (keras_bert_impl/export/) trace the model under `export_target("litert" | "onnx")`, in which the

@@ -7,12 +7,16 @@
                                and the recipes write
     a Google TF1 checkpoint    bert_config.json + bert_model.ckpt.* (a directory, or the checkpoint prefix)
     a keras-hub preset         config.json of a serialized keras-hub BertBackbone + model.weights.h5
+    a sentence-transformers    a Hugging Face directory + modules.json, sentence_bert_config.json, 1_Pooling/
+    directory                  (its BERT files at its root or in the folder modules.json names)
 
 and answers in one form: the `BertConfig`, the canonical weight dict (`keras_bert_impl.checkpoints.
 weight_tables`), the architecture, the label names and the task settings that config.json records
 (`max_seq_length`, `use_crf`, `bilstm_units`, the SQuAD decoding settings, the feature-based tagger, the
-pretraining objective, the Keras dtype policy), and the tokenizer's files and settings.
-`write_weights_and_config` writes a directory's weights and config.json, config.json last.
+pretraining objective, the Keras dtype policy), the tokenizer's files and settings, and a
+sentence-transformers directory's modules (`sentence_modules`, read by `sentence_transformers_files`).
+`write_weights_and_config` writes a directory's weights and config.json, config.json last (after the files
+of a layout of its own, such as the sentence-transformers modules).
 
 A checkpoint may be named instead of given by its path: a Hugging Face hub name or a keras-hub preset
 (`keras_bert_impl.utils.model_names.resolve_model_path`, the one place where a name becomes a directory).
@@ -25,7 +29,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.checkpoints import checkpoint_files
+from keras_bert_impl.checkpoints import checkpoint_files, sentence_transformers_files
 from keras_bert_impl.checkpoints.checkpoint_files import CorruptCheckpointError
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.utils import file_io, model_files
@@ -79,8 +83,8 @@ class ModelDirectory:
     def __init__(self, path):
         self.path = resolve_model_path(path)
         self.tf1_prefix = find_tf1_checkpoint(self.path)
-        if os.path.isdir(self.path):
-            self.directory = self.path
+        if os.path.isdir(self.path):  # a sentence-transformers directory may keep its BERT files in a folder
+            self.directory = sentence_transformers_files.transformer_directory(self.path)
         else:  # a checkpoint prefix or a config file
             self.directory = os.path.dirname(self.tf1_prefix or self.path) or "."
 
@@ -171,6 +175,19 @@ class ModelDirectory:
         """The Keras dtype policy `save_pretrained` recorded (e.g. "mixed_bfloat16"); None for float32."""
         value = self.config.get(DTYPE_POLICY_KEY)
         return value if isinstance(value, str) else None
+
+    @functools.cached_property
+    def sentence_modules(self):
+        """The `sentence_transformers_files.SentenceModules` of a sentence-transformers directory (pooling,
+        normalization, packed length); None for other directories."""
+        if self.tf1_prefix is not None or not os.path.isdir(self.path):
+            return None
+        return sentence_transformers_files.read_sentence_modules(self.path)
+
+    @functools.cached_property
+    def sentence_config(self):
+        """sentence_bert_config.json beside the BERT files ({"max_seq_length", "do_lower_case"}), or None."""
+        return sentence_transformers_files.read_sentence_config(self.directory)
 
     # ------------------------------------------------------------------------------ tokenizer files
     @functools.cached_property
@@ -292,7 +309,7 @@ def label_entries(num_labels, label_names=None):
 
 
 def write_weights_and_config(directory, bert_config, weights, architecture="BertModel", settings=None,
-                             dtype_policy=None):
+                             dtype_policy=None, files=None):
     """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
 
     Args:
@@ -302,6 +319,7 @@ def write_weights_and_config(directory, bert_config, weights, architecture="Bert
         architecture: config.json's `architectures` entry (e.g. "BertForSequenceClassification").
         settings: more config.json entries (labels, task settings).
         dtype_policy: the Keras dtype policy's name; recorded under `keras_dtype_policy` unless float32.
+        files: None, or a function of `directory` writing the layout's other files (before the weights).
 
     A causal config (`attention_direction="causal"`) gets `is_decoder: true`, with which transformers
     attends causally. model.safetensors carries the SHA-256 of its tensors in its metadata, verified when it
@@ -324,6 +342,8 @@ def write_weights_and_config(directory, bert_config, weights, architecture="Bert
     weights_path = os.path.join(directory, model_files.WEIGHT_FILES[0])
     if os.path.lexists(config_path):
         os.remove(config_path)
+    if files is not None:
+        files(directory)
     try:
         with file_io.atomic_path(weights_path) as tmp:
             metadata = {"format": "pt", checkpoint_files.DIGEST_METADATA_KEY: checkpoint_files.weights_digest(weights)}

@@ -15,7 +15,8 @@ from keras_bert_impl.checkpoints.head_weights import (  # noqa: F401 (CRF_TRANSI
 )
 from keras_bert_impl.checkpoints.lora_file import read_lora_file, write_lora_file  # noqa: F401 (for the backbone)
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
-from keras_bert_impl.checkpoints.task_layouts import (  # noqa: F401 (the names the models use)
+from keras_bert_impl.checkpoints.task_layouts import (  # noqa: F401 (the names the models and pipelines use)
+    BACKBONE_CLASSES,
     FEATURE_TAGGER_KEY,
     FEATURE_TAGGER_PREFIX,
     FEATURE_TAGGER_SETTINGS,
@@ -102,7 +103,8 @@ def check_savable(model, directory):
 def save_model(model, directory, label_names=None, settings=None):
     """Writes `model` (a `BertBackbone` or a task model) as a Hugging Face directory: config.json (the
     backbone's config, the architecture, the labels and task settings of its layout, `settings`) and
-    model.safetensors (backbone and heads); see `model_directory.write_weights_and_config`.
+    model.safetensors (backbone and heads), and the files its layout keeps beside them (a sentence encoder's
+    sentence-transformers modules); see `model_directory.write_weights_and_config`.
 
     Raises:
         TypeError: the model's class has no Hugging Face layout.
@@ -117,6 +119,7 @@ def save_model(model, directory, label_names=None, settings=None):
     model_directory.write_weights_and_config(
         directory, backbone.config, weights, architecture=layout.architecture_of(model),
         settings=dict(layout.settings(model, label_names), **(settings or {})), dtype_policy=policy.name,
+        files=None if layout.files is None else lambda target: layout.files(model, target),
     )
 
 

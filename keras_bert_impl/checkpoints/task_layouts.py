@@ -11,6 +11,12 @@ A `TaskLayout` per model class says what its directory looks like in Hugging Fac
     BertFeatureBasedTagger   BertModel                      feature-based tagger           id2label, feature_based_tagger
     BertPretrainer           BertForPreTraining / BertForMaskedLM / BertLMHeadModel        masked-LM (+ next-sentence)
                                                                                            keras_pretraining_objective
+    BertSentenceEncoder      BertModel                      -                              - (its pooling, normalization
+                                                                                           and length in the files of
+                                                                                           sentence-transformers)
+
+A layout may write files of its own beside config.json (`files`): the sentence encoder's directory is a
+sentence-transformers one (`sentence_transformers_files`), told apart by its modules.json.
 
 The layouts read the models' layers by their attribute names, as keras-hub's converters know its models:
 the models (a higher tier) do not import this module; they register their classes
@@ -30,6 +36,7 @@ from keras_bert_impl.checkpoints.head_weights import (
     span_table,
 )
 from keras_bert_impl.checkpoints.model_directory import label_entries
+from keras_bert_impl.checkpoints.sentence_transformers_files import SentenceModules, write_sentence_modules
 from keras_bert_impl.checkpoints.weight_tables import dense_entries
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -56,12 +63,14 @@ class TaskLayout:
         heads: model -> {head name: weight rows}, the rows of `checkpoints.head_weights`.
         settings: (model, label names or None) -> the config.json entries of the model's task.
         architecture: model -> the `architectures` entry it is saved with; None: `architectures[0]`.
+        files: None, or (model, directory) -> writes the files the class keeps beside config.json (before it).
     """
 
     architectures: tuple
     heads: object = lambda model: {}
     settings: object = lambda model, label_names: {}
     architecture: object = None
+    files: object = None
 
     def architecture_of(self, model):
         return self.architectures[0] if self.architecture is None else self.architecture(model)
@@ -103,6 +112,14 @@ def _feature_tagger_settings(model, label_names):
     return dict(label_entries(model.num_classes, label_names), **{FEATURE_TAGGER_KEY: settings})
 
 
+def _write_sentence_modules(model, directory):
+    preprocessor = model.preprocessor
+    write_sentence_modules(directory, SentenceModules(
+        pooling=tuple(model.pooling), normalize=model.normalize,
+        max_seq_length=None if preprocessor is None else preprocessor.sequence_length,
+        embedding_dimension=model.backbone.config.hidden_size))
+
+
 def _pretrainer_heads(model):
     heads = {"masked-LM": masked_lm_table(model.masked_lm_head)}
     if model.next_sentence_head is not None:
@@ -138,13 +155,16 @@ LAYOUTS = {
         architecture=lambda model: PRETRAINING_ARCHITECTURES[model.objective],
         heads=_pretrainer_heads,
         settings=lambda model, label_names: {} if model.objective == "mlm_nsp" else {OBJECTIVE_KEY: model.objective}),
+    # A BertModel directory with the sentence-transformers modules (modules.json tells it apart).
+    "BertSentenceEncoder": TaskLayout((), architecture=lambda model: "BertModel", files=_write_sentence_modules),
 }
 
 # config.json entries of a directory's task head (what `backbone_only` leaves out).
 HEAD_SETTINGS = ("architectures", "id2label", "label2id", "problem_type", "use_crf", "bilstm_units",
                  FEATURE_TAGGER_KEY, OBJECTIVE_KEY)
-# The classes whose directories every task loads its backbone from (their heads are no task's).
-BACKBONE_CLASSES = ("BertBackbone", "BertPretrainer")
+# The classes whose directories every task loads its backbone from (their heads are no task's; a sentence
+# encoder's pooling has no weights).
+BACKBONE_CLASSES = ("BertBackbone", "BertPretrainer", "BertSentenceEncoder")
 
 # The registered model classes by name (`register_model`).
 _CLASSES = {}
@@ -168,13 +188,16 @@ def layout_of(model_or_class):
 
 def model_class(checkpoint):
     """The registered class of the model a `ModelDirectory` holds, read from config.json's `architectures`
-    (a BertModel directory with a `feature_based_tagger` entry holds a `BertFeatureBasedTagger`).
+    (a BertModel directory with a `feature_based_tagger` entry holds a `BertFeatureBasedTagger`; a
+    sentence-transformers directory, with modules.json, a `BertSentenceEncoder`).
 
     Raises:
         UserInputError: an architecture no class here stores, naming the file and the known ones.
     """
     if checkpoint.setting(FEATURE_TAGGER_KEY) is not None:
         return _CLASSES["BertFeatureBasedTagger"]
+    if "BertSentenceEncoder" in _CLASSES and checkpoint.sentence_modules is not None:
+        return _CLASSES["BertSentenceEncoder"]
     architecture = checkpoint.architecture or "BertModel"
     for name, layout in LAYOUTS.items():
         if name in _CLASSES and architecture in layout.architectures:

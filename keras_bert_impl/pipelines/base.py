@@ -71,10 +71,9 @@ class Pipeline:
 
     def check_checkpoint(self, checkpoint):
         """Refuses (`UserInputError`) a directory holding a fine-tuned model of another task; a plain BERT
-        (or pretraining) checkpoint is taken, its head starting random."""
+        (or pretraining, or sentence-transformers) checkpoint is taken, its head starting random."""
         stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
-        if stored is not None and stored not in self.model_classes and stored.__name__ not in ("BertBackbone",
-                                                                                                  "BertPretrainer"):
+        if stored is not None and stored not in self.model_classes and stored.__name__ not in model_io.BACKBONE_CLASSES:
             raise UserInputError(f"{checkpoint.path} holds a {checkpoint.architecture} ({stored.__name__}); "
                                  f"pipeline({self.task!r}) runs a {' or '.join(c.__name__ for c in self.model_classes)}.")
 
