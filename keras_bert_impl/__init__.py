@@ -52,6 +52,7 @@ _EXPORTS = {
     "BertTextClassifierPreprocessor": "keras_bert_impl.preprocessors.text_classifier_preprocessor",
     "BertTokenClassifierPreprocessor": "keras_bert_impl.preprocessors.token_classifier_preprocessor",
     "BertTokenizer": "keras_bert_impl.tokenizers.bert_tokenizer",
+    "semantic_search": "keras_bert_impl.tasks.semantic_search",
     "DivergenceGuard": "keras_bert_impl.training.divergence",
     "AdamWeightDecay": "keras_bert_impl.training.optimization",
     "Lamb": "keras_bert_impl.training.optimization",
