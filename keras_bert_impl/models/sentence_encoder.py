@@ -193,7 +193,7 @@ class BertSentenceEncoder(BertTaskModel):
         """
         checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head=True, dtype=dtype, require_pooler=False,
                                                        **config_overrides)
-        modules = model_io.open_checkpoint(path).sentence_modules
+        modules = checkpoint.sentence_modules
         if modules is not None and modules.embedding_dimension not in (None, backbone.config.hidden_size):
             raise UserInputError(f"{checkpoint.path}: the Pooling module pools vectors of size "
                                  f"{modules.embedding_dimension}; the model's hidden size is "
