@@ -19,6 +19,8 @@ model (`keras_bert_impl.pipelines`).
 import importlib
 import os
 
+from keras_bert_impl.utils.tensorflow_logs import import_keras_quietly
+
 # name -> the module that defines it: what `from keras_bert_impl import X` gives.
 _EXPORTS = {
     "BertConfig": "keras_bert_impl.config",
@@ -72,6 +74,7 @@ LAZY_IMPORT_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_LAZY_IMPORT"
 def __getattr__(name):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
+    import_keras_quietly()  # TensorFlow's start-up lines off stderr (utils.tensorflow_logs)
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value

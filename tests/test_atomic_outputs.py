@@ -1,7 +1,8 @@
 """Nothing torn: the files the library and the recipes write appear whole under their final names or not at
 all. Each test makes a write fail half-way (a record source raising, a full disk, a rename that never
 happens) and checks that no partial file is left under the final name and no temporary file is left over;
-a bad flag or input stops a recipe with one line and exit status 2 before any output is opened."""
+a bad flag or input stops a recipe with one line and exit status 2 before any output is opened; an export never
+writes over the model directory it reads."""
 
 import errno
 import json
@@ -14,7 +15,6 @@ from keras_bert_impl.checkpoints import model_directory, weight_tables
 from keras_bert_impl.utils.errors import CheckpointNotFoundError
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tasks import feature_extraction
-from keras_bert_impl.tokenizers import tf_vocab_learning
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 from tests.finetuning_files import load_recipe
@@ -143,6 +143,7 @@ def test_safetensors_write_failing_half_way_leaves_nothing_under_the_final_name(
     assert os.listdir(directory) == []
 
 
+@pytest.mark.tensorflow
 def test_tf1_checkpoint_write_interrupted_before_its_index_leaves_no_checkpoint(tiny_backbone, tmp_path,
                                                                                  monkeypatch):
     pytest.importorskip("tensorflow")
@@ -170,7 +171,10 @@ def test_tf1_checkpoint_write_interrupted_before_its_index_leaves_no_checkpoint(
 
 
 # ---------------------------------------------------------------------------------------- vocabularies
+@pytest.mark.tensorflow
 def test_vocab_write_failing_half_way_leaves_no_vocab(tmp_path):
+    from keras_bert_impl.tokenizers import tf_vocab_learning
+
     output = tmp_path / "vocab.txt"
 
     def tokens():
@@ -185,6 +189,7 @@ def test_vocab_write_failing_half_way_leaves_no_vocab(tmp_path):
     assert output.read_text(encoding="utf-8") == "[PAD]\na\n"
 
 
+@pytest.mark.tensorflow
 def test_learn_vocab_without_input_exits_2_and_writes_nothing(tmp_path, capsys):
     output = tmp_path / "vocab.txt"
     with pytest.raises(SystemExit) as exit_info:
@@ -195,6 +200,7 @@ def test_learn_vocab_without_input_exits_2_and_writes_nothing(tmp_path, capsys):
     assert not output.exists()
 
 
+@pytest.mark.tensorflow
 def test_export_recipe_refuses_a_missing_model_dir_with_exit_2(tmp_path, capsys, monkeypatch):
     # The recipe sets KERAS_BACKEND=tensorflow when loaded; monkeypatch restores the environment after.
     monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
@@ -205,3 +211,22 @@ def test_export_recipe_refuses_a_missing_model_dir_with_exit_2(tmp_path, capsys,
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip() == f"error: --model_dir: no directory at {tmp_path / 'missing'}"
     assert not export_dir.exists()
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize("export_under, overwrite", [(".", False), (".", True), ("model/saved", True), ("", True)])
+def test_export_refuses_its_own_model_dir_and_nested_folders_and_keeps_the_model(model_dir, tmp_path, capsys,
+                                                                                  monkeypatch, export_under, overwrite):
+    monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
+    export_dir = {".": model_dir, "model/saved": model_dir / "saved", "": tmp_path}[export_under]
+    before = sorted(os.listdir(model_dir))
+    with pytest.raises(SystemExit) as exit_info:
+        load_recipe("export_savedmodel").main([f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+                                               *["--overwrite"] * overwrite])
+    assert exit_info.value.code == 2
+    where = {".": "is the --model_dir itself", "model/saved": f"lies inside --model_dir {model_dir}",
+             "": f"holds --model_dir {model_dir}"}[export_under]
+    assert capsys.readouterr().err.strip() == (f"error: --export_dir {export_dir} {where}: the export would write "
+                                               "over the model it reads; choose another --export_dir")
+    assert sorted(os.listdir(model_dir)) == before

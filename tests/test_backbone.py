@@ -164,6 +164,7 @@ def test_a_user_head_reading_only_pooled_output_skips_the_last_blocks_other_rows
     assert sum(shape.startswith("f32[10,") for shape in dots["token head"]) >= 4
 
 
+@pytest.mark.tensorflow
 def test_tensorflow_backward_of_the_last_blocks_parts_concatenates_and_pads_nothing():
     """On TensorFlow the last block's two parts are cut from its input with one split, for the queries and
     for the residuals (`backends.split_rows`): a token head's gradient concatenates the parts'

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.data import batching
-from keras_bert_impl.data import tf_batching
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.config import BertConfig
@@ -56,7 +55,10 @@ def test_lengths_round_up_to_the_multiple_and_fixed_padding_uses_max_length():
         next(batching.bucketed_batches(features, max_length=20))
 
 
+@pytest.mark.tensorflow
 def test_every_example_exactly_once_per_epoch_in_a_new_order_each_epoch():
+    from keras_bert_impl.data import tf_batching
+
     features = _features(num_examples=301)
     labels = np.arange(301)
     dataset = tf_batching.bucketed_dataset(features, labels, batch_size=16, shuffle=True, seed=7, bucket_window=4)
@@ -110,7 +112,10 @@ def test_multiple_choice_predictions_do_not_depend_on_padding():
     np.testing.assert_allclose(dynamic, fixed, atol=1e-5)
 
 
+@pytest.mark.tensorflow
 def test_drop_remainder_keeps_whole_batches_of_distinct_examples_and_static_shapes_pad_to_max_length():
+    from keras_bert_impl.data import tf_batching
+
     features = _features(num_examples=53)
     labels = np.arange(53)
     batches = list(batching.bucketed_batches(features, labels, batch_size=8, shuffle=True, seed=3, drop_remainder=True))
@@ -143,7 +148,10 @@ def test_bucketed_batches_pydataset_covers_every_example_once_and_reshuffles_eac
         assert x["token_ids"].shape[1] == int(batching.example_lengths(features)[y].max())
 
 
+@pytest.mark.tensorflow
 def test_a_resumed_epoch_gets_the_order_an_uninterrupted_run_gave_it():
+    from keras_bert_impl.data import tf_batching
+
     features = _features(num_examples=37)
     labels = np.arange(37)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints import weight_tables
-from keras_bert_impl.checkpoints import model_io, tf1_checkpoint
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.classifier import BertClassifier
@@ -68,7 +68,10 @@ def test_real_checkpoint_matches_transformers_bert_model(minilm_path, batch, ref
     assert sequence_diff <= 1e-4 and pooled_diff <= 1e-4, (sequence_diff, pooled_diff)
 
 
+@pytest.mark.tensorflow
 def test_google_tf1_checkpoint_of_the_same_weights_gives_the_same_outputs(minilm_path, batch, reference, tmp_path):
+    from keras_bert_impl.checkpoints import tf1_checkpoint
+
     checkpoint = ModelDirectory(minilm_path)
     config, weights = checkpoint.bert_config(), checkpoint.read_weights()
     config_dict = {k: v for k, v in config.to_dict().items() if k != "layer_norm_eps"}  # Google's file has none
@@ -130,7 +133,10 @@ def test_pytorch_model_bin_with_bert_prefix_and_classifier_head(minilm_path, bat
     assert backbone.head_weights["classifier.bias"].shape == (3,)
 
 
+@pytest.mark.tensorflow
 def test_google_head_weights_are_read_in_hugging_face_layout(tmp_path):
+    from keras_bert_impl.checkpoints import tf1_checkpoint
+
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
     backbone = BertBackbone(config)
     weights = weight_tables.backbone_weights_dict(backbone)
@@ -163,7 +169,10 @@ def test_google_head_weights_are_read_in_hugging_face_layout(tmp_path):
     assert "global_step" not in heads
 
 
+@pytest.mark.tensorflow
 def test_tf1_names_translate_both_ways_for_every_weight():
+    from keras_bert_impl.checkpoints import tf1_checkpoint
+
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16)
     names = [name for name, *_ in weight_tables.backbone_weight_table(BertBackbone(config))]
     names += ["cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.bias", "cls.predictions.bias",
@@ -249,6 +258,7 @@ def test_missing_weights_are_listed(minilm_path, tmp_path):
         BertBackbone.from_pretrained(tmp_path)
 
 
+@pytest.mark.tensorflow
 def test_unreadable_tf1_checkpoint_is_reported(minilm_path, tmp_path):
     _copy_config(minilm_path, tmp_path)
     (tmp_path / "bert_model.ckpt.index").write_bytes(b"not a checkpoint")

@@ -143,6 +143,7 @@ def _tf1_checkpoint(tiny_backbone, directory):
     return prefix
 
 
+@pytest.mark.tensorflow
 def test_tf1_checkpoint_with_garbage_in_its_data_names_the_data_file(tiny_backbone, tmp_path):
     prefix = _tf1_checkpoint(tiny_backbone, str(tmp_path / "google"))
     loaded = BertBackbone.from_pretrained(str(tmp_path / "google"))  # intact: loads the same weights
@@ -157,6 +158,7 @@ def test_tf1_checkpoint_with_garbage_in_its_data_names_the_data_file(tiny_backbo
     _one_line_error(error, data, "corrupt TensorFlow checkpoint data", "Checksum does not match")
 
 
+@pytest.mark.tensorflow
 def test_truncated_tf1_data_and_garbage_index_name_their_files(tiny_backbone, tmp_path):
     prefix = _tf1_checkpoint(tiny_backbone, str(tmp_path / "google"))
     data = prefix + ".data-00000-of-00001"

@@ -1,6 +1,7 @@
 """Chinese NER formats: BIOES and BMES tags and CLUENER2020 JSON lines are recognized from the files, trained
 through run_ner.py (in BIO), scored as entity spans and written back in their own format; spans -> tags ->
-spans is the identity in every scheme; a raw Chinese string is one word a character."""
+spans is the identity in every scheme; a raw Chinese string is one word a character; a BMES / BIOES tag out of
+order is one warning naming its file and line; a CLUENER span ending before it starts is named as such."""
 
 import json
 import os
@@ -14,8 +15,10 @@ from keras_bert_impl.data.tag_schemes import (
     detect_tagging_scheme,
     from_bio,
     spans_to_tags,
+    tag_order_faults,
     tags_to_spans,
     to_bio,
+    warn_tag_order_faults,
 )
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.runners.finetuning import OUTPUT_DESCRIPTIONS
@@ -104,6 +107,37 @@ def test_cluener_records_are_read_one_word_a_character_and_written_back_with_the
     with pytest.raises(UserInputError, match=r"train\.json:4: the entities '张三' \[0, 1\] and '三在' \[1, 2\] overlap"):
         cluener_data.cluener_words_and_tags(
             {"text": "张三在", "label": {"PER": {"张三": [[0, 1]]}, "LOC": {"三在": [[1, 2]]}}}, "train.json:4")
+
+
+def test_a_cluener_span_ending_before_it_starts_is_named_as_such_and_one_past_the_text_as_outside():
+    with pytest.raises(UserInputError) as refused:
+        cluener_data.cluener_words_and_tags({"text": "张三", "label": {"PER": {"张三": [[1, 0]]}}}, "train.json:5")
+    assert str(refused.value) == ('train.json:5: label \'PER\' entity \'张三\': [1, 0] ends before it starts; expected '
+                                  '{"TYPE": {"ENTITY": [[start, end], ...]}} with end inclusive, start <= end.')
+    with pytest.raises(UserInputError, match=r"train\.json:6: .*\[1, 2\] is outside the text of 2 characters"):
+        cluener_data.cluener_words_and_tags({"text": "张三", "label": {"PER": {"三": [[1, 2]]}}}, "train.json:6")
+
+
+@pytest.mark.parametrize("scheme, tags, line, reason", [
+    ("bmes", ["E-PER", "O", "B-LOC", "E-LOC"], 1, "'E-PER' ends an entity that no B-PER began"),
+    ("bmes", ["O", "M-PER", "E-PER", "O"], 2, "'M-PER' continues an entity that no B-PER began"),
+    ("bioes", ["B-PER", "I-PER", "O", "S-LOC"], 2, "'I-PER' is not followed by the E-PER that ends its entity"),
+    ("bioes", ["O", "B-LOC", "O", "O"], 2, "'B-LOC' is not followed by the E-LOC that ends its entity"),
+])
+def test_bmes_and_bioes_order_faults_are_one_warning_naming_file_and_line(tmp_path, scheme, tags, line, reason):
+    path = tmp_path / "train.txt"
+    text = "张三在京"
+    valid = spans_to_tags([("PER", 0, 1), ("LOC", 3, 3)], 4, scheme)
+    path.write_text("".join(f"{c} {t}\n" for c, t in zip(text, valid)) + "\n" +
+                    "".join(f"{c} {t}\n" for c, t in zip(text, tags)), encoding="utf-8")
+    sentences = conll_data.read_conll_file(str(path))
+    with pytest.warns(UserWarning) as caught:
+        assert warn_tag_order_faults(sentences, scheme) == 1
+    assert [str(w.message) for w in caught] == [
+        f"{path}:{5 + line}: {reason} ({scheme.upper()}); 1 such tag-order fault in the data read, each read by "
+        "conlleval's rules"]
+    assert warn_tag_order_faults(sentences[:1], scheme) == 0  # the valid sentence: no warning
+    assert tag_order_faults(["B-PER", "O"], "bmes") == []  # BMEO: a lone B- is a one-character entity
 
 
 def test_a_raw_chinese_string_is_one_word_a_character():

@@ -93,6 +93,7 @@ def test_without_a_segmenter_chinese_characters_are_single_words(chinese):
     assert word_start_flags(["[CLS]", "phil", "##am", "清", ContinuingToken("华"), "[SEP]"]) == [1, 1, 0, 1, 0, 1]
 
 
+@pytest.mark.tensorflow
 def test_dynamic_whole_word_masking_masks_the_segmenter_words_whole(chinese):
     import tensorflow as tf
 

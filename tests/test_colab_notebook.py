@@ -8,6 +8,8 @@ import os
 import re
 import shlex
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(REPO, "recipes", "colab_tpu_glue.ipynb")
 
@@ -33,6 +35,7 @@ def _shell_commands(source, settings):
     return [re.sub(r"\{(\w+)\}", lambda m: str(settings[m.group(1)]), c) for c in commands]
 
 
+@pytest.mark.tensorflow
 def test_notebook_cells_compile_and_its_recipe_commands_parse(monkeypatch):
     # recipes/export_savedmodel.py sets KERAS_BACKEND=tensorflow when loaded (its export is a TF graph);
     # monkeypatch puts this process's value back afterwards, so later subprocesses keep their backend.

@@ -187,6 +187,7 @@ def _graph(grad_fn):
 
 
 @pytest.mark.parametrize("fan_in, fan_out", [(8, 16), (8, 8), (16, 8)])
+@pytest.mark.tensorflow
 def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_in_at_most_out(fan_in, fan_out):
     """`backends.dense` in float32 on TensorFlow's CPU (`tf_ops.dense_with_transposed_gradient`): its output
     and the gradients of its input, kernel and bias equal a float64 product's; where in <= out the input's

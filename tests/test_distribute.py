@@ -60,6 +60,7 @@ class _FakeTPUStrategy:
         return contextlib.nullcontext()
 
 
+@pytest.mark.tensorflow
 def test_tpu_strategy_is_resolved_connected_and_initialized(monkeypatch):
     import tensorflow as tf
 

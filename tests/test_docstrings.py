@@ -2,12 +2,15 @@
 backend KERAS_BACKEND names.
 
 One test per module, so that a failure names the module. Every example runs here except those marked
-`# doctest: +SKIP`, whose docstring says why (the README lists them).
+`# doctest: +SKIP`, whose docstring says why (the README lists them). The modules that import TensorFlow, or
+whose examples use it, are marked `tensorflow` (deselected in an environment without it).
 """
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
+import re
 
 import keras
 import pytest
@@ -30,6 +33,21 @@ _BACKEND_ONLY_PREFIXES = {"keras_bert_impl.backends.jax_": "jax", "keras_bert_im
 _examples_run = {}
 
 
+def _needs_tensorflow(module_name):
+    """Whether a module imports TensorFlow when imported (the `tf_*` modules: `require(...)` or `import
+    tensorflow` at its top level) or its examples use it (`import tensorflow`, `tf.`, outside comments)."""
+    with open(importlib.util.find_spec(module_name).origin, encoding="utf-8") as f:
+        source = f.read()
+    if re.search(r"^(import tensorflow|from tensorflow|require\()", source, re.M):
+        return True
+    examples = re.findall(r"^\s*(?:>>>|\.\.\.) (.*)$", source, re.M)
+    return any(re.search(r"import tensorflow|\btf\.[a-z]", line.split("#")[0]) for line in examples)
+
+
+TENSORFLOW_MODULES = {name for name in MODULE_NAMES if _needs_tensorflow(name)}
+TENSORFLOW_INSTALLED = importlib.util.find_spec("tensorflow") is not None
+
+
 def _other_backends_module(module_name):
     """The backend a module belongs to when it is not the current one, else None."""
     for prefix, backend in _BACKEND_ONLY_PREFIXES.items():
@@ -50,7 +68,8 @@ def _run_module_doctests(module_name):
     return runner.tries, runner.failures, "".join(report)
 
 
-@pytest.mark.parametrize("module_name", MODULE_NAMES)
+@pytest.mark.parametrize("module_name", [
+    pytest.param(name, marks=pytest.mark.tensorflow) if name in TENSORFLOW_MODULES else name for name in MODULE_NAMES])
 def test_docstring_examples_print_what_they_show(module_name):
     other_backend = _other_backends_module(module_name)
     if other_backend:
@@ -62,6 +81,8 @@ def test_docstring_examples_print_what_they_show(module_name):
 
 def test_docstring_examples_ran_across_the_package():
     for module_name in MODULE_NAMES:
+        if module_name in TENSORFLOW_MODULES and not TENSORFLOW_INSTALLED:
+            continue
         if module_name not in _examples_run and not _other_backends_module(module_name):
             _examples_run[module_name] = _run_module_doctests(module_name)[0]
     total = sum(_examples_run.values())

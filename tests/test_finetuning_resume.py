@@ -5,7 +5,7 @@ stopped by Ctrl-C (SIGINT), which exits 130 within one step saying where it resu
 second run on its output_dir is refused naming its process; the run leaves train_log.jsonl, TensorBoard
 events, dev metrics per epoch and a best.weights.h5 without optimizer state; a finished run started again
 trains nothing, refuses other training settings (naming each) and --overwrite_output_dir starts it afresh,
-removing only what a run wrote."""
+removing only what a run wrote; a rerun on data with another label set is refused naming both sets."""
 
 import json
 import os
@@ -22,6 +22,8 @@ from safetensors.numpy import load_file
 
 from keras_bert_impl.runners import finetuning
 from keras_bert_impl.training import checkpoint_store, metrics_log
+from keras_bert_impl.utils import file_io
+from tests.tensorboard_reading import tensorboard_scalars
 from tests.finetuning_files import (
     PYTHON,
     RUN_GLUE,
@@ -155,19 +157,21 @@ def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(unint
     assert [r["dev_accuracy"] for r in log] == [h["accuracy"] for h in history]
     events = os.listdir(os.path.join(output_dir, "logs", "train"))
     assert any(name.startswith("events.out.tfevents") for name in events)
-    import tensorflow as tf
-
-    tags = set()
-    for name in events:
-        for event in tf.compat.v1.train.summary_iterator(os.path.join(output_dir, "logs", "train", name)):
-            tags.update((value.tag, event.step) for value in event.summary.value)
+    scalars = tensorboard_scalars(os.path.join(output_dir, "logs", "train"))  # TensorBoard's own reader
+    tags = {(tag, step) for tag, values in scalars.items() for step in values}
+    assert scalars["loss"] == {r["step"]: pytest.approx(r["loss"]) for r in log}
     assert {("loss", 10), ("loss", 30), ("dev_accuracy", 20), ("steps/loss", 4), ("steps/loss", 28)} <= tags
     with open(os.path.join(output_dir, "checkpoints", finetuning.STATE_FILE)) as f:
         states = json.load(f)
-    assert sorted(states) == ["20", "30"] and states["30"]["epoch"] == 3  # --keep_checkpoint_max=2
+    assert sorted(states) == ["30"] and states["30"]["epoch"] == 3  # --keep_checkpoint_max=1, the default
+    assert [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(output_dir, "checkpoints"))] == [30]
     for name in ("train_log.jsonl", "train_steps_log.jsonl", "logs/", "checkpoints/", "best.weights.h5", "eval_results.json", "model/"):
         assert f"  {name}" in stdout
     assert f"wrote to {output_dir}:" in stdout
+    sizes = dict(re.findall(r"\n  (\S+) +(\d+\.\d kB|\d+ B|\d+\.\d MB)", stdout))
+    assert sizes["best.weights.h5"] == file_io.size_text(os.path.getsize(os.path.join(output_dir, "best.weights.h5")))
+    assert sizes["checkpoints/"] == file_io.size_text(file_io.disk_usage(os.path.join(output_dir, "checkpoints")))
+    assert re.search(r"\n  in all +\d+\.\d (kB|MB)\n", stdout)
 
 
 def test_best_weights_hold_the_model_without_optimizer_state(uninterrupted):
@@ -304,3 +308,29 @@ def test_overwrite_output_dir_trains_afresh_and_keeps_the_users_files(task_files
     with open(os.path.join(output_dir, "run_settings.json")) as f:
         recorded = json.load(f)
     assert recorded["learning_rate"] == 1e-2 and recorded["num_train_epochs"] == 1.0
+
+
+def test_a_rerun_on_data_with_another_label_set_names_the_change(tmp_path, capsys):
+    """Your own data (no --task_name): a rerun whose training file adds a label is refused naming the labels
+    the checkpoints were trained on and those the data now gives, before any checkpoint is read."""
+    data_dir = str(tmp_path / "data")
+    files = write_sst2_task(data_dir, num_train=8, num_dev=2, num_test=1)
+    train = os.path.join(data_dir, "own.tsv")
+    with open(os.path.join(data_dir, "train.tsv"), encoding="utf-8") as f:
+        rows = f.read().replace("\t0\n", "\tneg\n").replace("\t1\n", "\tpos\n")
+    with open(train, "w", encoding="utf-8") as f:
+        f.write(rows)
+    output_dir = str(tmp_path / "out")
+    flags = [f for f in run_glue_flags(files, output_dir, "--num_train_epochs=1", f"--train_file={train}")
+             if not f.startswith(("--task_name", "--data_dir", "--do_eval"))]
+    load_run_glue().main(flags)
+    with open(train, "a", encoding="utf-8") as f:
+        f.write("good movie\tmeh\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        load_run_glue().main(flags)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {os.path.join(output_dir, 'checkpoints')}: its checkpoints were trained on the labels ['neg', 'pos']; "
+        "the data now gives ['meh', 'neg', 'pos'] (added 'meh'): rerun on the same labels, use another --output_dir, "
+        "or pass --overwrite_output_dir to start afresh")

@@ -139,6 +139,7 @@ def test_submission_files_have_the_glue_names_and_format(tmp_path):
     assert open(path).read() == "index\tprediction\n0\t4.210\n1\t0.500\n"
 
 
+@pytest.mark.tensorflow
 def test_glue_files_are_read_from_cloud_storage_urls_through_tf_gfile():
     """gs:// data dirs (Colab TPUs) go through tf.io.gfile; TensorFlow's in-memory ram:// filesystem stands in
     for the bucket here and must give the same examples as the same file on disk."""

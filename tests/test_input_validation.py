@@ -1,7 +1,8 @@
 """Inputs that would silently give wrong results are refused with a message naming the file, line or field
 (issue #16): empty splits, 0-instance corpora and 0-record TFRecords, TFRecord shapes against the flags,
 vocabularies (no [MASK], repeats, blank lines, more ids than the model's vocab_size), SQuAD's strict
-booleans, repeated ids and empty contexts, STS-B scores outside 0..5 and empty SWAG endings."""
+booleans, repeated ids and empty contexts, STS-B scores outside 0..5 and empty SWAG endings; a header naming a
+column twice; an empty text to classify or an empty question."""
 
 import importlib.util
 import json
@@ -11,7 +12,14 @@ import types
 import numpy as np
 import pytest
 
-from keras_bert_impl.data import conll_data, glue_data, squad_data, squad_features, swag_data
+from keras_bert_impl.data import (
+    conll_data,
+    glue_data,
+    squad_data,
+    squad_features,
+    swag_data,
+    text_classification_data,
+)
 from keras_bert_impl.tasks import squad_postprocessing
 from keras_bert_impl.tasks.base import FinetuningConfig, check_tokenizer_fits_model
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
@@ -61,6 +69,40 @@ def test_stsb_score_outside_0_to_5_is_refused_naming_file_and_line(tmp_path):
                                             '{"sentence1": "a", "sentence2": "b", "label": 7.0}\n')
     with pytest.raises(UserInputError, match="train.jsonl:2: the stsb score 7.0 is outside 0..5"):
         glue_data.read_glue_records("stsb", path, "train")
+
+
+@pytest.mark.parametrize("name", ["train.csv", "train.tsv"])
+def test_a_header_naming_a_column_twice_is_refused_naming_file_and_column(tmp_path, name):
+    sep = "," if name.endswith(".csv") else "\t"
+    path = _write(tmp_path / name, sep.join(["text", "text", "label"]) + "\n" + sep.join(["good", "bad", "1"]) + "\n")
+    message = f"{path}:1: the header names the column 'text' twice; expected distinct column names."
+    with pytest.raises(UserInputError) as refused:
+        text_classification_data.read_labelled_records(path, "train")
+    assert str(refused.value) == message
+    with pytest.raises(UserInputError) as refused:
+        glue_data.read_glue_records("sst2", path, "train", text_column="text")
+    assert str(refused.value) == message
+
+
+def test_an_empty_text_to_classify_is_refused_naming_file_line_and_column(tmp_path):
+    own = _write(tmp_path / "train.csv", "text,label\ngood,1\n  ,0\n")
+    with pytest.raises(UserInputError) as refused:
+        text_classification_data.read_labelled_records(own, "train")
+    assert str(refused.value) == f"{own}:3: column 'text' is empty; expected a text."
+    pairs = _write(tmp_path / "dev.jsonl", '{"sentence1": " ", "sentence2": "A cat.", "label": 1}\n')
+    with pytest.raises(UserInputError, match="dev.jsonl:1: column 'sentence1' is empty; expected a text."):
+        glue_data.read_glue_records("mrpc", pairs, "dev")
+    original = tmp_path / "sst2"
+    original.mkdir()
+    _write(original / "train.tsv", "sentence\tlabel\na fine film\t1\n\t0\n")
+    with pytest.raises(UserInputError, match="train.tsv:3: the text \\(column 1\\) is empty; expected a text."):
+        glue_data.read_glue_examples("sst2", str(original), "train")
+
+
+def test_an_empty_question_is_refused_naming_the_question():
+    data = _squad([{"id": "q1", "question": "Who?", "answers": []}, {"id": "q2", "question": " ", "answers": []}])
+    with pytest.raises(UserInputError, match="dev.json: .*qas\\[1\\] \\(question id 'q2'\\): the question is empty"):
+        squad_data.squad_examples_from_json(data, False, True, source="dev.json")
 
 
 def test_swag_empty_ending_is_refused_naming_file_and_line(tmp_path):
@@ -154,7 +196,7 @@ def test_create_pretraining_data_refuses_a_vocab_without_mask(tmp_path, capsys):
 
 
 def _tfrecord(tmp_path, count):
-    from keras_bert_impl.data import tf_pretraining_datasets, tf_pretraining_records
+    from keras_bert_impl.data import pretraining_records
     from keras_bert_impl.data.pretraining_instances import TrainingInstance
 
     vocab = {t: i for i, t in enumerate(VOCAB)}
@@ -162,27 +204,73 @@ def _tfrecord(tmp_path, count):
     instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
     path = str(tmp_path / "data.tfrecord")
     if count:
-        tf_pretraining_records.write_instances_to_example_files([instance] * count, tokenizer, path, 8, 2)
+        pretraining_records.write_instances_to_example_files([instance] * count, tokenizer, path, 8, 2)
     else:
-        import tensorflow as tf
-
-        tf.io.TFRecordWriter(path).close()
-    return tf_pretraining_datasets, path
+        open(path, "wb").close()  # a TFRecord file of no record
+    return path
 
 
-def test_pretraining_dataset_refuses_a_tfrecord_without_records(tmp_path):
-    tf_pretraining_datasets, path = _tfrecord(tmp_path, 0)
+def _pretraining_reader(name):
+    """pretrain.py's readers of pretraining files: the tf.data pipeline and the numpy batches (no TensorFlow)."""
+    if name == "tf.data":
+        pytest.importorskip("tensorflow")
+        from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
+
+        return pretraining_dataset
+    from keras_bert_impl.data.pretraining_batches import pretraining_batches
+
+    return lambda *args, **kwargs: list(pretraining_batches(*args, **kwargs))
+
+
+READERS = [pytest.param("tf.data", marks=pytest.mark.tensorflow), "numpy"]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_pretraining_dataset_refuses_a_tfrecord_without_records(tmp_path, reader):
+    path = _tfrecord(tmp_path, 0)
     with pytest.raises(UserInputError, match="data.tfrecord: no records"):
-        tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2)
+        _pretraining_reader(reader)(path, 8, 2, batch_size=2)
 
 
+@pytest.mark.parametrize("reader", READERS)
 @pytest.mark.parametrize("max_seq_length,max_predictions,message", [
     (16, 2, "input_ids has length 8, but --max_seq_length=16"),
     (8, 3, "masked_lm_positions has length 2, but --max_predictions_per_seq=3"),
 ])
-def test_pretraining_dataset_refuses_shapes_other_than_the_flags(tmp_path, max_seq_length, max_predictions, message):
-    tf_pretraining_datasets, path = _tfrecord(tmp_path, 3)
+def test_pretraining_dataset_refuses_shapes_other_than_the_flags(tmp_path, max_seq_length, max_predictions, message,
+                                                                 reader):
+    path = _tfrecord(tmp_path, 3)
+    pretraining_dataset = _pretraining_reader(reader)
     with pytest.raises(UserInputError, match=f"data.tfrecord: {message}"):
-        tf_pretraining_datasets.pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
-    batches = list(tf_pretraining_datasets.pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
+        pretraining_dataset(path, max_seq_length, max_predictions, batch_size=2)
+    batches = list(pretraining_dataset(path, 8, 2, batch_size=2, is_training=False))
     assert [tuple(x["token_ids"].shape) for x, _ in batches] == [(2, 8), (1, 8)]
+
+
+def test_squad_questions_and_swag_choices_cut_to_their_lengths_are_one_warning_per_file(tmp_path):
+    from keras_bert_impl.tasks.squad import SquadConfig, SquadTask
+    from keras_bert_impl.tasks.swag import SwagConfig, SwagTask
+
+    tokenizer = BertTokenizer(_vocab(tmp_path))
+    path = _write(tmp_path / "dev.json", json.dumps(_squad([
+        {"id": "q1", "question": "who sang ?", "answers": []}, {"id": "q2", "question": "who sang a b ?", "answers": []},
+        {"id": "q3", "question": "who ?", "answers": []}])))
+    squad = SquadTask(SquadConfig(output_dir=str(tmp_path / "out"), max_seq_length=16, max_query_length=3,
+                                  doc_stride=4))
+    squad.tokenizer = tokenizer
+    with pytest.warns(UserWarning) as caught:
+        squad.load_features(path, is_training=False)
+    assert [str(w.message) for w in caught] == [
+        f"{path}: 1 of 3 questions are longer than --max_query_length=3 and are cut to it, as the original cuts "
+        "them (a larger --max_query_length reads more)."]
+
+    row = {"sent1": "ann sang a b a b", "sent2": "a", "ending0": "b", "ending1": "a b a b", "ending2": "b",
+           "ending3": "b", "label": 0}
+    _write(tmp_path / "val.csv", ",".join(row) + "\n" + ",".join(str(v) for v in row.values()) + "\n")
+    swag = SwagTask(SwagConfig(output_dir=str(tmp_path / "out"), data_dir=str(tmp_path), max_seq_length=12))
+    swag.tokenizer = tokenizer
+    with pytest.warns(UserWarning) as caught:
+        swag.load_split("dev")
+    assert [str(w.message) for w in caught] == [  # 6 + 2 tokens and 3 special ones fit 12; 6 + 5 do not
+        "the dev set: 1 of 4 choices are longer than --max_seq_length=12 and are cut to it, as the original cuts "
+        "them (a larger --max_seq_length reads more)."]

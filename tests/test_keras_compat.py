@@ -181,6 +181,7 @@ def test_weights_h5_bytes_is_the_save_weights_file_without_the_skipped_objects_p
 
 
 @TENSORFLOW_ONLY
+@pytest.mark.tensorflow
 def test_average_multi_worker_metrics_replaces_the_trainers_reduction_once(monkeypatch):
     from keras.src.backend.tensorflow import trainer
 

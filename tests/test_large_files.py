@@ -2,7 +2,8 @@
 training file chunk by chunk, holding one window of examples whatever the file's size (the smoke version of
 benchmarks/large_file_memory.py); an epoch has the batches of a set in memory (count, every example once,
 dynamic padding) in a seeded order that a resumed run sees again; run_glue.py trains on a streamed file on
-every backend, and a mistake deep in the file stops the run before training, naming the file and line."""
+every backend, and a mistake deep in the file stops the run before training, naming the file and line; a file
+changed during training stops the run in one line naming it."""
 
 import contextlib
 import importlib.util
@@ -160,3 +161,43 @@ def test_only_line_files_stream_and_small_files_stay_in_memory(tmp_path, monkeyp
     monkeypatch.setattr(streaming, "STREAMING_MIN_BYTES", 1000)
     stream = auto.streamed_split("train", str(jsonl))
     assert stream.num_examples == 40 and [e.label for e in stream.examples(3)] == ["0", "1", "0"]
+
+
+@pytest.mark.parametrize("change", ["append", "truncate"])
+def test_a_streamed_file_changed_during_training_stops_the_run_in_one_line_naming_it(tmp_path, change):
+    """Lines appended to (or cut from) the streamed file after the first epoch: exit status 2, one line naming
+    the file, no traceback (on TensorFlow also none from the generator's error in TensorFlow's own log)."""
+    import subprocess
+    import sys
+
+    from tests.finetuning_files import subprocess_env
+
+    data = write_sst2_task(str(tmp_path / "data"), num_train=200, num_dev=8, num_test=2)
+    train = tmp_path / "data" / "train.tsv"
+    size = os.path.getsize(train)
+    command = [sys.executable, os.path.join(REPO, "recipes", "run_glue.py"), "--stream_train_data",
+               *run_glue_flags(data, str(tmp_path / "out"), "--num_train_epochs=3", "--log_every_steps=0",
+                               "--train_batch_size=8")]
+    env = {k: v for k, v in subprocess_env().items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # the recipe's filter on
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in process.stdout:  # the first epoch trained and evaluated: the file is read again from now on
+            if line.startswith("epoch 1: dev"):
+                break
+        if change == "append":
+            with open(train, "a", encoding="utf-8") as f:
+                f.write("good movie\t1\n" * 10)
+        else:
+            with open(train, "r+", encoding="utf-8") as f:
+                f.truncate(size // 2)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    now = os.path.getsize(train)
+    assert process.returncode == 2, stderr[-3000:]
+    assert [line for line in stderr.splitlines() if line.strip()] == [
+        f"error: {train}: the training file changed while the run streamed it ({size} bytes when the run read it, "
+        f"{now} bytes now): a streamed file is read again every epoch, so it must stay as it is until the run ends "
+        "(copy it, and train on the copy)"], stderr[-3000:]

@@ -1,6 +1,6 @@
 """LoRA on the backbone, as keras-hub's `enable_lora` / `save_lora_weights` / `load_lora_weights`: the share of
 trainable weights, training, the adapters' file (keras-hub's layout, read by keras-hub's own loader), the `.keras`
-round trip, and `save_pretrained` merging the adapters."""
+round trip, `save_pretrained` merging the adapters, and a rank above the hidden size refused."""
 
 import keras
 import numpy as np
@@ -53,6 +53,7 @@ def test_lora_minilm_classifier_trains_two_percent_and_its_adapters_reload_ident
         np.testing.assert_array_equal(value, expected[name], err_msg=name)
 
 
+@pytest.mark.tensorflow
 def test_lora_file_has_keras_hubs_layout_and_keras_hubs_loader_reads_it(tmp_path):
     import h5py
     import keras_hub
@@ -103,3 +104,24 @@ def test_lora_classifier_round_trips_through_keras_file_and_save_pretrained_merg
     merged = BertClassifier.from_pretrained(directory, num_classes=3)
     assert merged.backbone.lora_rank is None
     np.testing.assert_allclose(to_numpy(merged(x, training=False)), expected, atol=1e-5)
+
+
+def test_a_lora_rank_outside_one_to_the_hidden_size_is_refused_in_python_and_by_the_recipe(tmp_path, capsys):
+    from keras_bert_impl.utils.errors import UserInputError
+    from tests.finetuning_files import load_run_glue, run_glue_flags, write_sst2_task
+
+    backbone = BertBackbone(TINY)
+    hidden = backbone.config.hidden_size
+    for rank, what in ((hidden + 1, f"more than the hidden size {hidden}"), (0, "not a positive integer")):
+        with pytest.raises(UserInputError) as refused:
+            backbone.enable_lora(rank)
+        assert str(refused.value) == (f"rank {rank} (an int) is {what}: expected a LoRA rank from 1 to {hidden}.")
+    assert len(backbone.trainable_weights) == len(backbone.weights)  # the refused calls froze nothing
+    backbone.enable_lora(hidden)  # the largest rank the kernels allow
+
+    flags = run_glue_flags(write_sst2_task(str(tmp_path / "data")), str(tmp_path / "out"), "--lora_rank=1000")
+    with pytest.raises(SystemExit) as exit_info:
+        load_run_glue().main(flags)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --lora_rank: rank 1000 (an int) is more than the hidden size 16: expected a LoRA rank from 1 to 16.")

@@ -1,5 +1,6 @@
 """Models by name: a Hugging Face hub name resolves through the local cache (offline, HF_HUB_OFFLINE=1), in
-every `from_pretrained`; an uncached name offline fails in one line naming the model and the cache.
+every `from_pretrained`; an uncached name offline fails in one line naming the model and the cache; without the
+hub packages, in one line naming the package to install.
 
 The cache is built by the test in a temporary HF_HOME, in huggingface_hub's layout
 (`hub/models--org--name/refs/main` -> `snapshots/<commit>/<files>`), from a tiny model directory.
@@ -84,3 +85,18 @@ def test_a_path_is_never_looked_up_on_the_hub():
     assert not looks_like_a_path("bert-base-uncased") and not looks_like_a_path("google-bert/bert-base-uncased")
     with pytest.raises(CheckpointNotFoundError, match="^No checkpoint at ./missing_model$"):
         resolve_model_path("./missing_model")
+
+
+def test_a_name_without_the_hub_packages_says_what_to_install_and_that_a_directory_works(monkeypatch):
+    import sys
+
+    for package in ("huggingface_hub", "kagglehub"):
+        monkeypatch.setitem(sys.modules, package, None)  # import refused: the package is not installed
+    with pytest.raises(CheckpointNotFoundError) as refused:
+        resolve_model_path("test-org/tiny-bert")
+    assert str(refused.value) == ("test-org/tiny-bert: no such directory, and loading a model by name needs "
+                                  "huggingface_hub (pip install huggingface_hub), which downloads it into the local "
+                                  "cache; or pass a directory holding its files.")
+    with pytest.raises(CheckpointNotFoundError) as refused:
+        resolve_model_path("kaggle://keras/bert/keras/bert_tiny_en_uncased/2")
+    assert "needs kagglehub (pip install kagglehub)" in str(refused.value) and "[hub]" not in str(refused.value)

@@ -268,7 +268,7 @@ if strategy is None:
 def _id_records(path, count):
     """`count` examples whose token 1 is the example's id (4 + its number)."""
     from keras_bert_impl.data.pretraining_instances import TrainingInstance
-    from keras_bert_impl.data.tf_pretraining_records import write_instances_to_example_files
+    from keras_bert_impl.data.pretraining_records import write_instances_to_example_files
 
     vocab = {t: i for i, t in enumerate(["[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(count)])}
     tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
@@ -279,6 +279,7 @@ def _id_records(path, count):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow
 def test_each_worker_reads_a_disjoint_share_of_every_batch_and_together_the_whole_input(tmp_path, capsys):
     if ENGINE == "torch" and _torch_refuses(capsys):
         return

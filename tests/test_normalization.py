@@ -45,6 +45,7 @@ def test_the_original_tokenization_stays_the_default():
         BertTokenizer(VOCAB, normalize="nfc")
 
 
+@pytest.mark.tensorflow
 def test_the_in_graph_tokenizer_normalizes_alike():
     from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 

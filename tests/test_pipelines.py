@@ -1,5 +1,7 @@
 """`keras_bert_impl.pipeline`: answers in the shape of transformers' pipelines, long inputs through their windows,
-your own labels from run_glue.py, and the settings a model directory was saved with.
+your own labels from run_glue.py (two at least, or a regression asked for), the settings a model directory was
+saved with; options outside their range, inputs that are not texts and empty texts refused in one line; a cut
+input said once per pipeline.
 
 (The pipelines' answers equal the recipes' prediction files and the SavedModel's on the shipped data:
 tests/test_tf_export.py, which exports and serves them.)
@@ -7,6 +9,7 @@ tests/test_tf_export.py, which exports and serves them.)
 
 import json
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -224,6 +227,82 @@ def test_pipelines_refuse_an_unknown_task_option_or_model_in_one_line(tokenizer,
         pipeline("fill-mask")
 
 
+def test_pipeline_options_outside_their_range_are_refused_naming_the_range(tokenizer, tmp_path):
+    _, directory = _long_classifier(tokenizer, tmp_path)
+    classify = pipeline("text-classification", model=directory)
+    for top_k, got in ((0, "0 (an int)"), (-1, "-1 (an int)"), ("2", "'2' (a str)")):
+        with pytest.raises(UserInputError) as refused:
+            classify("the sun", top_k=top_k)
+        assert str(refused.value) == ("pipeline('text-classification'): top_k must be an integer of at least 1 or None "
+                                      f"(every label), got {got}.")
+    assert len(classify("the sun", top_k=5)) == 3  # more than the labels: every label, as transformers
+    with pytest.raises(UserInputError) as refused:
+        pipeline("text-classification", model=directory, max_seq_length=100000)
+    assert str(refused.value) == ("pipeline('text-classification'): max_seq_length must be an integer from 3 to 128 "
+                                  "(the model's max_position_embeddings), got 100000 (an int).")
+    with pytest.raises(UserInputError, match="max_seq_length must be an integer from 3 to 128"):
+        classify("the sun", max_seq_length=129)
+    with pytest.raises(UserInputError, match="predict_batch_size must be an integer of at least 1, got 0"):
+        classify("the sun", batch_size=0)
+    qa = pipeline("question-answering", model=_save(_pointing_qa(tokenizer.vocab["paris"]), tmp_path / "qa",
+                                                    tokenizer))
+    with pytest.raises(UserInputError) as refused:
+        qa(question="where ?", context="in paris .", top_k=0)
+    assert str(refused.value) == "pipeline('question-answering'): top_k must be an integer of at least 1, got 0 (an int)."
+
+
+def test_inputs_that_are_not_texts_or_are_empty_are_refused_naming_their_index(tokenizer, tmp_path):
+    _, directory = _long_classifier(tokenizer, tmp_path)
+    classify = pipeline("text-classification", model=directory)
+    cases = {None: "input 0 is None; expected a str.", 7: "input 0 is 7 (an int); expected a str.",
+             ("the sun", None): "input 1 is None; expected a str.", "": "input 0 is empty; expected a text.",
+             ("the sun", " "): "input 1 is empty; expected a text."}
+    for inputs, message in cases.items():
+        with pytest.raises(UserInputError) as refused:
+            classify(list(inputs) if isinstance(inputs, tuple) else inputs)
+        assert str(refused.value) == f"pipeline('text-classification'): {message}"
+    qa = pipeline("question-answering", model=_save(_pointing_qa(tokenizer.vocab["paris"]), tmp_path / "qa",
+                                                    tokenizer))
+    with pytest.raises(UserInputError) as refused:
+        qa(question=["where ?", ""], context=["in paris .", "in rome ."])
+    assert str(refused.value) == "pipeline('question-answering'): question 1 is empty; expected a text."
+    with pytest.raises(UserInputError, match=r"question 0 is None; expected a str"):
+        qa({"question": None, "context": "in paris ."})
+    assert qa(question="where ?", context="")["answer"] == ""  # an empty context: the null answer, as run_squad.py
+    ner = pipeline("token-classification", model=_save(BertTokenClassifier(_backbone(), num_classes=3), tmp_path /
+                                                       "ner", tokenizer, label_names=TAGS))
+    with pytest.raises(UserInputError, match=r"^pipeline\('token-classification'\): input 1 is b'x' \(a bytes\)"):
+        ner(["the city", b"x"])
+    assert ner("") == []  # no words, no entities
+
+
+def test_a_cut_input_is_one_warning_per_pipeline_naming_what_reads_all_of_it(tokenizer, tmp_path):
+    _, directory = _long_classifier(tokenizer, tmp_path)
+    classify = pipeline("text-classification", model=directory)  # max_seq_length 8: 6 tokens of text
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        classify(["the sun", "the sun is a old city of paris"])
+        classify("the old city of rome is old")
+        classify("the old city of rome is old", long_input="mean")
+    assert [str(w.message) for w in caught] == [
+        "pipeline('text-classification'): input 1 has 8 tokens, more than max_seq_length=8 holds: it is cut "
+        "(long_input='mean' or 'max' classifies a long text by its windows); said once per pipeline."]
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipeline("text-classification", model=directory)(["the sun", "the city"])  # nothing cut: nothing said
+    assert caught == []
+    qa = pipeline("question-answering", model=_save(_pointing_qa(tokenizer.vocab["paris"]), tmp_path / "qa",
+                                                    tokenizer, settings={"squad": {"max_query_length": 4}}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        qa(question="where is the old tower ?", context="the tower is in paris .")
+    assert [str(w.message) for w in caught] == [
+        "pipeline('question-answering'): question 0 has 6 tokens, more than max_query_length=4 holds: it is cut (the "
+        "context is read whole, in doc_stride windows; a larger max_query_length reads more of a question); said "
+        "once per pipeline."]
+
+
 def test_a_long_input_list_shows_a_progress_bar(tokenizer, tmp_path, capsys):
     _, directory = _long_classifier(tokenizer, tmp_path)
     classify = pipeline("text-classification", model=directory, predict_batch_size=2)
@@ -256,8 +335,12 @@ def test_fill_mask_pipeline_answers_the_masked_lms_top_tokens(tokenizer, tmp_pat
     with pytest.raises(UserInputError, match="no \\[MASK\\]"):
         unmask("the city")
     backbone_only = _save(_backbone(), tmp_path / "backbone", tokenizer)
-    with pytest.raises(UserInputError, match="has no masked-LM head"):
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(UserInputError, match="has no masked-LM head"):
+        warnings.simplefilter("always")
         pipeline("fill-mask", model=backbone_only)
+    assert [str(w.message) for w in caught] == []  # refused, without warning first that the head starts random
+    with pytest.raises(UserInputError, match="top_k must be an integer of at least 1, got 0"):
+        unmask("[MASK] city", top_k=0)
 
 
 # ------------------------------------------------------------------------------ your own labels
@@ -273,6 +356,40 @@ def test_own_labels_sets_integers_strings_and_floats():
     assert label_ids(examples("neg", "pos"), ["neg", "pos"]).tolist() == [0, 1]
     with pytest.raises(UserInputError, match=r"^f:0: label 'meh' is not one of the model's labels \['neg', 'pos'\]"):
         label_ids(examples("meh"), ["neg", "pos"])
+
+
+def test_one_label_value_is_refused_and_integer_labels_are_a_regression_when_asked():
+    def examples(*labels):
+        return [InputExample(f"train.csv:{i + 2}", "t", None, label) for i, label in enumerate(labels)]
+
+    for labels in (("pos", "pos", "pos"), (1,)):  # one label value; a file of one line
+        with pytest.raises(UserInputError, match=f"^train.csv: every example has the label {labels[0]!r}; a "
+                                                 "classifier needs at least two label values"):
+            label_set(examples(*labels))
+    assert label_set(examples(1, 1, 3), regression=True) is None
+    assert label_ids(examples(1, 1, 3), None).tolist() == [1.0, 1.0, 3.0]  # scores, as float labels
+    with pytest.raises(UserInputError, match="^train.csv:3: label 'x' is not a number, and --regression"):
+        label_set(examples(1, "x"), regression=True)
+
+
+def test_run_glue_one_label_file_is_one_line_and_regression_trains_a_regressor(tokenizer, tmp_path, capsys):
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(_backbone().config.to_dict()), encoding="utf-8")
+    flags = [f"--vocab_file={tokenizer.vocab_file}", f"--bert_config_file={config}", "--do_train",
+             "--max_seq_length=8", "--num_train_epochs=1", "--train_batch_size=4", "--verbose=0"]
+    one_label = _write_jsonl(tmp_path / "one.jsonl", [{"text": "the city", "label": 1}] * 6)
+    with pytest.raises(SystemExit) as exit_info:
+        load_run_glue().main([*flags, f"--train_file={one_label}", f"--output_dir={tmp_path / 'one'}"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == (f"error: {one_label}: every example has the label 1; a classifier "
+                                               "needs at least two label values (for a regression: float labels, "
+                                               "or --regression)")
+    scores = _write_jsonl(tmp_path / "scores.jsonl", [{"text": f"{WORDS[i]} {WORDS[i + 1]}", "label": i % 5}
+                                                           for i in range(12)])
+    load_run_glue().main([*flags, f"--train_file={scores}", f"--output_dir={tmp_path / 'reg'}", "--regression"])
+    saved = json.loads((tmp_path / "reg" / "model" / "config.json").read_text(encoding="utf-8"))
+    assert saved["problem_type"] == "regression" and len(saved["id2label"]) == 1
+    assert "labels: a regression (--regression)" in capsys.readouterr().out
 
 
 def _write_jsonl(path, rows):

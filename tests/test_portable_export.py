@@ -39,6 +39,7 @@ def _other_shape(name, x):
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.tensorflow
 def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_path):
     from ai_edge_litert.interpreter import Interpreter
 
@@ -64,6 +65,7 @@ def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_pa
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the ONNX export runs under the TensorFlow backend")
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.tensorflow
 def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equals_keras(name, tmp_path):
     import onnxruntime
 
@@ -94,6 +96,7 @@ def test_onnx_export_under_another_backend_says_how_to_export(tmp_path):
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the export recipe runs under TensorFlow")
 @pytest.mark.parametrize("export_format", ["onnx", "litert"])
+@pytest.mark.tensorflow
 def test_export_recipe_writes_the_token_id_model_its_vocabulary_and_settings(export_format, tmp_path):
     from keras_bert_impl.models.classifier import BertClassifier
     from keras_bert_impl.runners.export_savedmodel import main
@@ -145,6 +148,7 @@ def test_gelu_and_split_rows_compute_the_same_values_for_every_export_target(tar
 
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
+@pytest.mark.tensorflow
 def test_litert_packer_gives_bert_tokenizers_ids_on_the_shipped_sentiment_texts(minilm_path):
     import tensorflow as tf
 
@@ -166,6 +170,7 @@ def test_litert_packer_gives_bert_tokenizers_ids_on_the_shipped_sentiment_texts(
 
 
 @pytest.mark.skipif(not TENSORFLOW, reason="the LiteRT export runs under the TensorFlow backend")
+@pytest.mark.tensorflow
 def test_litert_text_classifier_runs_with_tensorflow_texts_registerers_and_equals_keras_on_its_ids(tmp_path):
     from ai_edge_litert.interpreter import Interpreter, InterpreterWithCustomOps
 

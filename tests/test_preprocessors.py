@@ -103,6 +103,7 @@ def _classifier(preprocessor=True):
     return model
 
 
+@pytest.mark.tensorflow
 def test_a_dataset_of_raw_text_and_labels_evaluates_as_its_arrays(tmp_path):
     import tensorflow as tf
 
@@ -120,6 +121,7 @@ def test_a_dataset_of_raw_text_and_labels_evaluates_as_its_arrays(tmp_path):
     assert np.isfinite(history.history["loss"][0])
 
 
+@pytest.mark.tensorflow
 def test_a_sentence_longer_than_a_window_trains_in_windows_that_share_its_sample_weight():
     import tensorflow as tf
 

@@ -14,6 +14,10 @@ import keras
 import numpy as np
 import pytest
 
+# TensorFlow by nature: deselected with -m "not tensorflow", skipped where TensorFlow is not installed.
+pytestmark = pytest.mark.tensorflow
+tf = pytest.importorskip("tensorflow")
+
 from keras_bert_impl.checkpoints import checkpoint_files, keras_hub_preset
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data import tf_pretraining_datasets, tf_pretraining_objectives, tf_pretraining_records
@@ -26,7 +30,6 @@ from tests.backend_utils import to_numpy
 from tests.test_pretrain_recipe import load_recipe
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
-tf = pytest.importorskip("tensorflow")
 
 TINY = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
                   max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

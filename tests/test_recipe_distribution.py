@@ -99,6 +99,7 @@ def test_glue_recipe_on_the_tpu_path_trains_on_static_whole_batches_in_bfloat16(
     assert 0.0 <= results["accuracy"] <= 1.0 and os.path.isfile(os.path.join(output_dir, "eval_results.json"))
 
 
+@pytest.mark.tensorflow
 def test_pretrain_recipe_use_tpu_selects_the_tpu_strategy_and_evaluates_whole_batches(tmp_path, monkeypatch):
     from keras_bert_impl.data import tf_pretraining_datasets
     from tests.test_pretrain_recipe import recipe_args

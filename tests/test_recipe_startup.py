@@ -1,7 +1,8 @@
 """A recipe's `--help` and a flag's error answer before Keras, TensorFlow, JAX, torch or scipy is imported
 (the recipes import the package lazily: keras_bert_impl/__init__.py), with nothing on stderr; the package
 imported lazily still gives every export and registers them once asked to; a recipe that imports TensorFlow
-keeps its C++ log lines off stderr (`utils.tensorflow_logs`)."""
+keeps its C++ log lines off stderr (`utils.tensorflow_logs`), and so does a plain script using the package,
+unless the user set TF_CPP_MIN_LOG_LEVEL."""
 
 import os
 import re
@@ -90,6 +91,7 @@ def test_help_answers_within_a_second():
     assert min(times) < 1.0, times
 
 
+@pytest.mark.tensorflow
 def test_a_recipe_that_imports_tensorflow_prints_none_of_its_cpp_log_lines_and_warns_in_one_line(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat\nthe dog sat on the log\n" * 50, encoding="utf-8")
@@ -105,3 +107,17 @@ def test_a_recipe_that_imports_tensorflow_prints_none_of_its_cpp_log_lines_and_w
                              "smaller than vocab_size=60.\n")
     assert (tmp_path / "vocab.txt").read_text(encoding="utf-8").split("\n")[:5] == [
         "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@pytest.mark.tensorflow
+def test_plain_library_use_under_tensorflow_prints_none_of_its_cpp_lines_unless_the_user_asks():
+    script = "from keras_bert_impl import pipeline\nimport keras\nkeras.ops.ones(3)\nprint('answered')\n"
+    env = {k: v for k, v in os.environ.items() if k not in ("KERAS_BERT_IMPL_LAZY_IMPORT", "TF_CPP_MIN_LOG_LEVEL")}
+    env.update(PYTHONPATH=ROOT, KERAS_BACKEND="tensorflow")
+    quiet = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert quiet.returncode == 0 and quiet.stdout == "answered\n", quiet.stderr[-2000:]
+    assert quiet.stderr == ""  # no "I0000 ... cpu_feature_guard", no "E0000 ... failed call to cuInit"
+    asked = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                           env=dict(env, TF_CPP_MIN_LOG_LEVEL="0"))  # the user's choice: TensorFlow's lines stay
+    assert asked.returncode == 0 and any(TENSORFLOW_LOG_LINE.match(line.encode())
+                                         for line in asked.stderr.splitlines()), asked.stderr[-2000:]

@@ -99,10 +99,45 @@ def test_overwrite_removes_what_a_run_wrote_and_nothing_else(tmp_path):
     assert sorted(os.listdir(directory)) == ["notes.txt"]
 
 
+def test_overwrite_refuses_to_remove_a_file_the_run_reads_and_removes_nothing(tmp_path):
+    directory = tmp_path / "run"
+    (directory / "model").mkdir(parents=True)
+    (directory / "model" / "vocab.txt").write_text("[PAD]\n")
+    (directory / "train_log.jsonl").write_text("x")
+    (directory / "train.tsv").write_text("x")  # not a run output: never removed, so it may be read
+    settings = {"vocab_file": str(directory / "model" / "vocab.txt"), "train_file": str(directory / "train.tsv"),
+                "learning_rate": 1e-4}
+    with pytest.raises(UserInputError) as refused:
+        run_directory.remove_run_outputs(str(directory), ["train_log.jsonl", "model"], settings)
+    assert str(refused.value) == (
+        f"--overwrite_output_dir would remove {directory / 'model'}, which holds --vocab_file "
+        f"{directory / 'model' / 'vocab.txt'}: copy it out of --output_dir {directory} first, or use another "
+        "--output_dir")
+    assert sorted(os.listdir(directory)) == ["model", "train.tsv", "train_log.jsonl"]
+
+
 # --------------------------------------------------------------------------------- the recipes' errors
 @pytest.fixture(scope="module")
 def task_files(tmp_path_factory):
     return write_sst2_task(str(tmp_path_factory.mktemp("sst2")), num_train=8, num_dev=4, num_test=2)
+
+
+def test_continuing_in_place_with_overwrite_keeps_the_model_it_starts_from(task_files, tmp_path, capsys):
+    recipe = load_run_glue()
+    run = str(tmp_path / "run")
+    recipe.main(run_glue_flags(task_files, run, "--num_train_epochs=1"))
+    capsys.readouterr()
+    weights = os.path.join(run, "model", "model.safetensors")
+    before = open(weights, "rb").read()
+    flags = [f for f in run_glue_flags(task_files, run, "--num_train_epochs=1", "--overwrite_output_dir")
+             if not f.startswith("--bert_config_file")]
+    with pytest.raises(SystemExit) as exit_info:
+        recipe.main([*flags, f"--init_checkpoint={run}/model"])
+    assert exit_info.value.code == 2
+    assert _one_error_line(capsys) == (
+        f"error: --overwrite_output_dir would remove {os.path.join(run, 'model')}, which holds --init_checkpoint "
+        f"{run}/model: copy it out of --output_dir {run} first, or use another --output_dir")
+    assert open(weights, "rb").read() == before and os.path.isdir(os.path.join(run, "checkpoints"))
 
 
 def test_an_output_dir_that_is_a_file_or_read_only_is_one_line_naming_it(task_files, tmp_path, capsys, monkeypatch):

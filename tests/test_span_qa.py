@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.checkpoints import weight_tables
-from keras_bert_impl.checkpoints import tf1_checkpoint
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.span_qa import BertSpanQA
@@ -89,7 +88,10 @@ def test_loss_is_mean_of_start_and_end_cross_entropy():
                                [start_loss, end_loss, (start_loss + end_loss) / 2], rtol=1e-5)
 
 
+@pytest.mark.tensorflow
 def test_google_squad_checkpoint_head_is_loaded(tmp_path):
+    from keras_bert_impl.checkpoints import tf1_checkpoint
+
     backbone = BertBackbone(TINY)
     weights = weight_tables.backbone_weights_dict(backbone)
     rng = np.random.RandomState(0)

@@ -617,6 +617,7 @@ def _copy_without(source, target, missing=(), edit_config=None):
     return str(target)
 
 
+@pytest.mark.tensorflow
 def test_export_refuses_a_directory_without_casing_vocab_or_labels(served):
     from keras_bert_impl.export.tf_saved_model import read_export_settings
 
@@ -662,6 +663,7 @@ recipe.main(json.loads(sys.argv[2]) + ["--overwrite"])
 """
 
 
+@pytest.mark.tensorflow
 def test_an_export_into_a_directory_of_other_files_is_refused_and_leaves_them_intact(served):
     root = served["root"]
     foreign = root / "foreign_export"
@@ -687,6 +689,7 @@ def test_an_export_into_a_directory_of_other_files_is_refused_and_leaves_them_in
         check_export_dir(str(root / "cased_vocab.txt"))
 
 
+@pytest.mark.tensorflow
 def test_serve_qa_candidate_rule_equals_compute_predictions_on_random_logits(minilm_path):
     """The in-graph rule (top-n starts x top-n ends, context only, start <= end, length, null threshold) on
     random logits gives the recipe's answer span and null odds."""
@@ -729,6 +732,7 @@ def test_serve_qa_candidate_rule_equals_compute_predictions_on_random_logits(min
     assert compared >= 30 and restricted_differs > 0  # the n-best restriction matters on these logits
 
 
+@pytest.mark.tensorflow
 def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
     from keras_bert_impl.export.tf_saved_model import squad_settings
 

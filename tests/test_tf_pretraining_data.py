@@ -13,6 +13,10 @@ import sys
 import keras
 import numpy as np
 import pytest
+# TensorFlow by nature: deselected with -m "not tensorflow", skipped where TensorFlow is not installed.
+pytestmark = pytest.mark.tensorflow
+pytest.importorskip("tensorflow")
+
 import tensorflow as tf
 
 from keras_bert_impl.data import masked_lm_predictions, pretraining_documents, pretraining_instances

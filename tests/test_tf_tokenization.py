@@ -6,6 +6,10 @@ import sys
 import keras
 import numpy as np
 import pytest
+# TensorFlow by nature: deselected with -m "not tensorflow", skipped where TensorFlow is not installed.
+pytestmark = pytest.mark.tensorflow
+pytest.importorskip("tensorflow")
+
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py

@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py
 
 from keras_bert_impl.tokenizers import basic_tokenizer as tokenization
+from keras_bert_impl.tokenizers import fast_wordpiece, packing
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.packing import truncated_pair_lengths
@@ -158,6 +159,48 @@ def test_offsets_in_batch_output(minilm_tokenizer):
     assert out["offsets"][0, :5].tolist() == [[0, 0], [0, 5], [5, 6], [7, 12], [12, 13]]
     assert out["offsets"][0, 5].tolist() == [0, 0]  # [SEP]
     assert out["offsets"][1, -1].tolist() == [0, 0]  # Padding.
+
+
+# --- The fast path (tokenizers/fast_wordpiece.py) ---------------------------------------------------------
+
+# Held-out cases beyond the corpus: the original's test cases, NFKC's texts read without NFKC, "[CLS]" as text,
+# control, format and zero-width characters, words at the 200-character cap, final and inner capital sigmas.
+EDGE_TEXTS = ["UNwant\u00E9d,running", "unwantedX running", "", "ah\u535A\u63A8zz", " \tHeLLo!how  \n Are yoU?  ",
+              "H\u00E9llo", "ＢＥＲＴ　１２３", "ﬁsh ＢＥＲＴ", "㍿a", "a㍿(東京)", "a¨a", "[CLS] text [SEP] [MASK]",
+              "a\u00ADb\u200bc\u200dd\ufeffe\x00f\ufffdg\x1bh", "a\u3000b\u2028c\u2029d\u00a0e", "a" * 200,
+              "a" * 201, "b" + "a" * 199 + "!", "ΟΔΟΣ", "ΣΑΣ ΟΔΟΣ.", "Σ", "ΣΣ", "aΣ\u0301b", "İstanbul ǅ ß ﬀ"]
+
+
+def test_the_fast_path_gives_the_python_paths_ids_and_offsets(minilm_tokenizer, corpus, tmp_path):
+    pytest.importorskip("tokenizers")
+    texts = corpus + EDGE_TEXTS
+    cased = BertTokenizer(minilm_tokenizer.vocabulary, do_lower_case=False)
+    for tokenizer in (minilm_tokenizer, cased):
+        fast = tokenizer(texts, max_length=10_000, return_offsets=True)
+        assert isinstance(tokenizer._fast, fast_wordpiece.FastWordPiece)  # batch encoding took the fast path
+        python = packing.pack_batch([(tokenizer._encode_text(text, True), None) for text in texts], 10_000,
+                                    tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
+                                    return_offsets=True)
+        for name in ("token_ids", "offsets", "padding_mask"):
+            for i, text in enumerate(texts):
+                np.testing.assert_array_equal(fast[name][i], python[name][i], err_msg=f"{name} of {text!r}")
+    # A lower-cased final capital sigma goes the Python way; the others the fast way.
+    routed = minilm_tokenizer._fast.encode_batch(["ΟΔΟΣ", "ΣΑ", "x"], with_offsets=False)
+    assert [r is None for r in routed] == [True, False, False]
+
+
+def test_without_the_tokenizers_package_the_python_path_encodes(minilm_tokenizer, corpus, monkeypatch):
+    monkeypatch.setattr(fast_wordpiece, "available", lambda: False)
+    tokenizer = BertTokenizer(minilm_tokenizer.vocabulary)
+    out = tokenizer(corpus[:50], max_length=64, return_offsets=True)
+    assert tokenizer._fast is False
+    python = BertTokenizer(minilm_tokenizer.vocabulary, fast_path=False)  # the Python path, chosen
+    np.testing.assert_array_equal(python(corpus[:50], max_length=64)["token_ids"], out["token_ids"])
+    assert python._fast is False
+    original = OriginalFullTokenizer(tokenizer.vocab, do_lower_case=True)
+    for row, line in zip(out["token_ids"], corpus[:50]):
+        expected = original.convert_tokens_to_ids(original.tokenize(line))[:62]
+        assert row[1:1 + len(expected)].tolist() == expected, repr(line)
 
 
 # --- Cased ------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Runs on every backend (KERAS_BACKEND=tensorflow|jax|torch) with a tiny model and
 generated here (the helpers are shared with tests/test_pretrain_recipe.py).
 """
 
+import importlib.util
 import json
 import os
 import random
@@ -19,6 +20,7 @@ from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.models.pretrainer import BertPretrainer
+from tests.tensorboard_reading import tensorboard_scalars
 
 SEQ_LEN = 24
 MAX_PREDICTIONS = 4
@@ -43,10 +45,7 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
     Each document draws its words from its own small "topic" slice of the vocabulary, so next-sentence
     prediction is learnable, like topic shift in real corpora.
     """
-    import tensorflow as tf  # noqa: F401  (the TFRecord writer)
-
-    from keras_bert_impl.data import pretraining_instances
-    from keras_bert_impl.data import tf_pretraining_records
+    from keras_bert_impl.data import pretraining_instances, pretraining_records
 
     class Tokenizer:
         def __init__(self, vocab):
@@ -77,12 +76,18 @@ def write_tiny_data(directory, num_documents=24, dupe_factor=2, seed=0):
             max_predictions_per_seq=MAX_PREDICTIONS,
         )
         path = os.path.join(directory, f"{split}.tfrecord")
-        tf_pretraining_records.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
+        pretraining_records.write_instances_to_example_files(instances, tokenizer, path, SEQ_LEN, MAX_PREDICTIONS)
         paths[split] = path
     return paths
 
 
 def tiny_dataset(path, batch_size=4, is_training=True):
+    """The batches of `path` as pretrain.py reads them: a tf.data pipeline where TensorFlow is installed, else
+    a generator of numpy batches."""
+    if importlib.util.find_spec("tensorflow") is None:
+        from keras_bert_impl.data.pretraining_batches import pretraining_batches
+
+        return pretraining_batches(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
     from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
 
     return pretraining_dataset(path, SEQ_LEN, MAX_PREDICTIONS, batch_size, is_training=is_training, seed=0)
@@ -101,22 +106,6 @@ def optimizer_moments(model):
         for v in model.optimizer.variables
         if v is not model.optimizer.iterations and "iteration" not in v.path
     ]
-
-
-def tensorboard_scalars(logdir, tag):
-    """{step: value} of a scalar in the TensorBoard event files of `logdir`."""
-    import glob
-
-    import tensorflow as tf
-
-    values = {}
-    for path in sorted(glob.glob(os.path.join(logdir, "events.out.tfevents.*"))):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                if value.tag == tag:
-                    assert value.metadata.plugin_data.plugin_name == "scalars"
-                    values[event.step] = float(tf.make_ndarray(value.tensor))
-    return values
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +201,8 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
     assert [r["step"] for r in log] == [4, 10, 12]
     assert {"loss", "masked_lm_accuracy", "next_sentence_accuracy"} <= set(log[-1])
     assert result["train_metrics"]["step"] == 12
-    assert tensorboard_scalars(os.path.join(out, "logs", "train"), "masked_lm_accuracy") == {
+    # TensorBoard's own reader reads the scalars back (written without TensorFlow: training/tensorboard_events.py).
+    assert tensorboard_scalars(os.path.join(out, "logs", "train"))["masked_lm_accuracy"] == {
         r["step"]: pytest.approx(r["masked_lm_accuracy"]) for r in log
     }
 

@@ -1,6 +1,7 @@
 """A user's mistake in a fine-tuning command is one line on stderr (`error: ...`) and exit status 2, without a
 traceback, before any checkpoint is loaded: a missing data file, a malformed line, a bad flag value, an
-abbreviated flag name, a missing --init_checkpoint / --vocab_file path; `--debug` raises it with its traceback.
+abbreviated flag name, a missing --init_checkpoint / --vocab_file path; `--debug` raises it with its traceback;
+the run leaves no output folder it created.
 An evaluation-only run of a checkpoint without a classifier head warns once that the head is untrained."""
 
 import json
@@ -91,6 +92,20 @@ def test_data_errors_come_before_the_checkpoint_is_read(run_glue, tmp_path, caps
         run_glue.main([*flags, "--debug"])
 
 
+def test_a_run_refused_for_its_data_leaves_no_output_folder_it_created(run_glue, tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    data = write_sst2_task(str(data_dir))
+    with open(data_dir / "train.tsv", "a", encoding="utf-8") as f:
+        f.write("a line without its label\n")
+    new = tmp_path / "runs" / "new"
+    assert "train.tsv:42" in _one_line_error(run_glue, run_glue_flags(data, str(new)), capsys)
+    assert not os.path.exists(tmp_path / "runs")  # neither the folder nor the parent the run created
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    assert "train.tsv:42" in _one_line_error(run_glue, run_glue_flags(data, str(existing)), capsys)
+    assert existing.is_dir()  # a folder the user made stays
+
+
 def _plain_backbone_checkpoint(directory, data_dir):
     config = BertConfig.from_json_file(os.path.join(data_dir, "bert_config.json"))
     BertBackbone(config).save_pretrained(directory)
@@ -130,3 +145,19 @@ def test_help_shows_every_default_and_the_debug_flag(run_glue, capsys):
                  "--learning_rate LEARNING_RATE Peak learning rate of AdamW. (default: 5e-05)",
                  "--keep_checkpoint_max KEEP_CHECKPOINT_MAX", "--debug Show the full traceback"):
         assert text in out, text
+
+
+def test_texts_longer_than_max_seq_length_are_said_once_per_split(run_glue, tmp_path, capsys):
+    data_dir = tmp_path / "data"
+    data = write_sst2_task(str(data_dir))
+    with pytest.warns(UserWarning) as caught:
+        run_glue.main(run_glue_flags(data, str(tmp_path / "out"), "--num_train_epochs=1", "--max_seq_length=5"))
+    said = [str(w.message) for w in caught if "--max_seq_length" in str(w.message)]
+
+    def longer(name):  # every word is one token: [CLS] + 3 words + [SEP] fit in 5
+        rows = (data_dir / name).read_text(encoding="utf-8").splitlines()[1:]
+        return sum(len(row.split("\t")[0].split()) > 3 for row in rows), len(rows)
+
+    assert said == [f"the {split} set: {cut} of {total} examples are longer than --max_seq_length=5 and "
+                    "are cut to it, as the original cuts them (--long_input=mean or max reads all of a text)."
+                    for split, (cut, total) in (("train", longer("train.tsv")), ("dev", longer("dev.tsv")))]

@@ -6,6 +6,10 @@ import random
 
 import pytest
 
+# TensorFlow by nature: deselected with -m "not tensorflow", skipped where TensorFlow is not installed.
+pytestmark = pytest.mark.tensorflow
+pytest.importorskip("tensorflow")
+
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.tf_vocab_learning import RESERVED_TOKENS, count_words, learn_vocab
 

@@ -35,6 +35,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import CheckpointNotFoundError, UserInputError
 from keras_bert_impl.utils.model_names import resolve_model_path
+from keras_bert_impl.utils.optional_dependencies import require_tensorflow
 
 # config.json entries this package writes beside transformers' own (transformers ignores them).
 DTYPE_POLICY_KEY = "keras_dtype_policy"  # the Keras dtype policy of the saved model, e.g. "mixed_bfloat16"
@@ -60,6 +61,23 @@ def find_tf1_checkpoint(path):
     return None
 
 
+def require_checkpoint_reader(path):
+    """Raises `MissingDependencyError` (one line naming the `[tensorflow]` extra) when `path` is a Google TF1
+    checkpoint and TensorFlow is not installed; nothing for any other path (its errors come when it is read).
+    The recipes call it before they write anything.
+
+    Examples:
+
+    >>> require_checkpoint_reader("/no/such/checkpoint")
+    """
+    try:
+        prefix = find_tf1_checkpoint(resolve_model_path(path))
+    except Exception:  # noqa: BLE001 -- reading the checkpoint reports it
+        return
+    if prefix is not None:
+        require_tensorflow(f"the Google TF1 checkpoint {prefix}")
+
+
 class ModelDirectory:
     """A checkpoint on disk, read on demand (each file at most once).
 
@@ -83,6 +101,8 @@ class ModelDirectory:
     def __init__(self, path):
         self.path = resolve_model_path(path)
         self.tf1_prefix = find_tf1_checkpoint(self.path)
+        if self.tf1_prefix is not None:  # read with tf.train.load_checkpoint: refused at once without TensorFlow
+            require_tensorflow(f"the Google TF1 checkpoint {self.tf1_prefix}")
         if os.path.isdir(self.path):  # a sentence-transformers directory may keep its BERT files in a folder
             self.directory = sentence_transformers_files.transformer_directory(self.path)
         else:  # a checkpoint prefix or a config file

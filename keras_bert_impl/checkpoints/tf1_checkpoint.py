@@ -11,6 +11,12 @@ import os
 import re
 
 import numpy as np
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("a Google TF1 checkpoint (checkpoints/tf1_checkpoint.py)", "tensorflow", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl.checkpoints.checkpoint_files import CorruptCheckpointError

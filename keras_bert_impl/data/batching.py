@@ -29,6 +29,8 @@ import math
 import keras
 import numpy as np
 
+from keras_bert_impl.utils.progress import progress_bar
+
 # Default padding value per feature name; every other feature pads with 0.
 DEFAULT_PADDING_VALUES = {"token_ids": 0, "segment_ids": 0, "padding_mask": 0}
 
@@ -333,14 +335,15 @@ def predict_bucketed(model, features, batch_size=32, dynamic_padding=True, max_l
             position (e.g. a tagger's logits [B, T_batch, K]); at least the longest example's length.
         select: None, or a function of a batch's outputs to the outputs kept (e.g. a backbone's
             `hidden_states` only).
-        progress: show a progress bar over the batches (`keras.utils.Progbar`, with its time left).
+        progress: show a progress bar over the batches (`utils.progress.progress_bar`: drawn on a terminal,
+            one line at the end in a file).
 
     Returns:
         numpy array [N, ...] (or a dict of them when the model returns a dict).
     """
     lengths = example_lengths(features)
     plan = plan_batches(lengths, batch_size, shuffle=False, sort_by_length=dynamic_padding)
-    bar = keras.utils.Progbar(len(plan), unit_name="batch") if progress else None
+    bar = progress_bar(len(plan), unit_name="batch") if progress else None
     outputs = []
     for step, indices in enumerate(plan):
         x = pad_batch(features, indices, length=None if dynamic_padding else max_length,

@@ -7,7 +7,8 @@ has "id" and "text") is a text to predict. A records file (JSON lines, JSON; `da
 first record has a "text" field and no tokens column is a CLUENER file (`is_cluener_record`).
 
 Reading (`cluener_words_and_tags`): every character of the text is a word (spaces too), tagged in BIO from
-the spans; an entity whose text is not the text's characters at its offsets, offsets outside the text, or
+the spans; an entity whose text is not the text's characters at its offsets, offsets outside the text or
+ending before they start, or
 two entities sharing a character are errors naming the record. Writing (`write_cluener_predictions`): each
 input record with its "label" replaced by the predicted spans, in the same layout (types and entities in
 order of appearance), one JSON object a line.
@@ -48,7 +49,8 @@ def cluener_words_and_tags(record, where):
 
     Raises:
         UserInputError: naming `where` (`path:line`): "label" is not {type: {entity: [[start, end], ...]}},
-            a span lies outside the text, its characters are not the entity's text, or two spans overlap.
+            a span ends before it starts or lies outside the text, its characters are not the entity's text, or
+            two spans overlap.
     """
     text = record[TEXT_FIELD]
     words = list(text)
@@ -68,6 +70,9 @@ def cluener_words_and_tags(record, where):
                         isinstance(i, int) and not isinstance(i, bool) for i in pair)):
                     raise UserInputError(f"{where}: label {type_!r} entity {entity!r}: {pair!r} is not [start, end].")
                 start, end = pair
+                if end < start:
+                    raise UserInputError(f"{where}: label {type_!r} entity {entity!r}: [{start}, {end}] ends before "
+                                         f"it starts; {expected}, start <= end.")
                 if not 0 <= start <= end < len(text):
                     raise UserInputError(f"{where}: label {type_!r} entity {entity!r}: [{start}, {end}] is outside "
                                          f"the text of {len(text)} characters.")

@@ -126,8 +126,26 @@ def header_records(path, header, numbered_rows, error=UserInputError):
         numbered_rows: `(line number, list of fields)` of the rows after the header.
         error: the exception class of a malformed row.
     """
+    check_header(path, header, error)
     records = (header_record(path, header, line_number, row, error) for line_number, row in numbered_rows)
     return [record for record in records if record is not None]
+
+
+def check_header(path, header, error=UserInputError):
+    """Refuses (`error`, naming the file and the column) a header naming a column twice: a record would keep
+    only one of the two columns, without a word.
+
+    Examples:
+
+    >>> check_header("train.csv", ["text", "text", "label"])
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: train.csv:1: the header names the column 'text' twice; expected distinct column names.
+    """
+    seen = set()
+    for name in header:
+        if name in seen:
+            raise error(f"{path}:1: the header names the column {name!r} twice; expected distinct column names.")
+        seen.add(name)
 
 
 def header_record(path, header, line_number, row, error=UserInputError):
@@ -193,6 +211,21 @@ def text_field(record, name, where, error=UserInputError):
     if not isinstance(value, str):
         raise error(f"{where}: column {name!r} is {value!r}; expected a text (a string).")
     return value
+
+
+def require_text(text, where, what, error=UserInputError):
+    """`text`, unless it is empty or blank: then `error` naming `where` and `what` (e.g. "column 'text'"); a
+    model given no text answers with its bias alone (a confident label for nothing).
+
+    Examples:
+
+    >>> require_text("  ", "train.csv:3", "column 'text'")
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: train.csv:3: column 'text' is empty; expected a text.
+    """
+    if not text.strip():
+        raise error(f"{where}: {what} is empty; expected a text.")
+    return text
 
 
 class _NotALiteral(Exception):

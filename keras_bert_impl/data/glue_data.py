@@ -65,6 +65,7 @@ from typing import Optional, Union
 import numpy as np
 
 from keras_bert_impl.data.dataset_files import (
+    check_header,
     field,
     header_record,
     header_records,
@@ -72,6 +73,7 @@ from keras_bert_impl.data.dataset_files import (
     read_records,
     record_format,
     require_examples,
+    require_text,
     text_field,
 )
 from keras_bert_impl.tokenizers import packing
@@ -292,14 +294,11 @@ def _row_example(task, split, layout, path, line_number, row):
         return None
     where = f"{path}:{line_number}"
     if layout.num_columns is not None and len(row) != layout.num_columns:
-        raise GlueDataError(
-            f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, found {len(row)}."
-        )
+        raise GlueDataError(f"{where}: expected {layout.num_columns} tab-separated columns for {task} {split} data, "
+                            f"found {len(row)}.")
     if layout.num_columns is None and len(row) < layout.min_columns:
-        raise GlueDataError(
-            f"{where}: expected at least {layout.min_columns} tab-separated columns for {task} {split} "
-            f"data, found {len(row)}."
-        )
+        raise GlueDataError(f"{where}: expected at least {layout.min_columns} tab-separated columns for {task} {split} "
+                            f"data, found {len(row)}.")
     label = None
     allowed = GLUE_LABELS[task]
     if layout.label is not None:
@@ -314,8 +313,9 @@ def _row_example(task, split, layout, path, line_number, row):
             raise GlueDataError(f"{where}: unknown label {raw!r} for {task}; the allowed labels are {allowed}.")
         else:
             label = raw
-    text_b = None if layout.text_b is None else row[layout.text_b]
-    return InputExample(f"{split}-{line_number}", row[layout.text_a], text_b, label)
+    text_a = require_text(row[layout.text_a], where, f"the text (column {layout.text_a + 1})", GlueDataError)
+    text_b = None if layout.text_b is None else row[layout.text_b]  # empty: one segment, as the original
+    return InputExample(f"{split}-{line_number}", text_a, text_b, label)
 
 
 def glue_file(task_name, data_dir, split):
@@ -370,6 +370,7 @@ def glue_line_parser(task_name, path, split, columns=None):
 
     header = None if columns is None else next(iter(_read_tsv(path)), (1, []))[1]
     if header is not None and all(c in header for c in columns if c):
+        check_header(path, header, GlueDataError)
         return 1, lambda lines, first_index: examples(
             (header_record(path, header, n, row, GlueDataError) for n, row in rows(lines)), first_index)
     layout = _layout(task, split)
@@ -448,8 +449,8 @@ def _columns(task, text_column, text_pair_column, label_column):
 def _record_example(task, split, columns, index, where, record):
     """The `InputExample` of the record `index` of a split (`columns`: `_columns`)."""
     text_column, text_pair_column, label_column = columns
-    text_a = _text(record, text_column, where)
-    text_b = _text(record, text_pair_column, where) if text_pair_column else None
+    text_a = require_text(_text(record, text_column, where), where, f"column {text_column!r}", GlueDataError)
+    text_b = _text(record, text_pair_column, where) if text_pair_column else None  # empty: one segment
     label = None
     if label_column is not None:
         label = _record_label(task, field(record, label_column, where), where)

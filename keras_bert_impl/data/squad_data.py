@@ -337,6 +337,8 @@ def squad_examples_from_json(data, is_training, version_2_with_negative=False, s
                 first_place.setdefault(qas_id, where_q)
                 where_q = f"{where_q} (question id {qas_id!r})"
                 question_text = _get(qa, "question", source, where_q, str)
+                if not question_text.strip():
+                    raise SquadFormatError(f"{source}: {where_q}: the question is empty; expected its text.")
                 num_questions += 1
                 is_impossible = _is_impossible(qa, source, where_q) if version_2_with_negative else False
                 answer_text, answer_start = "", None

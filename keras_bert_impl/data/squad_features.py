@@ -103,9 +103,9 @@ def convert_examples_to_features(
     unique_id = FIRST_UNIQUE_ID
     bar = None
     if progress:
-        import keras  # only for the bar: featurizing needs no backend
+        from keras_bert_impl.utils.progress import progress_bar  # Keras, for the bar only: featurizing needs none
 
-        bar = keras.utils.Progbar(len(examples), unit_name="example")
+        bar = progress_bar(len(examples), unit_name="example")
     for example_index, example in enumerate(examples):
         if bar is not None and example_index % 100 == 0:
             bar.update(example_index)

@@ -21,15 +21,23 @@ lines); the others read their files whole (README.md, "Large training files").
 
 `StreamedBatches` is an epoch as a Keras `PyDataset` (JAX and PyTorch); `tf_batching.streamed_dataset` the
 same as a `tf.data.Dataset` (TensorFlow); `runners.finetuning.training_batches` picks per backend.
+
+The file must stay as the first pass read it: every chunk read checks its size and modification time, and a
+file changed since (lines appended, cut, rewritten) stops the run with a `StreamedFileChanged` naming it (a
+`UserInputError`: one line and exit status 2 from a recipe). TensorFlow's `from_generator` wraps an error
+raised while reading in its own; `raising_stream_errors` raises the stream's own error instead.
 """
 
+import contextlib
 import itertools
+import os
 
 import keras
 import numpy as np
 
 from keras_bert_impl.data.batching import bucketed_batches, num_batches, process_share_options, share_of_batch
 from keras_bert_impl.data.dataset_files import STREAMING_MIN_BYTES, require_examples  # noqa: F401 (its threshold)
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import decode_line
 
 # Lines a chunk: the unit of reading (and of the first pass's index: one offset and one count a chunk).
@@ -87,6 +95,8 @@ class StreamedExamples:
         self.num_examples = int(self.counts.sum())
         if not self.num_examples:
             require_examples([], path)
+        self.stamp = _stamp(os.stat(path))  # (bytes, modification time) of the file the pass read
+        self.failure = None  # the `StreamedFileChanged` raised while reading, if any
 
     def __repr__(self):
         return f"StreamedExamples({self.path!r}, num_examples={self.num_examples})"
@@ -113,11 +123,26 @@ class StreamedExamples:
             return [(number, decode_line(raw, self.path, number)) for number, raw in enumerate(raw_lines, first_line)]
 
     def _read_chunk(self, f, chunk):
-        """The examples of chunk `chunk` (an index), read from the open binary file `f`."""
+        """The examples of chunk `chunk` (an index), read from the open binary file `f`; a file changed since
+        the first pass (before or while the chunk is read) raises `StreamedFileChanged`."""
+        self._check_unchanged(f)
         f.seek(int(self.offsets[chunk]))
-        lines = self._decoded(list(itertools.islice(f, self.chunk_lines)),
-                              self.header_lines + chunk * self.chunk_lines + 1)
-        return self.parse(lines, int(self.first_indexes[chunk]))
+        raw = list(itertools.islice(f, self.chunk_lines))
+        self._check_unchanged(f)
+        return self.parse(self._decoded(raw, self.header_lines + chunk * self.chunk_lines + 1),
+                          int(self.first_indexes[chunk]))
+
+    def _check_unchanged(self, f):
+        """Raises (and records as `failure`) `StreamedFileChanged` when the open file `f` is not the one the
+        first pass read (another size or modification time)."""
+        now = _stamp(os.fstat(f.fileno()))
+        if now != self.stamp:
+            self.failure = StreamedFileChanged(
+                f"{self.path}: the training file changed while the run streamed it ({self.stamp[0]} bytes when the "
+                f"run read it, {now[0]} bytes now{', modified since' if now[0] == self.stamp[0] else ''}): a "
+                "streamed file is read again every epoch, so it must stay as it is until the run ends (copy it, "
+                "and train on the copy)")
+            raise self.failure
 
     def examples(self, limit=None):
         """The examples in the file's order (the first `limit` of them), one chunk held at a time."""
@@ -166,6 +191,29 @@ class StreamedExamples:
     def _window_batches(self, examples, rng, options):
         features, labels = self.featurize(examples)
         yield from bucketed_batches(features, labels, shuffle=True, seed=int(rng.integers(2**31)), **options)
+
+
+class StreamedFileChanged(UserInputError):
+    """A streamed training file changed after the run's first pass read it (see the module docstring)."""
+
+
+def _stamp(stat):
+    """(size, modification time in ns) of an `os.stat` result: what tells that a file changed."""
+    return stat.st_size, stat.st_mtime_ns
+
+
+@contextlib.contextmanager
+def raising_stream_errors(data):
+    """Within: an exception while `data` (a `StreamedExamples`, or anything else) was read is raised as the
+    stream's own `StreamedFileChanged` when it recorded one (TensorFlow's `from_generator` raises its own error,
+    with the traceback of the generator in its message)."""
+    try:
+        yield
+    except Exception:
+        failure = getattr(data, "failure", None)
+        if failure is None:
+            raise
+        raise failure from None
 
 
 class StreamedBatches(keras.utils.PyDataset):

@@ -20,6 +20,13 @@ identity (`spans_to_tags`, `tags_to_spans`).
 Detection (`detect_tagging_scheme`): "bmes" when some tag has the prefix M-, else "bioes" when some tag
 has E- or S-, else "iob1" when some I- begins an entity (invalid in BIO), else "bio".
 
+Order faults of BIOES and BMES (`tag_order_faults`: an E- no B- began, an I- / M- outside an entity, a B-
+or I- / M- whose entity no E- ends) are a warning naming the first one by file and line and counting them
+(`warn_tag_order_faults`), not an error: conlleval and seqeval (its default mode) read such sequences
+without a word, by the rules this package reads and scores them by (`tags_to_spans`), and the public
+Chinese NER files are annotated by hand, so refusing a slip would refuse the whole file; silently training
+on it, though, hides what the model learns (an `E-` alone is read as a one-token entity).
+
 Examples:
 
 >>> tags = ["B-PER", "M-PER", "E-PER", "O", "S-LOC"]
@@ -30,6 +37,8 @@ Examples:
 >>> from_bio(to_bio(tags), "bioes")
 ['B-PER', 'I-PER', 'E-PER', 'O', 'S-LOC']
 """
+
+import warnings
 
 from keras_bert_impl.metrics.ner_metrics import get_entities
 from keras_bert_impl.utils.errors import UserInputError
@@ -199,3 +208,46 @@ def resolve_tagging_scheme(scheme, sentences):
                     )
                 previous = tag
     return scheme
+
+
+def tag_order_faults(tags, scheme):
+    """`[(index, reason)]` of the tags of one sentence that break the order of `scheme` ("bioes" or "bmes";
+    other schemes: none): an E- that no B- of its type began, an I- / M- outside an entity of its type, a B-
+    (BIOES; BMES reads a lone B- as a one-token entity) or an I- / M- whose entity the next tag does not go on.
+
+    Examples:
+
+    >>> tag_order_faults(["O", "E-PER", "B-LOC", "M-LOC", "O", "M-ORG", "E-ORG"], "bmes")
+    [(1, "'E-PER' ends an entity that no B-PER began"), (3, "'M-LOC' is not followed by the E-LOC that ends its entity"), (5, "'M-ORG' continues an entity that no B-ORG began")]
+    """
+    if scheme not in ("bioes", "bmes"):
+        return []
+    inside = "M" if scheme == "bmes" else "I"
+    faults = []
+    for i, tag in enumerate(tags):
+        letter, kind = tag[0], tag_type(tag)
+        previous = tags[i - 1] if i else "O"
+        following = tags[i + 1] if i + 1 < len(tags) else "O"
+        continued_from = previous[0] in ("B", inside) and tag_type(previous) == kind
+        goes_on = following[0] in (inside, "E") and tag_type(following) == kind
+        if letter == "E" and not continued_from:
+            faults.append((i, f"{tag!r} ends an entity that no B-{kind} began"))
+        elif letter == inside and not continued_from:
+            faults.append((i, f"{tag!r} continues an entity that no B-{kind} began"))
+        elif letter == inside and not goes_on or letter == "B" and scheme == "bioes" and not goes_on:
+            faults.append((i, f"{tag!r} is not followed by the E-{kind} that ends its entity"))
+    return faults
+
+
+def warn_tag_order_faults(sentences, scheme):
+    """One warning when the tags of `sentences` (with `labels`, `lines`, `path`) break the order of
+    `scheme` (`tag_order_faults`), naming the first fault's file and line and counting them all; returns
+    the count. Why a warning and not an error: the module docstring."""
+    faults = [(sentence, index, reason) for sentence in sentences
+              for index, reason in tag_order_faults(sentence.labels, scheme)]
+    if faults:
+        sentence, index, reason = faults[0]
+        warnings.warn(f"{sentence.path}:{sentence.lines[index]}: {reason} ({scheme.upper()}); {len(faults)} such "
+                      f"tag-order fault{'s' * (len(faults) > 1)} in the data read, each read by conlleval's rules",
+                      stacklevel=2)
+    return len(faults)

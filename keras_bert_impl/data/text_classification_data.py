@@ -10,7 +10,8 @@ first pair).
 
 `label_set` makes the label set of the training examples as transformers' run_glue.py does: float labels
 make a regression (None); otherwise the distinct labels sorted (integers by value, then strings), as
-their names (str). `label_ids` maps labelled examples to class ids (floats for a regression); a label
+their names (str), at least two of them (a classifier of one label would be a regression that scores 1.0:
+one label value is refused, unless `regression=True` asks for a regression on integer labels). `label_ids` maps labelled examples to class ids (floats for a regression); a label
 outside the set is an error naming its file and line.
 
 `pool_window_logits` pools the logits of a long text's windows (`tokenizers.packing.pack_windows`) into
@@ -32,7 +33,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.data.dataset_files import field, read_records, require_examples, text_field
+from keras_bert_impl.data.dataset_files import field, read_records, require_examples, require_text, text_field
 from keras_bert_impl.data.glue_data import InputExample, tsv_records
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -96,31 +97,49 @@ def read_labelled_records(path, split, text_column=None, text_pair_column=None, 
         list of `InputExample`; `guid` is "path:line" (or "path:[i]"), `label` an int, float or str.
 
     Raises:
-        UserInputError: a missing file or column, a text that is not a string, a missing label, a file
-            without examples; naming the file and line.
+        UserInputError: a missing file or column, a text that is not a string or is empty, a missing label, a
+            file without examples; naming the file and line.
     """
     records = tsv_records(path) if path.lower().endswith(".tsv") else read_records(path)
     examples = []
     for where, record in records:
         first, second = text_columns(record, where, text_column, text_pair_column)
-        text_b = text_field(record, second, where) if second else None
+        text_a = require_text(text_field(record, first, where), where, f"column {first!r}")
+        text_b = text_field(record, second, where) if second else None  # empty: packed as one segment
         label = None if split.startswith("test") else label_value(field(record, label_column, where), where)
-        examples.append(InputExample(where, text_field(record, first, where), text_b, label))
+        examples.append(InputExample(where, text_a, text_b, label))
     return require_examples(examples, path)
 
 
-def label_set(examples):
+def label_set(examples, regression=False):
     """The label names of training examples (ints sorted by value, then strs, as str), or None when a label
-    is a float (a regression). A text among float labels raises `UserInputError` naming its file and line."""
-    if any(isinstance(e.label, float) for e in examples):
+    is a float or `regression` (a regression).
+
+    Raises:
+        UserInputError: a text among float labels (or with `regression`), naming its file and line; a
+            classification with fewer than two label values, naming the file.
+
+    Examples:
+
+    >>> from keras_bert_impl.data.glue_data import InputExample
+    >>> label_set([InputExample("train.csv:2", "fine", None, "good"), InputExample("train.csv:3", "meh", None, "good")])
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: train.csv: every example has the label 'good'; a classifier needs at least two label values (for a regression: float labels, or --regression)
+    """
+    if regression or any(isinstance(e.label, float) for e in examples):
         text = next((e for e in examples if isinstance(e.label, str)), None)
         if text is not None:
-            raise UserInputError(f"{text.guid}: label {text.label!r} is not a number, and other labels are "
-                                 "floats (a regression).")
+            raise UserInputError(f"{text.guid}: label {text.label!r} is not a number, and " + (
+                "--regression asks for a regression." if regression else "other labels are floats (a regression)."))
         return None
     integers = sorted({e.label for e in examples if isinstance(e.label, int)})
-    return [str(v) for v in integers] + sorted({e.label for e in examples if isinstance(e.label, str)} - set(
+    names = [str(v) for v in integers] + sorted({e.label for e in examples if isinstance(e.label, str)} - set(
         str(v) for v in integers))
+    if len(names) < 2:
+        path = examples[0].guid.rsplit(":", 1)[0]
+        raise UserInputError(f"{path}: every example has the label {examples[0].label!r}; a classifier needs at "
+                             "least two label values (for a regression: float labels, or --regression)")
+    return names
 
 
 def label_ids(examples, label_names):

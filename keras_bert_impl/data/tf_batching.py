@@ -10,6 +10,12 @@ On a TPU (`static_shapes=True`), every batch has the same, fully known shape: th
 """
 
 import numpy as np
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("tf.data batches (data/tf_batching.py)", "tensorflow", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl.data.batching import _is_nested, _is_ragged_labels, bucketed_batches, num_batches

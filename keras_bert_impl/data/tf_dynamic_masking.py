@@ -11,6 +11,11 @@ come from `data/tf_pretraining_datasets.py`; the result has the `(x, y)` structu
 import inspect
 from typing import Optional, Sequence
 
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("dynamic masking (a tf.data pipeline: data/tf_dynamic_masking.py)", "tensorflow", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl.data.masked_lm_predictions import check_masking_split

@@ -11,6 +11,12 @@ import random
 from typing import Optional, Sequence, Union
 
 import numpy as np
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("tf.data pipelines of pretraining files (data/tf_pretraining_datasets.py)", "tensorflow", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl.data.pretraining_documents import read_documents
@@ -100,7 +106,7 @@ def pretraining_dataset(
 
     >>> import types
     >>> from keras_bert_impl.data.pretraining_instances import TrainingInstance
-    >>> from keras_bert_impl.data.tf_pretraining_records import write_instances_to_example_files
+    >>> from keras_bert_impl.data.pretraining_records import write_instances_to_example_files
     >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4}
     >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
     >>> instance = TrainingInstance(["[CLS]", "[MASK]", "[SEP]", "a", "[SEP]"], [0, 0, 0, 1, 1], True, [1], ["a"])
@@ -239,7 +245,7 @@ def unmasked_pretraining_dataset(file_patterns: Union[str, Sequence[str]], max_s
                                  seed: Optional[int] = None, repeat: Optional[bool] = None, **masking) -> tf.data.Dataset:
     """`(x, y)` batches from unmasked TFRecords, masked on the fly (fresh masks every epoch).
 
-    Reads files written with `tf_pretraining_records.write_instances_to_example_files(..., with_masks=False)`
+    Reads files written with `pretraining_records.write_instances_to_example_files(..., with_masks=False)`
     (e.g. by `create_pretraining_data --dynamic_masking`) as `pretraining_dataset` reads masked ones, then
     applies `apply_dynamic_masking` to each batch. The output structure equals `pretraining_dataset`'s.
 
@@ -265,7 +271,7 @@ def unmasked_pretraining_dataset(file_patterns: Union[str, Sequence[str]], max_s
 
     >>> import os, tempfile, types
     >>> from keras_bert_impl.data.pretraining_instances import TrainingInstance
-    >>> from keras_bert_impl.data.tf_pretraining_records import write_instances_to_example_files
+    >>> from keras_bert_impl.data.pretraining_records import write_instances_to_example_files
     >>> vocab = {"[PAD]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3, "a": 4, "b": 5}
     >>> tokenizer = types.SimpleNamespace(vocab=vocab, convert_tokens_to_ids=lambda ts: [vocab[t] for t in ts])
     >>> instance = TrainingInstance(["[CLS]", "a", "b", "[SEP]", "a", "[SEP]"], [0, 0, 0, 0, 1, 1], False)

@@ -3,6 +3,11 @@ made from the masked batches of `data/tf_pretraining_datasets.py`: masked LM onl
 left-to-right LM ("LTR & No NSP").
 """
 
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("tf.data pipelines of pretraining files (data/tf_pretraining_objectives.py)", "tensorflow", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES

@@ -1,6 +1,7 @@
 """What the export of a model directory reads from it: the task of the class it holds (`CLASS_TASKS`), its
 labels and tokenizer settings (`read_export_settings`), the SQuAD windows and answer rule of a span QA model
-(`squad_settings`), and the model itself (`load_model`). Shared by the SavedModel export
+(`squad_settings`), and the model itself (`load_model`); `check_export_source` keeps an export off the model
+directory it reads. Shared by the SavedModel export
 (`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of
 recipes/export_savedmodel.py; no TensorFlow here.
 """
@@ -11,7 +12,8 @@ from keras_bert_impl.checkpoints import model_io, task_layouts
 from keras_bert_impl.data.swag_data import NUM_CHOICES
 from keras_bert_impl.tasks.squad import decoding_settings
 from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
-from keras_bert_impl.utils import model_files
+from keras_bert_impl.utils import file_io, model_files
+from keras_bert_impl.utils.errors import UserInputError
 
 # The export task of each model class a directory may hold (`checkpoints.task_layouts`); a pretraining
 # directory exports its backbone. BertClassifier with one output exports as "regressor".
@@ -24,6 +26,28 @@ CLASS_TASKS = {
     "BertSpanQA": "span_qa",
     "BertMultipleChoice": "multiple_choice",
 }
+
+
+def check_export_source(model_dir, export_dir):
+    """Refuses (`UserInputError`, one line) an `export_dir` that is the `model_dir` the export reads, lies inside
+    it or holds it: writing the export there would write over the model (`--overwrite` or not).
+
+    Examples:
+
+    >>> check_export_source("runs/sst2/model", "saved_models/sst2")
+    >>> check_export_source("runs/sst2/model", "runs/sst2/model/")
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir runs/sst2/model/ is the --model_dir itself: the export would write over the model it reads; choose another --export_dir
+    >>> check_export_source("runs/sst2/model", "runs")
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir runs holds --model_dir runs/sst2/model: the export would write over the model it reads; choose another --export_dir
+    """
+    inside, holds = file_io.is_within(export_dir, model_dir), file_io.is_within(model_dir, export_dir)
+    if inside or holds:
+        where = ("is the --model_dir itself" if inside and holds else
+                 f"lies inside --model_dir {model_dir}" if inside else f"holds --model_dir {model_dir}")
+        raise UserInputError(f"--export_dir {export_dir} {where}: the export would write over the model it reads; "
+                             "choose another --export_dir")
 
 
 def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):

@@ -14,7 +14,7 @@ under JAX, Keras needs the jax2onnx package.
 Inputs keep the model's names (`token_ids`, `segment_ids`, `padding_mask` int32, plus `masked_lm_positions`
 for the pretrainer), their free axes named "batch", "sequence" (and "predictions" for the masked positions);
 multiple choice keeps its fixed number of choices. Outputs are the model's raw outputs. Needs the `onnx`
-and `tf2onnx` packages (the dev extra installs both, and onnxruntime).
+and `tf2onnx` packages and TensorFlow (the `[export]` extra; without them, one line names it).
 """
 
 import warnings
@@ -23,6 +23,7 @@ import keras
 
 from keras_bert_impl import backends
 from keras_bert_impl.utils.file_io import atomic_path
+from keras_bert_impl.utils.optional_dependencies import require
 
 BACKENDS = ("tensorflow",)
 # The names of the inputs' dynamic axes, by position: [batch, ..., last axis].
@@ -59,6 +60,7 @@ def export_onnx(model, path, opset_version=None):
     Returns:
         `path`.
     """
+    require("ONNX export", "export", ("tensorflow", "tf2onnx", "onnx"))
     backend = keras.backend.backend()
     if backend not in BACKENDS:
         raise ValueError(f"the ONNX export runs under KERAS_BACKEND=tensorflow, not {backend}: save the model "

@@ -24,6 +24,12 @@ stock interpreter runs once given tensorflow-text's registerers, `TEXT_OP_REGIST
 import tempfile
 
 import keras
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("LiteRT export", "export", ("tensorflow",))
+
 import tensorflow as tf
 
 from keras_bert_impl import backends

@@ -82,11 +82,18 @@ TensorFlow.
 import os
 
 import keras
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("SavedModel export", "tensorflow")
+
 import tensorflow as tf
 
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.export.export_settings import (  # noqa: F401 (CLASS_TASKS: part of this module's API)
     CLASS_TASKS,
+    check_export_source,
     load_model,
     read_export_settings,
     squad_settings,
@@ -536,6 +543,7 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     """
     from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
+    check_export_source(model_dir, export_dir)
     check_export_dir(export_dir, overwrite)
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
     task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]

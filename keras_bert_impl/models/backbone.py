@@ -1,5 +1,7 @@
 """BertBackbone: the BERT encoder as a functional Keras model."""
 
+import numbers
+
 import keras
 
 from keras_bert_impl.checkpoints import model_io
@@ -9,6 +11,7 @@ from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 from keras_bert_impl.utils import keras_compat
+from keras_bert_impl.utils.errors import UserInputError, describe
 
 
 @model_io.register_model
@@ -194,8 +197,12 @@ class BertBackbone(keras.Model):
         holds all that fine-tuning changes in the backbone. A task model's head stays trainable.
 
         Args:
-            rank: the adapters' rank.
+            rank: the adapters' rank, an integer from 1 to the hidden size (a rank as large as the kernel's
+                adds parameters and no constraint: LoRA's ranks are small, 4 to 64).
             target_layer_names: the names of the layers to adapt; None: `default_lora_layer_names()`.
+
+        Raises:
+            UserInputError: `rank` is not an integer from 1 to the hidden size.
 
         Examples:
 
@@ -203,7 +210,15 @@ class BertBackbone(keras.Model):
         >>> backbone.enable_lora(4)
         >>> len(backbone.trainable_weights)  # A and B of query and value in each of the 2 layers
         8
+        >>> BertBackbone(BertConfig.preset("bert_tiny")).enable_lora(1000)
+        Traceback (most recent call last):
+        keras_bert_impl.utils.errors.UserInputError: rank 1000 (an int) is more than the hidden size 128: expected a LoRA rank from 1 to 128.
         """
+        hidden_size = self.config.hidden_size
+        integer = isinstance(rank, numbers.Integral) and not isinstance(rank, bool)
+        if not integer or not 1 <= rank <= hidden_size:
+            what = f"more than the hidden size {hidden_size}" if integer and rank > 0 else "not a positive integer"
+            raise UserInputError(f"rank {describe(rank)} is {what}: expected a LoRA rank from 1 to {hidden_size}.")
         if self._lora_enabled_layers:
             raise ValueError(f"LoRA is enabled already (rank {self._lora_rank}).")
         names = set(self.default_lora_layer_names() if target_layer_names is None else target_layer_names)

@@ -8,17 +8,28 @@ Given to `pipeline(...)` they are the pipeline's settings; given to a call, they
 A setting not given is the one the model directory was fine-tuned with (config.json's `max_seq_length`,
 SQuAD's decoding settings, `long_input`; those of the model's preprocessor for a built model), else the
 recipe's default.
+
+What a pipeline refuses (`UserInputError`, one line): an input that is not a text, naming its index (an
+empty one too, where a text is what the model scores: `check_texts`); `max_seq_length` outside 3 to the
+model's position table (`max_position_embeddings`), `predict_batch_size` below 1, a `top_k` below 1
+(`check_settings`). An input longer than the pipeline reads is cut with one warning per pipeline, the first
+time, naming what reads all of it (`warn_cut`).
 """
 
+import collections.abc
 import os
+import sys
+import warnings
 
 import keras
+import numpy as np
 
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.errors import UserInputError, describe
 
 # The options of every pipeline, and their defaults (None: the model's, see the module docstring).
 COMMON_OPTIONS = {"max_seq_length": None, "predict_batch_size": 8, "vocab_file": None, "do_lower_case": None,
@@ -48,6 +59,8 @@ class Pipeline:
     task = None
     model_classes = ()
     options = {}
+    # Whether top_k=None (every label or choice) is an answer of this pipeline.
+    top_k_may_be_all = False
 
     def __init__(self, model, tokenizer=None, **options):
         options = self.check_options(options)
@@ -61,7 +74,8 @@ class Pipeline:
             self.checkpoint = ModelDirectory(os.fspath(model))
             self.model = self.load_model(self.checkpoint)
         self.tokenizer = self.load_tokenizer(tokenizer, options)
-        self.settings = {**COMMON_OPTIONS, **self.options, **self.saved_settings(), **options}
+        self.settings = self.check_settings({**COMMON_OPTIONS, **self.options, **self.saved_settings(), **options})
+        self.warned_cut = False
 
     # ------------------------------------------------------------------------------ the model
     def model_class(self, checkpoint):
@@ -102,13 +116,16 @@ class Pipeline:
 
     def saved_settings(self):
         """The settings the model was fine-tuned with: its preprocessor's sequence length (from_pretrained
-        takes config.json's `max_seq_length`), else config.json's, else the preprocessor class's default."""
+        takes config.json's `max_seq_length`), else config.json's, else the preprocessor class's default (SQuAD's
+        384); at most the model's position table."""
         preprocessor = getattr(self.model, "preprocessor", None)
         if preprocessor is not None:
-            return {"max_seq_length": preprocessor.sequence_length, **preprocessor.task_config()}
+            return {"max_seq_length": min(preprocessor.sequence_length, self.position_table()),
+                    **preprocessor.task_config()}
         stored = self.checkpoint.max_seq_length if self.checkpoint is not None else None
         preprocessor_class = getattr(self.model, "preprocessor_class", None)
-        return {"max_seq_length": stored or getattr(preprocessor_class, "default_sequence_length", 128)}
+        length = stored or getattr(preprocessor_class, "default_sequence_length", 128)
+        return {"max_seq_length": min(length, self.position_table())}
 
     def preprocessor(self, settings, **task_settings):
         """The model's preprocessor class on the pipeline's tokenizer and `settings`' sequence length."""
@@ -135,6 +152,62 @@ class Pipeline:
                                  f"{', '.join(sorted(known))} (and {', '.join(ALIASES)}).")
         return renamed
 
+    def call_settings(self, options):
+        """The settings of one call: the pipeline's, replaced by the call's `options`, checked."""
+        return self.check_settings({**self.settings, **self.check_options(options)})
+
+    def position_table(self):
+        """The model's longest input: its backbone's `max_position_embeddings`."""
+        return getattr(self.model, "backbone", self.model).config.max_position_embeddings
+
+    def check_settings(self, settings):
+        """`settings`, refused (`UserInputError`, naming the option and its valid range) when `max_seq_length`
+        is not an integer from 3 ([CLS], a token, [SEP]) to the position table, `predict_batch_size` not a
+        positive integer, or `top_k` not a positive integer (or None, where it means every label)."""
+        table = self.position_table()
+        checks = [("max_seq_length", 3, table, f"from 3 to {table} (the model's max_position_embeddings)"),
+                  ("predict_batch_size", 1, None, "of at least 1")]
+        for name, low, high, expected in checks:
+            value = settings[name]
+            if not _is_int(value) or value < low or high is not None and value > high:
+                raise UserInputError(f"pipeline({self.task!r}): {name} must be an integer {expected}, got "
+                                     f"{describe(value)}.")
+        top_k = settings.get("top_k", 1)
+        default = top_k is self.options.get("top_k")  # text-classification's "not given"
+        if not (default or top_k is None and self.top_k_may_be_all or _is_int(top_k) and top_k >= 1):
+            every = " or None (every label)" if self.top_k_may_be_all else ""
+            raise UserInputError(f"pipeline({self.task!r}): top_k must be an integer of at least 1{every}, got "
+                                 f"{describe(top_k)}.")
+        return settings
+
+    def check_texts(self, texts, what="input", allow_empty=True):
+        """Refuses (`UserInputError`) an element of `texts` that is not a str, or an empty or blank one unless
+        `allow_empty`, naming its index (`what` {index})."""
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise UserInputError(f"pipeline({self.task!r}): {what} {index} is {describe(text)}; expected a str.")
+            if not allow_empty and not text.strip():
+                raise UserInputError(f"pipeline({self.task!r}): {what} {index} is empty; expected a text.")
+        return texts
+
+    def warn_cut(self, cut, limit, remedy):
+        """Warns once per pipeline, the first time an input is cut: `cut` None (nothing was) or `(what, tokens)`,
+        e.g. ("input 3", 3012); `limit` what cuts it, e.g. "max_seq_length=64"; `remedy` what reads all of it."""
+        if cut is None or self.warned_cut:
+            return
+        self.warned_cut = True
+        what, tokens = cut
+        warnings.warn(f"pipeline({self.task!r}): {what} has {tokens} tokens, more than {limit} holds: it is cut "
+                      f"({remedy}); said once per pipeline.", stacklevel=_callers_level())
+
+    def first_cut(self, texts, pairs, lengths, max_length):
+        """`("input i", tokens)` of the first text (with its pair) that packing to `max_length` cut
+        (`packing.cut_rows`; `lengths`: the packed length of each), or None; None once `warn_cut` warned."""
+        if self.warned_cut:
+            return None
+        found = next(packing.cut_rows(self.tokenizer, texts, pairs, lengths, max_length), None)
+        return None if found is None else (f"input {found[0]}", found[1])
+
     # ------------------------------------------------------------------------------ running
     def predict(self, features, settings, **options):
         """The model's outputs for every row of `features` (unpadded rows: the recipes' batches, sorted by
@@ -152,17 +225,34 @@ class Pipeline:
 
     def __call__(self, inputs, **options):
         """The answer of one input, or the list of answers of a list of inputs."""
-        settings = {**self.settings, **self.check_options(options)}
-        single = self.is_single(inputs)
+        settings = self.call_settings(options)
+        single = self.is_single(inputs) or not isinstance(inputs, collections.abc.Iterable)
         inputs = [inputs] if single else list(inputs)
-        answers = self.run(inputs, settings) if inputs else []
+        answers = self.run(self.check_inputs(inputs), settings) if inputs else []
         return answers[0] if single else answers
 
     def is_single(self, inputs):
         """Whether `inputs` is one input (a str) rather than a list of them."""
         return isinstance(inputs, str)
 
+    def check_inputs(self, inputs):
+        """The inputs of `__call__`, checked: texts (`check_texts`; empty ones allowed)."""
+        return self.check_texts(inputs)
+
     def __repr__(self):
         source = self.checkpoint.path if self.checkpoint is not None else type(self.model).__name__
         return f"{type(self).__name__}(task={self.task!r}, model={source!r})"
 
+
+def _callers_level():
+    """The `stacklevel` (for `warnings.warn` called by the caller of this function) of the first frame outside
+    this package: the user's line that called the pipeline."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

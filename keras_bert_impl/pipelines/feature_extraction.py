@@ -10,7 +10,8 @@ extract_features.py (`tasks.feature_extraction`): `layers`, encoder-layer indice
 last), concatenated in order; or `feature_mode`, a Table 7 preset of the paper
 (`models.feature_modes`: "embeddings", "second_to_last", "last", "sum_last_four", "concat_last_four",
 "sum_all"; a "scalar_mix" preset is the plain average of its layers, as extract_features.py writes it).
-The answer per text is a nested list [1, tokens, features] (`return_tensors=True`: a numpy array).
+The answer per text is a nested list [1, tokens, features] (`return_tensors=True`: a numpy array). A text
+longer than `max_seq_length` is cut, with one warning the first time.
 """
 
 import numpy as np
@@ -39,8 +40,11 @@ class FeatureExtractionPipeline(Pipeline):
 
     def run(self, texts, settings):
         entries = feature_entries(self.model.config.num_hidden_layers, settings["layers"], settings["feature_mode"])
-        rows = packing.pack_unpadded(self.tokenizer, texts, None, int(settings["max_seq_length"]))
+        max_length = int(settings["max_seq_length"])
+        rows = packing.pack_unpadded(self.tokenizer, texts, None, max_length)
         lengths = [len(row) for row in rows["token_ids"]]
+        self.warn_cut(self.first_cut(texts, None, lengths, max_length), f"max_seq_length={max_length}",
+                      "a larger max_seq_length, up to the model's max_position_embeddings, reads more")
         hidden_states = self.predict(rows, settings, output_length=max(lengths),
                                      select=lambda outputs: outputs["hidden_states"])  # L+1 x [N, T, H]
         features = np.concatenate(entry_features(hidden_states, entries), axis=-1)  # [N, T, D]

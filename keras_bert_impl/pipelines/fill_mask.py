@@ -10,8 +10,11 @@ The model is a `BertPretrainer` (a BertForMaskedLM or BertForPreTraining checkpo
 tokens by the softmax of the masked-LM logits, best first: {"score", "token" (its id), "token_str",
 "sequence" (the text with that token in the mask's place, `BertTokenizer.decode` without special tokens)}.
 A text with several masks answers a list per mask, all masks predicted in one pass, each `sequence` with the
-other masks and the special tokens in it, as transformers does.
+other masks and the special tokens in it, as transformers does. A checkpoint without a masked-LM head is
+refused before any warning of its loading; a text longer than `max_seq_length` is cut, with one warning.
 """
+
+import warnings
 
 import numpy as np
 
@@ -31,22 +34,37 @@ class FillMaskPipeline(Pipeline):
 
     def __init__(self, model, tokenizer=None, **options):
         super().__init__(model, tokenizer, **options)
-        if self.model.objective == "ltr":
-            raise UserInputError("fill-mask needs a masked-LM; this model is a left-to-right LM (objective 'ltr').")
-        if "masked-LM" in self.model.newly_initialized_heads:
-            source = self.checkpoint.path if self.checkpoint is not None else "the model"
-            raise UserInputError(f"{source} has no masked-LM head (cls.predictions.*); fill-mask needs a "
-                                 "BertForMaskedLM or BertForPreTraining checkpoint.")
+        self.check_masked_lm(self.model, "the model")
         # [MASK] in the text is the mask token, not the characters "[", "mask", "]".
         self.tokenizer = BertTokenizer(self.tokenizer.vocabulary, do_lower_case=self.tokenizer.do_lower_case,
                                        split_special_tokens=False)
 
+    def check_masked_lm(self, model, source):
+        """Refuses (`UserInputError`) a model without a trained masked-LM head (`source` names it)."""
+        if model.objective == "ltr":
+            raise UserInputError("fill-mask needs a masked-LM; this model is a left-to-right LM (objective 'ltr').")
+        if "masked-LM" in model.newly_initialized_heads:
+            raise UserInputError(f"{source} has no masked-LM head (cls.predictions.*); fill-mask needs a "
+                                 "BertForMaskedLM or BertForPreTraining checkpoint.")
+
     def load_model(self, checkpoint):
-        return BertPretrainer.from_pretrained(checkpoint, preprocessor=None)
+        """The checkpoint's `BertPretrainer`, refused before any of its loading warnings is shown when it has no
+        masked-LM head (its "initialized randomly" warning would come first otherwise)."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = BertPretrainer.from_pretrained(checkpoint, preprocessor=None)
+        self.check_masked_lm(model, checkpoint.path)
+        for warning in caught:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        return model
 
     def run(self, texts, settings):
-        packed = self.tokenizer(texts, max_length=int(settings["max_seq_length"]))
+        max_length = int(settings["max_seq_length"])
+        packed = self.tokenizer(texts, max_length=max_length)
         token_ids = packed["token_ids"]  # [N, T]
+        self.warn_cut(self.first_cut(texts, None, packed["padding_mask"].sum(axis=1), max_length),
+                      f"max_seq_length={max_length}", "a larger max_seq_length, up to the model's "
+                      "max_position_embeddings, reads more")
         masks = [np.flatnonzero(row == self.tokenizer.mask_token_id) for row in token_ids]
         for i, positions in enumerate(masks):
             if not len(positions):

@@ -12,7 +12,8 @@ test_predictions.csv), its `score` the softmax over the choices. transformers ha
 has the shape of its text-classification's: {"label": the ending's index, "ending", "score"}, or with
 `top_k` the `top_k` best choices, best first (None: every choice). Inputs: `context=..., endings=[...]`,
 one dict {"context", "endings"}, or a list of dicts. The number of endings is the model's (config.json's
-`num_choices`, written by run_swag.py; 4, SWAG's, for a directory without it).
+`num_choices`, written by run_swag.py; 4, SWAG's, for a directory without it). An empty context or ending is
+refused naming its input; a choice longer than `max_seq_length` is cut, with one warning the first time.
 """
 
 from keras_bert_impl.data.swag_data import NUM_CHOICES
@@ -29,6 +30,7 @@ class MultipleChoicePipeline(Pipeline):
     task = "multiple-choice"
     model_classes = (BertMultipleChoice,)
     options = {"top_k": 1}
+    top_k_may_be_all = True
 
     def load_model(self, checkpoint):
         self.check_checkpoint(checkpoint)
@@ -49,13 +51,25 @@ class MultipleChoicePipeline(Pipeline):
             if len(record["endings"]) != self.model.num_choices:
                 raise UserInputError(f"multiple-choice: input {i} has {len(record['endings'])} endings; the model "
                                      f"scores {self.model.num_choices}.")
-        settings = {**self.settings, **self.check_options(options)}
+            if not record["context"].strip():
+                raise UserInputError(f"pipeline({self.task!r}): the context of input {i} is empty; expected a text.")
+            self.check_texts(record["endings"], f"input {i}: ending", allow_empty=False)
+        settings = self.call_settings(options)
         answers = self.run(records, settings) if records else []
         return answers[0] if single else answers
 
     def run(self, records, settings):
         endings = [list(r["endings"]) for r in records]
         rows = self.preprocessor(settings).choices(([r["context"] for r in records], endings))
+        max_length = int(settings["max_seq_length"])
+        for i, (record, row) in enumerate(zip(records, rows["token_ids"])):
+            cut = self.first_cut([record["context"]] * len(row), list(record["endings"]), [len(r) for r in row],
+                                 max_length)
+            if cut is not None:
+                self.warn_cut((f"input {i} ({cut[0].replace('input', 'ending')} with its context)", cut[1]),
+                              f"max_seq_length={max_length}", "a larger max_seq_length, up to the model's "
+                              "max_position_embeddings, reads more")
+                break
         scores = class_scores(self.predict(rows, settings), "softmax")  # [N, C]
         top_k = settings["top_k"]
         answers = []

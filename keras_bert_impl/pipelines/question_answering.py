@@ -14,7 +14,9 @@ each window, a start where its window gives it the most context, at most `max_an
 SQuAD v2.0 (`version_2_with_negative`) "" when the null score beats the best span by more than
 `null_score_diff_threshold`. `score` is the answer's probability among the n best (the softmax of their
 start + end logits); `start` and `end` are its characters in the context (end exclusive; 0 and 0 for "").
-`top_k` > 1 answers with the `top_k` best of the n-best list.
+`top_k` > 1 answers with the `top_k` best of the n-best list (`top_k` is at least 1). A question or context that
+is not a text, or an empty question, is refused naming its index; a question longer than `max_query_length` is
+cut, with one warning the first time.
 
 The windows' and the answers' settings default to those the model directory was fine-tuned with (its
 config.json's `max_seq_length` and "squad" entry), else run_squad.py's defaults (`tasks.squad.decoding_settings`).
@@ -49,13 +51,16 @@ class QuestionAnsweringPipeline(Pipeline):
         else:
             if question is None or context is None:
                 raise UserInputError("question-answering needs question= and context=.")
-            single = isinstance(question, str)
-            questions, contexts = ([question], [context]) if single else (list(question), list(context))
-            if (single and not isinstance(context, str)) or len(questions) != len(contexts):
-                raise UserInputError(f"question-answering: {len(questions)} questions but "
-                                     f"{1 if isinstance(context, str) else len(contexts)} contexts; they must pair up.")
+            single = not isinstance(question, (list, tuple))
+            questions, contexts = ([question], context) if single else (list(question), context)
+            contexts = list(contexts) if isinstance(contexts, (list, tuple)) else [contexts]
+            if len(questions) != len(contexts) or single != (not isinstance(context, (list, tuple))):
+                raise UserInputError(f"question-answering: {len(questions)} questions but {len(contexts)} contexts; "
+                                     "they must pair up.")
             pairs = list(zip(questions, contexts))
-        settings = {**self.settings, **self.check_options(options)}
+        settings = self.call_settings(options)
+        self.check_texts([q for q, _ in pairs], "question", allow_empty=False)
+        self.check_texts([c for _, c in pairs], "context")  # an empty context: the null answer
         answers = self.run(pairs, settings) if pairs else []
         return answers[0] if single else answers
 
@@ -65,6 +70,11 @@ class QuestionAnsweringPipeline(Pipeline):
         preprocessor = self.preprocessor(settings, doc_stride=int(decoding["doc_stride"]),
                                          max_query_length=int(decoding["max_query_length"]))
         examples, features = preprocessor.windows(([q for q, _ in pairs], [c for _, c in pairs]))
+        max_query_length = int(decoding["max_query_length"])
+        cut = next(((f"question {i}", n) for i, n in enumerate(len(self.tokenizer.tokenize(q)) for q, _ in pairs)
+                    if n > max_query_length), None)
+        self.warn_cut(cut, f"max_query_length={max_query_length}", "the context is read whole, in doc_stride "
+                      "windows; a larger max_query_length reads more of a question")
         batch_size = int(settings["predict_batch_size"])
         progress = bool(settings["verbose"]) if settings["verbose"] is not None else len(features) > 8 * batch_size
         results = predict_raw_results(self.model, features, batch_size=batch_size, progress=progress)

@@ -12,8 +12,10 @@ label), best first. Scores are softmax probabilities (`function_to_apply`: "soft
 default "softmax", a one-output model's "sigmoid", a regression's "none": its score). The labels are the
 model directory's `id2label` names (or `label_names=`).
 
-A text longer than `max_seq_length` is cut (`long_input="truncate"`), or classified by its windows with
-their logits pooled (`long_input="mean"` or `"max"`, default: the mode the directory was fine-tuned with).
+A text longer than `max_seq_length` is cut (`long_input="truncate"`; the first time, a warning says so), or
+classified by its windows with their logits pooled (`long_input="mean"` or `"max"`, default: the mode the
+directory was fine-tuned with). An input that is not a text, or an empty text, is refused naming its index;
+`top_k` is None or at least 1.
 The labels are those of run_glue.py's prediction files: the argmax of the same logits
 (`tasks.class_scores`).
 """
@@ -33,9 +35,17 @@ class TextClassificationPipeline(Pipeline):
     task = "text-classification"
     model_classes = (BertClassifier,)
     options = {"top_k": _NOT_GIVEN, "function_to_apply": None, "long_input": "truncate", "label_names": None}
+    top_k_may_be_all = True
 
     def is_single(self, inputs):
         return isinstance(inputs, (str, dict))
+
+    def check_inputs(self, inputs):
+        texts, pairs = _texts(inputs)
+        self.check_texts(texts, allow_empty=False)
+        if pairs is not None:
+            self.check_texts(pairs, "text_pair of input")  # an empty one packs the text alone
+        return inputs
 
     def __call__(self, inputs, **options):
         answers = super().__call__(inputs, **options)
@@ -48,6 +58,11 @@ class TextClassificationPipeline(Pipeline):
         texts, pairs = _texts(inputs)
         preprocessor = self.preprocessor(settings, long_input=settings["long_input"])
         rows, example_index = preprocessor.windows((texts, pairs) if pairs is not None else texts)
+        if settings["long_input"] == "truncate":
+            max_length = int(settings["max_seq_length"])
+            cut = self.first_cut(texts, pairs, [len(row) for row in rows["token_ids"]], max_length)
+            self.warn_cut(cut, f"max_seq_length={max_length}", "long_input='mean' or 'max' classifies a long text "
+                          "by its windows")
         logits = window_logits(self.predict(rows, settings), example_index, len(texts), settings["long_input"])
         regression = self.checkpoint is not None and self.checkpoint.setting("problem_type") == "regression"
         function = settings["function_to_apply"] or default_function(logits.shape[-1], regression)

@@ -6,6 +6,12 @@ those of the Python tokenizer, under every Keras backend (Keras reads tf.data da
 """
 
 import numpy as np
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("raw text in a tf.data.Dataset", "tensorflow")
+
 import tensorflow as tf
 
 

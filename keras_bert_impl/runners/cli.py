@@ -5,7 +5,12 @@ training that diverged one line and exit status 1, a run stopped by a signal one
 or malformed file, a bad flag value) is printed as `error: <message>` without a traceback and exits 2; a
 `TrainingDivergedError` (a non-finite or grown loss, metric or weight) as `error: training diverged:
 <message>` and exits 1; a `RunInterrupted` (Ctrl-C or SIGTERM during training: `training.interrupts`) as its
-message (where the same command resumes) and exits 130 (SIGINT) or 143 (SIGTERM). A file system's refusal
+message (where the same command resumes) and exits 130 (SIGINT) or 143 (SIGTERM). Outside training, anywhere
+else in the run (reading data, evaluation, prediction, export, writing pretraining data), SIGINT and SIGTERM
+raise a `RunInterrupted` where the main thread is (`stop_on_signals`): every `finally` and the atomic writers'
+cleanup run (no temporary file is left, on SIGTERM as on Ctrl-C), and the run ends with one line, "stopped
+by SIGTERM.", and exit status 130 or 143. A second signal while the first is handled ends the process at
+once (the signal's default action). A file system's refusal
 to write (no space left, a read-only file system, no permission: an `OSError` with one of
 `FILE_SYSTEM_ERRORS`) is one line naming the path and exits 2. `--debug` (a flag of every
 `runners.flags.FlagParser`) or the environment variable `KERAS_BERT_IMPL_DEBUG=1` re-raises them with their
@@ -19,11 +24,14 @@ lines are kept off stderr (`utils.tensorflow_logs`) unless the user set `TF_CPP_
 import contextlib
 import errno
 import os
+import signal
 import sys
+import threading
 import warnings
 
 from keras_bert_impl import import_exports
 from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
+from keras_bert_impl.utils.optional_dependencies import MissingDependencyError
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
@@ -31,10 +39,12 @@ DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
 FILE_SYSTEM_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
 
-def run_main(build_parser, run, argv=None):
+def run_main(build_parser, run, argv=None, before_import=None):
     """Parses `argv` (default `sys.argv[1:]`) with `build_parser()` and returns `run(args)`; a
     `UserInputError` exits with status 2 and a `TrainingDivergedError` with status 1, each with a one-line
-    message on stderr (see the module docstring).
+    message on stderr (see the module docstring). `before_import(args)`, if given, runs before the package
+    (and Keras) is imported: e.g. a check that a feature's optional packages are installed
+    (`utils.optional_dependencies`), which a Keras backend that cannot import would otherwise preempt.
 
     Examples:
 
@@ -55,8 +65,11 @@ def run_main(build_parser, run, argv=None):
     args = build_parser().parse_args([a for a in argv if a != "--debug"])
     args.debug = debug
     try:
-        with filtered_stderr(enabled=not wants_tensorflow_logs(debug)), one_line_warnings(enabled=not debug):
-            import_exports()  # the package's classes, registered (a recipe imports the package lazily)
+        with stop_on_signals(), filtered_stderr(enabled=not wants_tensorflow_logs(debug)), \
+                one_line_warnings(enabled=not debug):
+            if before_import is not None:
+                before_import(args)
+            import_keras_backend_or_explain(import_exports)  # the package's classes, registered (lazily imported)
             return run(args)
     except UserInputError as error:
         if debug:
@@ -68,16 +81,73 @@ def run_main(build_parser, run, argv=None):
             raise
         print(f"error: training diverged: {error}", file=sys.stderr)
         sys.exit(1)
-    except RunInterrupted as error:  # training stopped after a step; the message says where it resumes
+    except RunInterrupted as error:  # a signal: training says where it resumes, elsewhere "stopped by SIG..."
         if debug:
             raise
         print(str(error), file=sys.stderr)
         sys.exit(error.exit_status)
+    except KeyboardInterrupt:  # Ctrl-C before the handlers were installed, or raised by a library
+        if debug:
+            raise
+        print("stopped by SIGINT.", file=sys.stderr)
+        sys.exit(128 + signal.SIGINT)
     except OSError as error:
         if debug or error.errno not in FILE_SYSTEM_ERRORS:
             raise
         print(f"error: {file_system_error(error)}", file=sys.stderr)
         sys.exit(2)
+
+
+# The signals that stop a run: each raises `RunInterrupted` in the main thread (`stop_on_signals`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """Within (in the main thread): SIGINT and SIGTERM raise `RunInterrupted(signum, "stopped by SIG....")`
+    where the main thread is, so that the code running unwinds as on Ctrl-C (its `finally` blocks, the
+    atomic writers' removal of their temporary files); a second signal meanwhile ends the process by the
+    signal's default action. Training installs its own handlers inside (`training.interrupts.StopOnSignal`:
+    it stops after the current step). The previous handlers are back after the block.
+
+    Examples:
+
+    >>> try:
+    ...     with stop_on_signals():
+    ...         os.kill(os.getpid(), signal.SIGTERM)
+    ... except RunInterrupted as error:
+    ...     print(error.exit_status, error)
+    143 stopped by SIGTERM.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        for each in STOP_SIGNALS:  # a second signal: the default action, at once
+            signal.signal(each, signal.SIG_DFL)
+        raise RunInterrupted(signum, f"stopped by {signal.Signals(signum).name}.")
+
+    previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def import_keras_backend_or_explain(import_exports):
+    """Calls `import_exports()`; a Keras backend that is not installed (KERAS_BACKEND=tensorflow, Keras' default,
+    without TensorFlow) is a `MissingDependencyError`: one line naming the backend and its extra."""
+    try:
+        import_exports()
+    except ModuleNotFoundError as error:
+        module = (error.name or "").partition(".")[0]
+        if module not in ("tensorflow", "jax", "torch"):
+            raise
+        backend = os.environ.get("KERAS_BACKEND") or "tensorflow"
+        default = "; Keras' default" if "KERAS_BACKEND" not in os.environ else ""
+        raise MissingDependencyError(f"KERAS_BACKEND={backend} (the Keras backend{default})", module, module) from None
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """Create masked-LM / next-sentence pretraining TFRecords (google-research/bert's script, streamed).
 
-Same flags and same output format as google-research/bert's `create_pretraining_data.py`; the corpus is
-read `--shard_size_documents` documents at a time instead of all at once (see
+Same flags and same output format as google-research/bert's `create_pretraining_data.py` (TFRecord files of
+`tf.train.Example`s, written without TensorFlow: `data/pretraining_records.py`, byte for byte TensorFlow's
+writer's); the corpus is read `--shard_size_documents` documents at a time instead of all at once (see
 keras_bert_impl/data/pretraining_instances.py for the algorithm and the few documented differences). The
 command is `python -m keras_bert_impl.runners.create_pretraining_data` or, in a checkout,
 `python recipes/create_pretraining_data.py`:
@@ -25,6 +26,7 @@ import time
 
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -83,12 +85,10 @@ def build_parser():
 
 
 def _glob_inputs(input_file):
-    import tensorflow as tf
-
     files = []
     for pattern in input_file.split(","):
         if pattern:
-            matched = sorted(tf.io.gfile.glob(pattern))
+            matched = file_io.glob(pattern)
             if not matched:
                 raise UserInputError(f"--input_file: nothing matches {pattern!r}")
             files.extend(matched)
@@ -102,10 +102,9 @@ def main(argv=None, tokenizer=None):
 
 
 def run(args, tokenizer=None):
-    """Writes the TFRecords of the parsed flags; returns the number of instances written."""
-    import tensorflow as tf
-
-    from keras_bert_impl.data import pretraining_documents, pretraining_instances, tf_pretraining_records
+    """Writes the TFRecords of the parsed flags (without TensorFlow: `data/pretraining_records.py`); returns the
+    number of instances written."""
+    from keras_bert_impl.data import pretraining_documents, pretraining_instances, pretraining_records
     from keras_bert_impl.data.masked_lm_predictions import check_masking_split
 
     check_masking_split(args.mask_token_prob, args.keep_token_prob, args.random_token_prob)
@@ -128,7 +127,7 @@ def run(args, tokenizer=None):
         log(f"  {f}")
         parent = os.path.dirname(f)
         if parent:
-            tf.io.gfile.makedirs(parent)
+            file_io.makedirs(parent)
 
     segmenter = None
     if args.word_segmenter:
@@ -140,8 +139,7 @@ def run(args, tokenizer=None):
         segmenter = get_segmenter(args.word_segmenter)
     stats = {}
     documents = pretraining_documents.read_documents(
-        input_files, tokenizer, open_fn=lambda path: tf.io.gfile.GFile(path, "r"), stats=stats,
-        word_segmenter=segmenter)
+        input_files, tokenizer, stats=stats, word_segmenter=segmenter)
     instances = pretraining_instances.create_training_instances(
         documents, list(tokenizer.vocab.keys()), random.Random(args.random_seed),
         max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
@@ -159,7 +157,7 @@ def run(args, tokenizer=None):
             f"({time.time() - start:.1f} s)"
         )
 
-    total = tf_pretraining_records.write_instances_to_example_files(
+    total = pretraining_records.write_instances_to_example_files(
         instances,
         tokenizer,
         output_files,

@@ -18,7 +18,8 @@ only: the stock interpreter runs it; `--quantization=dynamic_int8` for LiteRT's 
 labels, do_lower_case, max_seq_length, inputs): the text is tokenized by the caller (docs/deployment.md).
 The SavedModel is written under a temporary name and renamed once complete. It replaces an earlier export
 (a directory holding export_config.json); an `--export_dir` that is a file or a non-empty directory of other
-files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it. A mistake in a
+files is refused in one line, leaving it as it is, unless `--overwrite` says to replace it; an `--export_dir` that
+is the `--model_dir`, lies inside it or holds it is refused, with `--overwrite` too. A mistake in a
 flag or in the model directory stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
@@ -27,6 +28,14 @@ import os
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import FlagParser
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.optional_dependencies import require
+
+# --format -> the feature's name, its extra and the packages it imports.
+FORMAT_REQUIREMENTS = {
+    "savedmodel": ("SavedModel export", "tensorflow", ("tensorflow", "tensorflow_text")),
+    "litert": ("LiteRT export", "export", ("tensorflow",)),
+    "onnx": ("ONNX export", "export", ("tensorflow", "tf2onnx", "onnx")),
+}
 
 
 def build_parser():
@@ -55,12 +64,22 @@ def build_parser():
     return parser
 
 
+def check_dependencies(args):
+    """Refuses a `--format` whose packages are not installed, in one line naming its extra, before Keras is
+    imported (under KERAS_BACKEND=tensorflow, Keras itself needs TensorFlow) and before anything is written."""
+    require(*FORMAT_REQUIREMENTS[args.format])
+
+
 def run(args):
     """Exports `--model_dir` to `--export_dir`; returns (task name, export directory)."""
+    check_dependencies(args)
     import keras  # imported once the flags are parsed: --help answers without Keras and TensorFlow
 
     if not os.path.isdir(args.model_dir):
         raise UserInputError(f"--model_dir: no directory at {args.model_dir}")
+    from keras_bert_impl.export.export_settings import check_export_source
+
+    check_export_source(args.model_dir, args.export_dir)
     if keras.backend.backend() != "tensorflow":
         raise UserInputError(f"the export is a TensorFlow graph: run it with KERAS_BACKEND=tensorflow (not "
                              f"{keras.backend.backend()}), or run recipes/export_savedmodel.py, which sets it.")
@@ -117,7 +136,7 @@ def _export_token_id_model(args):
 
 def main(argv=None):
     """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+    return run_main(build_parser, run, argv, before_import=check_dependencies)
 
 
 if __name__ == "__main__":

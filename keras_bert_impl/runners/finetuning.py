@@ -13,14 +13,14 @@ tokens reported (`tokenizers.unknown_tokens.report_unknown_tokens` on `task.text
 warning above 1%), and only then the checkpoint loaded (`task.build_model`), so a user's mistake is
 reported within seconds (`UserInputError`, printed as one line by `runners.cli.run_main`).
 
-What a training run leaves in `--output_dir` (printed at the end):
+What a training run leaves in `--output_dir` (printed at the end, with the disk each takes and their sum):
 
     train_log.jsonl            one JSON line per epoch: step, epoch, train loss/metrics, dev_<metric>s
     train_steps_log.jsonl      the epoch's running train loss/metrics every --log_every_steps steps
     logs/train/                the same as TensorBoard scalars (`tensorboard --logdir output_dir/logs`)
     dev_metrics_per_epoch.json every epoch's dev metrics
     best.weights.h5            the best epoch's weights (no optimizer state)
-    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` epoch ends, and
+    checkpoints/               model + optimizer state at the last `--keep_checkpoint_max` (1) epoch ends, and
                                state.json (epoch, best dev metric and history per checkpoint)
     model/, eval_results.json, prediction files    (the task's)
 
@@ -37,7 +37,8 @@ sees the batches an uninterrupted run would have seen (the shuffle is seeded wit
 with the same seed and no dropout the result is the uninterrupted run's. A run whose checkpoints already
 reach `--num_train_epochs` trains nothing: it takes its best weights and evaluates / predicts / saves as
 the flags say. `--overwrite_output_dir` (or another `--output_dir`) trains from the start: it removes what a
-run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else.
+run writes in output_dir (`OUTPUT_DESCRIPTIONS`: checkpoints, logs, model/, results), nothing else, and is
+refused in one line when a file the run reads (--init_checkpoint, --vocab_file, a data file) lies in one of them.
 
 One run per output_dir, bound to its settings (`training.run_directory`): the run holds `output_dir/.lock`
 while it lives, and a second run on the directory is refused, naming the process that holds it; a training
@@ -76,6 +77,7 @@ import warnings
 
 import keras
 
+from keras_bert_impl.checkpoints import model_directory
 from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
 from keras_bert_impl.runners.cli import run_main
@@ -93,6 +95,7 @@ from keras_bert_impl.training.optimization import create_optimizer
 from keras_bert_impl.training.out_of_memory import explain_out_of_memory
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.progress import FitProgress
 
 TRAIN_LOG = "train_log.jsonl"
 STEPS_LOG = "train_steps_log.jsonl"
@@ -313,22 +316,25 @@ class BestCheckpoint(keras.callbacks.Callback):
 
 class EpochCheckpoint(keras.callbacks.Callback):
     """At every epoch end: writes the driver's state for the step (`STATE_FILE`: epochs done, the
-    `BestCheckpoint` state), then the model + optimizer checkpoint (`checkpoint_store.save_checkpoint`).
+    `BestCheckpoint` state, the labels the head is trained on), then the model + optimizer checkpoint
+    (`checkpoint_store.save_checkpoint`).
 
     The state is written first, so every checkpoint has its state; a kill between the two leaves the
     previous checkpoint the latest, whose state is still there.
     """
 
-    def __init__(self, directory, best=None, keep_checkpoint_max=2):
+    def __init__(self, directory, best=None, keep_checkpoint_max=1, labels=None):
         super().__init__()
         self.directory = directory
         self.best = best
         self.keep_checkpoint_max = keep_checkpoint_max
+        self.labels = labels
 
     def on_epoch_end(self, epoch, logs=None):
         step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
         states = read_checkpoint_states(self.directory)
-        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state()}
+        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state(),
+                             "labels": self.labels}
         os.makedirs(self.directory, exist_ok=True)
         write_json(os.path.join(self.directory, STATE_FILE), states)
         checkpoint_store.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
@@ -358,15 +364,20 @@ def read_checkpoint_states(directory):
         return json.load(f)
 
 
-def restore_training(model, directory, best=None):
+def restore_training(model, directory, best=None, labels=None):
     """Restores the latest checkpoint of `directory` into the compiled `model` (and its state into `best`);
-    returns the number of epochs it completed (0 when there is none).
+    returns the number of epochs it completed (0 when there is none). `labels`: the label names the model's
+    head is trained on now (`task.trained_labels()`).
 
     Raises:
-        UserInputError: the checkpoints do not fit the model (another run's output_dir) or lack their state.
+        UserInputError: the checkpoints were trained on other labels (naming both sets), do not fit the model
+            (another run's output_dir) or lack their state.
     """
-    if not checkpoint_store.list_checkpoints(directory):
+    checkpoints = checkpoint_store.list_checkpoints(directory)
+    if not checkpoints:
         return 0
+    run_directory.check_trained_labels(directory, read_checkpoint_states(directory).get(str(checkpoints[-1][0]), {}),
+                                       labels)
     try:
         step = checkpoint_store.restore_latest_checkpoint(model, directory)
     except (OSError, ValueError) as error:
@@ -407,30 +418,6 @@ def warn_untrained_heads(model, config):
           f"as --init_checkpoint.", file=sys.stderr)
 
 
-def print_outputs(output_dir, since):
-    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`)."""
-    if not os.path.isdir(output_dir):
-        return []
-
-    def newest(path):  # lstat: a link's own time (a worker's links to the chief's files may dangle by now)
-        if not os.path.isdir(path):
-            return os.lstat(path).st_mtime
-        times = [os.lstat(os.path.join(root, name)).st_mtime for root, _, names in os.walk(path) for name in names]
-        return max(times, default=os.lstat(path).st_mtime)
-
-    written = sorted(name for name in os.listdir(output_dir)
-                     if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
-    if written:
-        print(f"wrote to {output_dir}:")
-        width = max(len(name) for name in written) + 2
-        for name in written:
-            path = os.path.join(output_dir, name)
-            shown = name + ("/" if os.path.isdir(path) else "")
-            description = OUTPUT_DESCRIPTIONS.get(name, "").format(path=path)
-            print(f"  {shown:<{width}}{description}".rstrip())
-    return written
-
-
 # ------------------------------------------------------------------------------------------- the driver
 def run_finetuning(task):
     """Trains / evaluates / predicts `task` (a `keras_bert_impl.tasks.base.FinetuningTask`) as its config
@@ -451,14 +438,18 @@ def run_finetuning(task):
     if protocol_settings is not None and config.strategy == "multiworker":
         raise UserInputError("--learning_rate_grid / --num_restarts run in one process: leave out "
                              "--strategy=multiworker (a worker would not see the runs the chief has finished).")
+    if config.init_checkpoint:  # a TF1 checkpoint without TensorFlow: one line, before output_dir is made
+        model_directory.require_checkpoint_reader(config.init_checkpoint)
     distribution = setup_distribution(config)
-    run_directory.make_output_dir(config.output_dir)
     # A multi-worker job: the chief writes output_dir, holding its lock; every other worker writes a temporary
     # directory in which the checkpoints and best weights the chief has written are links (it resumes from them).
-    with distribution.scope(), distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
+    # A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(config.output_dir), distribution.scope(), \
+            distribution.write_dir(config.output_dir, read_back=READ_BACK) as write_dir, \
             run_directory.RunLock(config.output_dir) if distribution.is_chief else contextlib.nullcontext():
         if config.overwrite_output_dir and distribution.is_chief:
-            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS)
+            removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS,
+                                                       dataclasses.asdict(config))
             if removed:
                 print(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
         task = task.with_config(distributed_config(config, distribution, write_dir))
@@ -507,7 +498,10 @@ def finetune(task, distribution, select_on_dev=False):
         elif config.do_train:
             print(f"{str(warning.message).rstrip('.')} (a new head: training sets its weights).")
     if config.lora_rank:
-        model.backbone.enable_lora(config.lora_rank)
+        try:
+            model.backbone.enable_lora(config.lora_rank)
+        except UserInputError as error:
+            raise UserInputError(f"--lora_rank: {error}") from None
     predictions = predictor(model, distribution)
     results = {}
     if config.do_train:
@@ -523,7 +517,7 @@ def finetune(task, distribution, select_on_dev=False):
     if config.do_predict:
         results = task.predict(predictions, results)
     task.write_results(results)
-    print_outputs(config.output_dir, started)
+    run_directory.print_outputs(config.output_dir, started, OUTPUT_DESCRIPTIONS)
     return results
 
 
@@ -548,7 +542,7 @@ def fit_task(task, model, train, distribution, predictions):
     # `fit` hands the callback `model` itself; `predictions` computes its outputs.
     best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, config.output_dir)
             if task.can_evaluate else None)
-    initial_epoch = restore_training(model, checkpoint_dir, best)
+    initial_epoch = restore_training(model, checkpoint_dir, best, task.trained_labels())
     log_path = os.path.join(config.output_dir, TRAIN_LOG)
     initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
     if initial_epoch >= epochs:
@@ -583,11 +577,12 @@ def fit_task(task, model, train, distribution, predictions):
             metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
                                     steps_path=steps_log_path, log_every_steps=config.log_every_steps,
                                     accumulation_steps=accumulation, initial_batches=initial_epoch * batches_per_epoch),
-            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max), stop,
+            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max, task.trained_labels()),
+            FitProgress(config.verbose), stop,
         ]
-        with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length):
-            model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=config.verbose,
-                      **fit_kwargs)
+        with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length), \
+                streaming.raising_stream_errors(train.features):
+            model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=0, **fit_kwargs)
     # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
     divergence.check_finite_weights(model, "the end of training")
     if best is None or best.best_metrics is None:

@@ -97,8 +97,9 @@ def finetuning_flag_parser(description, max_seq_length=128):
     p.add_argument("--steps_per_execution", type=positive_int, default=1, help="Train steps per compiled call.")
     p.add_argument("--log_every_steps", type=non_negative_int, default=100,
                    help="Optimizer steps between two records of output_dir/train_steps_log.jsonl (0: none).")
-    p.add_argument("--keep_checkpoint_max", type=positive_int, default=2,
-                   help="Epoch checkpoints (with optimizer state) kept in output_dir/checkpoints for resuming.")
+    p.add_argument("--keep_checkpoint_max", type=positive_int, default=1,
+                   help="Epoch checkpoints (with optimizer state) kept in output_dir/checkpoints for resuming: the "
+                   "newest ones (best.weights.h5 keeps the best epoch's weights).")
     p.add_argument("--gradient_accumulation_steps", type=positive_int, default=1,
                    help="Split each --train_batch_size batch into this many batches whose gradients are summed "
                         "before one update (less memory, the same updates); steps count updates.")
@@ -142,7 +143,8 @@ def add_task_flags(p, unit="example", bilstm=False):
     p.add_bool_flag("save_model", True, "Write the fine-tuned model with its vocab.txt and tokenizer_config.json "
                     "to output_dir/model (Hugging Face layout).")
     p.add_argument("--verbose", type=int, choices=(0, 1, 2), default=1,
-                   help="Keras fit verbosity (1 = progress bar, 2 = one line per epoch).")
+                   help="fit's progress: 1 = a progress bar on a terminal (one line per epoch in a file), 2 = one "
+                   "line per epoch, 0 = none.")
     return p
 
 

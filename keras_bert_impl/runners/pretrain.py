@@ -8,7 +8,10 @@ Same flags as the original, on any Keras backend (KERAS_BACKEND=tensorflow|jax|t
         --config=bert_tiny --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
         --num_train_steps=10000 --num_warmup_steps=1000 --learning_rate=1e-4 --save_checkpoints_steps=1000
 
-The input files are those of recipes/create_pretraining_data.py (or of the original script).
+The input files are those of recipes/create_pretraining_data.py (or of the original script). Where TensorFlow
+is installed they are read by `tf.data` (`data/tf_pretraining_datasets.py`), else in pure Python as numpy
+batches (`data/pretraining_batches.py`: the same records and reading scheme, its own shuffle order), so JAX and
+torch pretrain without TensorFlow.
 Run the same command again after an interruption (even kill -9): it restores the latest complete
 checkpoint of `output_dir/checkpoints` (weights, optimizer state, step) and trains on to the same
 `--num_train_steps`. With `--seed` the input pipeline skips the batches the restored steps read, and the
@@ -33,7 +36,8 @@ The output directory belongs to one run: a lock (`output_dir/.lock`, held while 
 second run on it, naming the process that holds it; `output_dir/run_settings.json` records the flags that
 shape the trained weights (`RUN_SETTINGS_IGNORED` lists those that do not), and while the directory holds
 checkpoints a training run with other values is refused, naming each flag with its two values.
-`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else.
+`--overwrite_output_dir` starts afresh: it removes what a run writes there (`RUN_OUTPUTS`), nothing else (refused
+when --init_checkpoint or an input file lies in one of them).
 
 `--objective` selects the pretraining task of the paper's Table 5: `mlm_nsp` (default, the original),
 `sop` (the same model on `create_pretraining_data.py --sentence_order` files), `mlm` (masked LM only, no
@@ -57,6 +61,7 @@ import time
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.runners.cli import run_main
 from keras_bert_impl.runners.flags import FlagParser, accumulation_options, add_distribution_flags
+from keras_bert_impl.utils.optional_dependencies import is_installed
 
 # What a run writes into --output_dir (what --overwrite_output_dir removes).
 RUN_OUTPUTS = ("checkpoints", "train_log.jsonl", "logs", "final", "metrics.json")
@@ -98,7 +103,8 @@ def build_parser():
     p.add_argument("--steps_per_execution", type=int, default=1, help="Train steps per compiled call.")
     p.add_argument("--keep_checkpoint_max", type=int, default=5, help="Newest checkpoints kept.")
     p.add_argument("--seed", type=int, default=None, help="Seed of weights init, dropout and data shuffling.")
-    p.add_argument("--verbose", default="auto", help="fit verbosity: auto/1 (progress bar), 2 (a line per loop), 0.")
+    p.add_argument("--verbose", default="auto", help="fit's progress: auto/1 (a progress bar on a terminal, a line per "
+                   "loop in a file), 2 (a line per loop), 0.")
     p.add_argument("--objective", default="mlm_nsp", choices=PRETRAINING_OBJECTIVES,
                    help="mlm_nsp (original), sop (the same on --sentence_order data), mlm (no NSP head) or ltr "
                         "(left-to-right LM, causal attention, no NSP).")
@@ -175,16 +181,23 @@ def run(args):
     if args.seed is not None:
         keras.utils.set_random_seed(args.seed)
     distribute.set_mixed_precision(args.mixed_precision)
+    if distribution.process_share is not None and not is_installed("tensorflow"):
+        # The numpy batches are each process's share already (`pretraining_batches(process_share=...)`).
+        distribution.keras_distribution.auto_shard_dataset = False
     if distribution.num_replicas > 1:
         print(f"{distribution.name}: {distribution.num_replicas} replicas x "
               f"{distribution.per_replica_batch_size(args.train_batch_size)} = global batch {args.train_batch_size}")
-    run_directory.make_output_dir(args.output_dir)
+    if args.init_checkpoint:  # a TF1 checkpoint without TensorFlow: one line, before output_dir is made
+        from keras_bert_impl.checkpoints.model_directory import require_checkpoint_reader
+
+        require_checkpoint_reader(args.init_checkpoint)
     # The chief writes output_dir, holding its lock; another worker of a multi-worker job writes a deleted
-    # temporary directory.
-    with distribution.scope(), distribution.write_dir(args.output_dir) as write_dir:
+    # temporary directory. A run that fails before it writes anything leaves no output_dir it created.
+    with run_directory.created_output_dir(args.output_dir), distribution.scope(), \
+            distribution.write_dir(args.output_dir) as write_dir:
         with run_directory.RunLock(args.output_dir) if distribution.is_chief else contextlib.nullcontext():
             if args.overwrite_output_dir and distribution.is_chief:
-                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS)
+                removed = run_directory.remove_run_outputs(args.output_dir, RUN_OUTPUTS, vars(args))
                 if removed:
                     print(f"--overwrite_output_dir: removed {', '.join(removed)} from {args.output_dir}")
             checkpoint_dir = os.path.join(args.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
@@ -199,14 +212,43 @@ def run_settings(args):
     return {name: value for name, value in sorted(vars(args).items()) if name not in RUN_SETTINGS_IGNORED}
 
 
+def input_batches(args, file_patterns, batch_size, distribution, is_training, seed=None, drop_remainder=None,
+                  skip_batches=0):
+    """The `(x, y)` batches of `file_patterns` for `args.objective`: a `tf.data` pipeline
+    (`tf_pretraining_datasets`) when TensorFlow is installed, else a generator of numpy batches
+    (`pretraining_batches`, whose first `skip_batches` batches are skipped)."""
+    if is_installed("tensorflow"):
+        from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
+        from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
+
+        return objective_dataset(pretraining_dataset(
+            file_patterns, args.max_seq_length, args.max_predictions_per_seq, batch_size, is_training=is_training,
+            drop_remainder=drop_remainder, seed=seed), args.objective)
+    from keras_bert_impl.data.pretraining_batches import pretraining_batches
+
+    return pretraining_batches(
+        file_patterns, args.max_seq_length, args.max_predictions_per_seq, batch_size, is_training=is_training,
+        drop_remainder=drop_remainder, seed=seed, skip_batches=skip_batches, objective=args.objective,
+        process_share=distribution.process_share)
+
+
+def training_input(args, batch_size, distribution):
+    """What `resumable.run_training` reads: with `--seed` one seeded pipeline past the batches the restored
+    steps read (a resumed run sees exactly the batches of an uninterrupted one), else a function of the
+    restored step giving a fresh unseeded pipeline."""
+    if args.seed is not None and is_installed("tensorflow"):  # run_training skips the restored steps' batches
+        return input_batches(args, args.input_file, batch_size, distribution, is_training=True, seed=args.seed)
+    return lambda initial_step: input_batches(
+        args, args.input_file, batch_size, distribution, is_training=True, seed=args.seed,
+        skip_batches=0 if args.seed is None else initial_step * args.gradient_accumulation_steps)
+
+
 def train_and_evaluate(args, distribution, write_dir=None):
     """The recipe's work, inside the strategy scope of `main`; outputs go to `write_dir` (default
     --output_dir), checkpoints are restored from --output_dir."""
     write_dir = args.output_dir if write_dir is None else write_dir
     import keras
 
-    from keras_bert_impl.data.tf_pretraining_datasets import pretraining_dataset
-    from keras_bert_impl.data.tf_pretraining_objectives import objective_dataset
     from keras_bert_impl.training import checkpoint_store, divergence, resumable, run_directory
     from keras_bert_impl.training.optimization import create_optimizer
     from keras_bert_impl.training.out_of_memory import explain_out_of_memory
@@ -225,21 +267,7 @@ def train_and_evaluate(args, distribution, write_dir=None):
 
     if args.do_train:
         batch_size = args.train_batch_size // args.gradient_accumulation_steps  # the batches of one update
-
-        def train_dataset(initial_step):
-            return objective_dataset(pretraining_dataset(
-                args.input_file, args.max_seq_length, args.max_predictions_per_seq, batch_size,
-                is_training=True, seed=None,
-            ), args.objective)
-
-        if args.seed is not None:
-            # One seeded pipeline: run_training skips the batches the restored steps read, so a resumed run
-            # sees exactly the batches of an uninterrupted one.
-            train_dataset = objective_dataset(pretraining_dataset(
-                args.input_file, args.max_seq_length, args.max_predictions_per_seq, batch_size,
-                is_training=True, seed=args.seed,
-            ), args.objective)
-
+        train_dataset = training_input(args, batch_size, distribution)
         # A non-finite or grown loss stops the run naming the step; the newest checkpoint stays a finite one.
         guard = divergence.DivergenceGuard(os.path.join(write_dir, checkpoint_store.CHECKPOINT_SUBDIR),
                                            divergence.first_logged_loss(os.path.join(write_dir, "train_log.jsonl")))
@@ -264,10 +292,8 @@ def train_and_evaluate(args, distribution, write_dir=None):
         results.update(initial_step=step, global_step=step)
 
     if args.do_eval:
-        eval_dataset = objective_dataset(pretraining_dataset(
-            args.eval_input_file or args.input_file, args.max_seq_length, args.max_predictions_per_seq,
-            args.eval_batch_size, is_training=False, drop_remainder=distribution.whole_batches_only,
-        ), args.objective)
+        eval_dataset = input_batches(args, args.eval_input_file or args.input_file, args.eval_batch_size,
+                                     distribution, is_training=False, drop_remainder=distribution.whole_batches_only)
         results["eval"] = resumable.evaluate(model, eval_dataset, args.max_eval_steps)
         print("***** Eval results *****")
         for name, value in sorted(results["eval"].items()):

@@ -32,6 +32,8 @@ def build_parser():
                    help="A text longer than --max_seq_length: truncate it (the original), or classify its windows "
                    "of --max_seq_length tokens, pooling their logits by their mean or max (training on every "
                    "window).")
+    p.add_bool_flag("regression", False, "Your own data: a regression on its labels (integers too); without it "
+                    "float labels make a regression and other labels a classifier of at least two labels.")
     p.add_bool_flag("stream_train_data", None, "Stream the training file of a GLUE task (a TSV or JSON lines) "
                     "from disk every epoch, in bounded memory, instead of featurizing it whole in memory (another batch order). Default: "
                     f"for files of {STREAMING_MIN_BYTES // 2**20} MiB or more.")

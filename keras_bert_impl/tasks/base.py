@@ -12,11 +12,13 @@ config from their flags (`runners.finetuning_flags.config_from_flags`).
 
 import dataclasses
 import os
+import warnings
 from typing import Optional
 
 from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY, ModelDirectory
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
 from keras_bert_impl.training.distribute import MIXED_PRECISION, STRATEGY_NAMES
@@ -84,7 +86,7 @@ class FinetuningConfig:
     seed: int = setting(42, NON_NEGATIVE_INT)
     steps_per_execution: int = setting(1, POSITIVE_INT)
     log_every_steps: int = setting(100, NON_NEGATIVE_INT)
-    keep_checkpoint_max: int = setting(2, POSITIVE_INT)
+    keep_checkpoint_max: int = setting(1, POSITIVE_INT)  # the last epoch's (best.weights.h5 keeps the best)
     gradient_accumulation_steps: int = setting(1, POSITIVE_INT)  # batches of train_batch_size / N per update
     lora_rank: Optional[int] = setting(None, optional(POSITIVE_INT))  # None: full fine-tuning
     # The paper's protocol (`runners.protocol`): a learning-rate grid times restarts.
@@ -242,6 +244,18 @@ def save_model_directory(model, tokenizer, directory, max_seq_length, extra_conf
         model.save_pretrained(tmp, settings=settings, **save_kwargs)
 
 
+def warn_cut_examples(tokenizer, texts, pair_texts, features, max_seq_length, split, remedy, what="examples"):
+    """One warning when packing `texts` (with `pair_texts`, or None) to `max_seq_length` cut some of them
+    (`packing.cut_rows` on the packed rows `features["token_ids"]`): how many of how many, in `split` (e.g.
+    "the train set"), and `remedy`, what reads more of them; `what` names them ("examples", "choices").
+    The original cuts them without a word; a run says it once per split."""
+    lengths = [len(row) for row in features["token_ids"]]
+    cut = sum(1 for _ in packing.cut_rows(tokenizer, texts, pair_texts, lengths, max_seq_length))
+    if cut:
+        warnings.warn(f"{split}: {cut} of {len(texts)} {what} are longer than --max_seq_length={max_seq_length} and "
+                      f"are cut to it, as the original cuts them ({remedy}).", stacklevel=2)
+
+
 def batching_options(config):
     """The padding options of prediction batches (`batching.predict_bucketed`) of a `FinetuningConfig`."""
     return {"dynamic_padding": config.dynamic_padding, "max_length": config.max_seq_length,
@@ -326,6 +340,11 @@ class FinetuningTask:
         """The texts of every file `setup` read (training, dev and test), for the [UNK] report
         (`tokenizers.unknown_tokens.report_unknown_tokens`): a list of str."""
         return []
+
+    def trained_labels(self):
+        """The label names the model's head is trained on, in class-id order (recorded with each checkpoint:
+        a resumed run on other labels is refused naming both sets); None for a head without labels."""
+        return None
 
     def build_model(self):
         raise NotImplementedError

@@ -10,7 +10,8 @@ submission files; the model directory names the labels readably (SST-2's "negati
 "0" and "1": `glue_data.model_label_names`).
 
 Without `--task_name`, the files are your own data (`data/text_classification_data.py`): labels of any
-count, integers or strings, read from --train_file (float labels: a regression), kept as names in the model
+count (at least two), integers or strings, read from --train_file (float labels, or `--regression`: a
+regression), kept as names in the model
 directory's config.json `id2label` (without --do_train: the checkpoint's labels); it evaluates accuracy
 (a regression: Pearson and Spearman correlations) and writes test_predictions.tsv (`index`, `prediction`:
 the label name, or the score).
@@ -36,7 +37,13 @@ from keras_bert_impl.data import batching, glue_data, streaming, text_classifica
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
+from keras_bert_impl.tasks.base import (
+    FinetuningConfig,
+    FinetuningTask,
+    TrainingSet,
+    batching_options,
+    warn_cut_examples,
+)
 from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.training.metrics_log import metrics_text
@@ -78,6 +85,8 @@ class GlueConfig(FinetuningConfig):
     long_input: str = setting("truncate", one_of(LONG_INPUT_MODES))
     # Stream the training file (`data.streaming`): None: from `streaming.STREAMING_MIN_BYTES` up.
     stream_train_data: Optional[bool] = setting(None, optional(BOOLEAN))
+    # Your own data: a regression on its labels, integers too (float labels are one without it).
+    regression: bool = setting(False, BOOLEAN)
 
 
 class ClassificationSplit(NamedTuple):
@@ -114,6 +123,9 @@ class GlueTask(FinetuningTask):
     def check_flags(self):
         super().check_flags()
         if self.task is not None:
+            if self.config.regression:
+                raise UserInputError(f"--regression is for your own data (no --task_name); {self.task} is "
+                                     f"{'a regression' if self.regression else 'a classification'} already.")
             return
         for wanted, kind in ((self.config.do_train, "train"), (self.config.do_eval, "dev"),
                              (self.config.do_predict, "test")):
@@ -147,11 +159,17 @@ class GlueTask(FinetuningTask):
         return glue_data.read_glue_records(self.task, path, split, config.text_column, config.text_pair_column,
                                            config.label_column)
 
-    def encode(self, examples):
-        """(features, example_index) of examples: packed as the original (`glue_data.encode_examples`), or
-        with --long_input mean / max every text's windows (`packing.pack_windows`) and the text of each."""
+    def encode(self, examples, split="train"):
+        """(features, example_index) of examples: packed as the original (`glue_data.encode_examples`; the
+        examples it cuts said in one warning), or with --long_input mean / max every text's windows
+        (`packing.pack_windows`) and the text of each."""
         if self.config.long_input == "truncate":
-            return glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length), None
+            features = glue_data.encode_examples(self.tokenizer, examples, self.config.max_seq_length)
+            warn_cut_examples(self.tokenizer, [e.text_a for e in examples], [e.text_b for e in examples],
+                              features, self.config.max_seq_length, f"the {split} set",
+                              "--long_input=mean or max reads all of a text" if not any(e.text_b for e in examples)
+                              else "a larger --max_seq_length reads more")
+            return features, None
         paired = next((e for e in examples if e.text_b), None)
         if paired is not None:
             raise UserInputError(f"--long_input={self.config.long_input} classifies the windows of single texts; "
@@ -160,7 +178,7 @@ class GlueTask(FinetuningTask):
 
     def load_split(self, split, examples):
         """The `ClassificationSplit` of one split's examples."""
-        features, example_index = self.encode(examples)
+        features, example_index = self.encode(examples, split)
         labels = None
         if not split.startswith("test"):
             labels = (glue_data.label_ids(self.task, examples) if self.task else
@@ -181,7 +199,7 @@ class GlueTask(FinetuningTask):
         if labelled is None:
             raise UserInputError(f"--init_checkpoint={self.config.init_checkpoint}: no label names (config.json's "
                                  "id2label); --train_file or --validation_file gives them.")
-        return text_classification_data.label_set(labelled)
+        return text_classification_data.label_set(labelled, self.config.regression)
 
     def streamed_split(self, split, path=None):
         """The training split streamed from its file (`streaming.StreamedExamples`, checked line by line in one
@@ -235,7 +253,8 @@ class GlueTask(FinetuningTask):
         if self.task is None:
             self.label_names = self.own_label_names({kind: next(iter(v.values())) for kind, v in examples.items()})
             self.main_metric = "spearmanr" if self.regression else "accuracy"
-            print(f"labels: {'a regression (float labels)' if self.regression else self.label_names}")
+            regression = f"a regression ({'--regression' if self.config.regression else 'float labels'})"
+            print(f"labels: {regression if self.regression else self.label_names}")
         splits = {kind: {split: self.load_split(split, rows) for split, rows in examples[kind].items()}
                   for kind in examples}
         self.train_set = stream or (splits["train"]["train"] if "train" in splits else None)
@@ -251,6 +270,10 @@ class GlueTask(FinetuningTask):
         elif self.train_set:
             examples.append(self.train_set.examples)
         return [text for split in examples for e in split for text in (e.text_a, e.text_b) if text]
+
+    def trained_labels(self):
+        """The label names (None: a regression)."""
+        return None if self.label_names is None else list(self.label_names)
 
     def build_model(self):
         """A BertClassifier on the checkpoint, with its classifier head when it has one."""

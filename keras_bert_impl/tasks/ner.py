@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
-from keras_bert_impl.data import batching, cluener_data, conll_data, conll_features
+from keras_bert_impl.data import batching, cluener_data, conll_data, conll_features, tag_schemes
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
@@ -220,6 +220,7 @@ class NerTask(FinetuningTask):
             label_list = label_list or conll_data.build_label_list(everything)
         self.label_list = label_list
         self.scheme = conll_data.resolve_tagging_scheme(config.tagging_scheme, sentences.get("train", everything))
+        tag_schemes.warn_tag_order_faults([s for s in everything if s.labelled], self.scheme)
         print(f"labels: {label_list}; tagging scheme: {self.scheme}")
         for split in wanted:
             unseen = conll_data.unknown_labels(sentences[split], label_list)
@@ -251,6 +252,10 @@ class NerTask(FinetuningTask):
     def texts_read(self):
         """The words of every sentence of every split read."""
         return [word for split in self.splits.values() for s in split.sentences for word in s.words]
+
+    def trained_labels(self):
+        """The label list (BIO tags)."""
+        return list(self.label_list)
 
     def build_model(self):
         config, num_classes = self.config, len(self.label_list)

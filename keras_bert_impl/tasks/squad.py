@@ -12,6 +12,7 @@ nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 
 import dataclasses
 import os
+import warnings
 from typing import Optional
 
 from keras_bert_impl.data import squad_data, squad_features
@@ -149,6 +150,12 @@ class SquadTask(FinetuningTask):
         if not examples:
             raise UserInputError(f"{path}: no usable questions ({stats['num_questions']} read, "
                                  f"{stats['num_misaligned_answers']} skipped as misaligned).")
+        long_questions = sum(len(self.tokenizer.tokenize(e.question_text)) > config.max_query_length
+                             for e in examples)
+        if long_questions:  # the context is read whole (its windows); only a question is cut
+            warnings.warn(f"{path}: {long_questions} of {len(examples)} questions are longer than --max_query_length="
+                          f"{config.max_query_length} and are cut to it, as the original cuts them (a larger "
+                          "--max_query_length reads more).", stacklevel=2)
         features = squad_features.convert_examples_to_features(
             examples, self.tokenizer, max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
             max_query_length=config.max_query_length, is_training=is_training,

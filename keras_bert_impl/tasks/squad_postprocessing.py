@@ -35,6 +35,7 @@ import numpy as np
 from keras_bert_impl.data.squad_data import is_spaced, join_doc_tokens
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.progress import progress_bar
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
 _PrelimPrediction = collections.namedtuple(
@@ -94,7 +95,7 @@ def predict_raw_results(model, features, batch_size=32, dynamic_padding=True, pa
         x, _ = features_to_arrays(features)
         plan = [np.arange(i, min(i + batch_size, len(features))) for i in range(0, len(features), batch_size)]
     start_rows, end_rows = [None] * len(features), [None] * len(features)
-    bar = keras.utils.Progbar(len(plan), unit_name="batch") if progress else None
+    bar = progress_bar(len(plan), unit_name="batch") if progress else None
     for step, indices in enumerate(plan):
         if dynamic_padding:
             batch = batching.pad_batch(x, indices, pad_to_multiple_of=pad_to_multiple_of)  # [B, T_batch]

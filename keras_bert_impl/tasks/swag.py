@@ -14,7 +14,13 @@ from typing import Optional
 from keras_bert_impl.data import batching, swag_data
 from keras_bert_impl.metrics.glue_metrics import accuracy
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet, batching_options
+from keras_bert_impl.tasks.base import (
+    FinetuningConfig,
+    FinetuningTask,
+    TrainingSet,
+    batching_options,
+    warn_cut_examples,
+)
 from keras_bert_impl.tasks.class_scores import class_predictions
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
@@ -63,6 +69,11 @@ class SwagTask(FinetuningTask):
         path = self.split_file(split)
         examples = swag_data.read_swag_file(path, labelled=split != "test")
         features = swag_data.encode_swag_examples(self.tokenizer, examples, self.config.max_seq_length)
+        choices = [(e.context, f"{e.start_ending} {ending}") for e in examples for ending in e.endings]
+        warn_cut_examples(self.tokenizer, [c for c, _ in choices], [ending for _, ending in choices],
+                          {"token_ids": [row for rows in features["token_ids"] for row in rows]},
+                          self.config.max_seq_length, f"the {split} set", "a larger --max_seq_length reads more",
+                          what="choices")
         labels = None if split == "test" else swag_data.swag_labels(examples)
         return features, labels, examples
 

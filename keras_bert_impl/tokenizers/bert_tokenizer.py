@@ -8,9 +8,10 @@ than 200 characters. Its vocabulary comes from `vocabulary` (vocab.txt, tokenize
 packs batches through `packing`. With `normalize="nfkc"` (off by default) every character is first replaced
 by its NFKC form (full-width forms, ligatures), the offsets still pointing into the original text.
 
-Batch encoding is fast because the text is cut into raw words by one compiled regex and every distinct
-raw word is tokenized once and cached (word -> pieces and their offsets); a per-character Python loop
-runs only the first time a word is seen.
+Batch encoding (`__call__`) runs through Hugging Face's `tokenizers` (Rust) where it is installed, configured
+to give identical ids and offsets (`fast_wordpiece`, which says when which path runs). The Python path is fast
+too: the text is cut into raw words by one compiled regex and every distinct raw word is tokenized once and
+cached (word -> pieces and their offsets); a per-character Python loop runs only the first time a word is seen.
 """
 
 import itertools
@@ -21,7 +22,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.tokenizers import packing
+from keras_bert_impl.tokenizers import fast_wordpiece, packing
 from keras_bert_impl.tokenizers.basic_tokenizer import (
     ASCII_CONTROL_RE,
     MAX_INPUT_CHARS_PER_WORD,
@@ -81,6 +82,10 @@ class BertTokenizer:
             ASCII, "ﬁ" becomes "fi", "㍿" the four ideographs of 株式会社), then tokenized by the rules
             above; offsets still point into the original text (a token of an expanded character spans that
             character). Saved in tokenizer_config.json (`"normalize": "nfkc"`).
+        fast_path: Batch encoding (`__call__`) through Hugging Face's `tokenizers` where it is installed and
+            applies (`fast_wordpiece`; the same ids and offsets): about 1.5x faster on words seen for the first
+            time; False keeps the Python path, whose word cache is 3-4x faster on words seen before
+            (`benchmarks/results/tokenization/results.md`).
 
     Examples:
 
@@ -108,12 +113,13 @@ class BertTokenizer:
     """
 
     def __init__(self, vocab_file, do_lower_case=True, split_special_tokens=True, cache_size=1_000_000,
-                 normalize=None):
+                 normalize=None, fast_path=True):
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"BertTokenizer: normalize must be one of {NORMALIZATIONS}, got {normalize!r}.")
         self.do_lower_case = bool(do_lower_case)
         self.split_special_tokens = bool(split_special_tokens)
         self.normalize = normalize
+        self.fast_path = bool(fast_path)
         self._cache_size = cache_size
         self._word_re = word_regex()
         self.vocab = None
@@ -148,6 +154,7 @@ class BertTokenizer:
         self.special_token_ids = sorted({vocab[t] for t in self.special_tokens})
         self._max_token_chars = max(len(t) for t in vocab)
         self._cache = _WordCache(self._tokenize_raw_word, self._cache_size)
+        self._fast = None  # the fast path of __call__ (`fast_wordpiece`), built on first use; False: none
         self._special_re = re.compile("|".join(re.escape(t) for t in self.special_tokens))
 
     def __getattr__(self, name):
@@ -340,6 +347,18 @@ class BertTokenizer:
             ends.extend((bases + np.fromiter(itertools.chain.from_iterable(e[3] for e in entries), np.int64, len(bases))).tolist())
         return ids, starts, ends
 
+    def _encode_texts(self, texts, with_offsets):
+        """`_encode_text` of each text: through the fast path (`fast_wordpiece`, identical ids and offsets) where
+        it is installed and applies, else in Python."""
+        if self._fast is None:
+            usable = (self.fast_path and self.normalize is None and self.split_special_tokens
+                      and fast_wordpiece.available())
+            self._fast = fast_wordpiece.FastWordPiece(self.vocab, self.do_lower_case) if usable else False
+        if self._fast is False:
+            return [self._encode_text(text, with_offsets) for text in texts]
+        return [self._encode_text(text, with_offsets) if encoded is None else encoded
+                for text, encoded in zip(texts, self._fast.encode_batch(texts, with_offsets))]
+
     def tokenize(self, text):
         """Tokenizes one text into WordPiece tokens (strings).
 
@@ -412,8 +431,9 @@ class BertTokenizer:
         if pairs is not None and len(pairs) != len(texts):
             raise ValueError(f"pair_texts has {len(pairs)} texts but texts has {len(texts)}; they must match.")
         packing.check_max_length(max_length)
-        segments = [(self._encode_text(text, return_offsets),
-                     None if pairs is None else self._encode_text(pairs[i], return_offsets)) for i, text in enumerate(texts)]
+        encoded = self._encode_texts(texts, return_offsets)
+        encoded_pairs = [None] * len(texts) if pairs is None else self._encode_texts(pairs, return_offsets)
+        segments = list(zip(encoded, encoded_pairs))
         return packing.pack_batch(segments, max_length, self.cls_token_id, self.sep_token_id, self.pad_token_id,
                                   padding=padding, truncation=truncation, return_offsets=return_offsets)
 

@@ -88,6 +88,27 @@ def pad(values, length, value=0):
     return list(values) + [value] * (length - len(values))
 
 
+def cut_rows(tokenizer, texts, pair_texts, lengths, max_length):
+    """Yields `(index, tokens)` of each text (with its pair) that packing to `max_length` cut, in order: of the
+    rows whose packed `lengths` reach `max_length`, those whose tokens (`tokenizer.tokenize`) do not fit.
+
+    Examples:
+
+    >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])
+    >>> texts = ["a b", "a b a b", "a"]
+    >>> list(cut_rows(tokenizer, texts, None, tokenizer(texts, max_length=4)["padding_mask"].sum(axis=1), 4))
+    [(1, 4)]
+    """
+    for index, length in enumerate(lengths):
+        if length < max_length:
+            continue
+        tokens = len(tokenizer.tokenize(texts[index]))
+        pair = len(tokenizer.tokenize(pair_texts[index])) if pair_texts is not None and pair_texts[index] else 0
+        if tokens + pair + (3 if pair else 2) > max_length:
+            yield index, tokens + pair
+
+
 def check_max_length(max_length):
     """Refuses a `max_length` that is not an int of at least 3 ([CLS], a token and [SEP])."""
     if isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)):

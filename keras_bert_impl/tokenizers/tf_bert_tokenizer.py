@@ -38,6 +38,12 @@ import functools
 import unicodedata
 
 import numpy as np
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("the in-graph tokenizer (tokenizers/tf_bert_tokenizer.py)", "tensorflow")
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 

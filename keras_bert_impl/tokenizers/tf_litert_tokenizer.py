@@ -16,6 +16,11 @@ characters there; `[CLS]` and other special tokens inside the text are split as 
 `TFBertTokenizer` does.
 """
 
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("the in-graph LiteRT tokenizer (tokenizers/tf_litert_tokenizer.py)", "tensorflow")
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 

@@ -9,6 +9,12 @@ backend it can also be the first layer of a model with a `dtype="string"` input.
 import os
 
 import keras
+
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("the in-graph tokenizer and packer (tokenizers/tf_text_packer.py)", "tensorflow")
+
 import tensorflow as tf
 
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer

@@ -14,6 +14,11 @@ import collections
 import glob
 import os
 
+from keras_bert_impl.utils.optional_dependencies import require
+
+# Without TensorFlow: one line naming the extra to install, before `import tensorflow` fails.
+require("vocabulary learning (tokenizers/tf_vocab_learning.py, learn_vocab.py)", "tensorflow", ("tensorflow_text",))
+
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
@@ -40,15 +45,15 @@ def expand_input_files(input_files):
 
 
 class _Progress:
-    """Bytes-read progress over the input files (keras.utils.Progbar when verbose)."""
+    """Bytes-read progress over the input files (`utils.progress.progress_bar` when verbose)."""
 
     def __init__(self, files, verbose):
         self.done = 0
         self.bar = None
         if verbose:
-            import keras
+            from keras_bert_impl.utils.progress import progress_bar
 
-            self.bar = keras.utils.Progbar(sum(os.path.getsize(f) for f in files), unit_name="byte")
+            self.bar = progress_bar(sum(os.path.getsize(f) for f in files), unit_name="byte")
 
     def add(self, n):
         self.done += n

@@ -29,6 +29,10 @@ import keras
 
 from keras_bert_impl.training.strategy_names import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils import keras_compat
+from keras_bert_impl.utils.optional_dependencies import require_tensorflow
+
+# The strategies that are tf.distribute's (TensorFlow by nature).
+TF_STRATEGY_NAMES = ("tpu", "mirrored", "multiworker")
 
 
 
@@ -200,6 +204,8 @@ def get_distribution(name="auto", tpu=None):
     """
     if name not in STRATEGY_NAMES:
         raise ValueError(f"Unknown --strategy {name!r}; allowed: {', '.join(STRATEGY_NAMES)}.")
+    if name in TF_STRATEGY_NAMES:  # tf.distribute's: one line naming the extra where TensorFlow is missing
+        require_tensorflow(f"--strategy {name} (a tf.distribute strategy)")
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return _tf_distribution(name, tpu)

@@ -1,12 +1,11 @@
 """The training log: each loop's averaged metrics with the global optimizer step, appended to a JSON-lines
 file and written as TensorBoard scalars, and read back or truncated when a run resumes.
 
-Why not `keras.callbacks.TensorBoard` for the curves: it needs the `tensorboard` package (not a
-dependency, and not installed with TensorFlow 2.21: `tf.summary.scalar` raises TBNotInstalledError
-without it), and its batch-level step counter restarts from 0 at every `fit` call, so the curves of a
-resumed run would overwrite the first run's. The scalars here are written with the low-level
-`tf.summary.write` (plus the scalar plugin's metadata) at the global optimizer step; `tensorboard
---logdir output_dir/logs` shows them as usual.
+Why not `keras.callbacks.TensorBoard` for the curves: it needs TensorFlow and the `tensorboard` package
+(neither is a dependency of the JAX and torch installs), and its batch-level step counter restarts from 0 at
+every `fit` call, so the curves of a resumed run would overwrite the first run's. The scalars here are
+written at the global optimizer step by `training/tensorboard_events.py`, which writes the event files
+without TensorFlow on every backend; `tensorboard --logdir output_dir/logs` shows them as usual.
 """
 
 import json
@@ -14,12 +13,14 @@ import os
 import time
 
 from keras_bert_impl.training.step_callbacks import StepCounter
+from keras_bert_impl.training.tensorboard_events import EventFileWriter
 from keras_bert_impl.utils import file_io
+from keras_bert_impl.utils.progress import number_text
 
 
 class MetricsLogger(StepCounter):
     """Appends each epoch's (training loop's) averaged metrics, with the global step, to a JSON-lines
-    file and writes them as TensorBoard scalars (`tf.summary`) at that step; optionally also the running
+    file and writes them as TensorBoard scalars (`tensorboard_events`) at that step; optionally also the running
     averages every `log_every_steps` steps, to `steps_path` and as TensorBoard scalars `steps/<metric>`.
 
     Each line: `{"step": int, "epoch": int, "time": unix seconds, "<metric>": float, ...}` (in `steps_path`,
@@ -54,9 +55,7 @@ class MetricsLogger(StepCounter):
     def on_train_begin(self, logs=None):
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         if self.tensorboard_dir:
-            import tensorflow as tf
-
-            self._writer = tf.summary.create_file_writer(self.tensorboard_dir)
+            self._writer = EventFileWriter(self.tensorboard_dir)
 
     def on_epoch_begin(self, epoch, logs=None):
         super().on_epoch_begin(epoch, logs)
@@ -82,26 +81,13 @@ class MetricsLogger(StepCounter):
         except OSError as error:  # e.g. no space left on device: name the file
             raise OSError(error.errno, error.strerror or str(error), path) from error
         if self._writer is not None:
-            import tensorflow as tf
-
-            with self._writer.as_default():
-                for name, value in record.items():
-                    if name not in ("step", "epoch", "time"):
-                        tf.summary.write(tag_prefix + name, tf.constant(value, tf.float32), step=self.step,
-                                         metadata=_scalar_metadata())
-            self._writer.flush()
+            self._writer.add_scalars(self.step, {tag_prefix + name: value for name, value in record.items()
+                                                 if name not in ("step", "epoch", "time")})
 
     def on_train_end(self, logs=None):
         if self._writer is not None:
             self._writer.close()
-
-
-def _scalar_metadata():
-    """TensorBoard's scalar-plugin metadata: what `tf.summary.scalar` writes, without needing the
-    `tensorboard` package (which `tf.summary.scalar` imports and TensorFlow does not install)."""
-    from tensorflow.core.framework import summary_pb2
-
-    return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+            self._writer = None
 
 
 def read_metrics_log(path):
@@ -154,8 +140,9 @@ def truncate_metrics_log(path, max_step):
 
 
 def metrics_text(metrics):
-    """"name=value, ..." of the numbers among `metrics`, sorted by name: a count (a name starting with "num_",
-    or an int) as an integer, any other number with 4 decimals.
+    """"name=value, ..." of the numbers among `metrics`, sorted by name: a count (an int, or an integral value of
+    a count's name, "num_...", "total", ...: `utils.progress.number_text`) as an integer, any other number with 4
+    decimals.
 
     Examples:
 
@@ -163,6 +150,5 @@ def metrics_text(metrics):
     'f1=0.8571, num_gold=70, num_pred=71'
     """
     numbers = {k: v for k, v in sorted(metrics.items()) if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return ", ".join(f"{k}={int(v)}" if isinstance(v, int) or k.startswith("num_") and float(v).is_integer()
-                     else f"{k}={float(v):.4f}" for k, v in numbers.items())
+    return ", ".join(f"{k}={number_text(k, v)}" for k, v in numbers.items())
 

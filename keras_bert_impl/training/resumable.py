@@ -21,6 +21,7 @@ other; its loops (progress bar, log records) are shifted by the steps of the int
 checkpoints stay at the multiples of `save_checkpoints_steps`.
 """
 
+import itertools
 import math
 import os
 
@@ -32,6 +33,7 @@ from keras_bert_impl.training.interrupts import StopOnSignal
 from keras_bert_impl.training.metrics_log import MetricsLogger, read_metrics_log, truncate_metrics_log
 from keras_bert_impl.training.random_state import BackendGeneratorsAtFirstStep
 from keras_bert_impl.training.step_callbacks import CheckpointCallback, StopAtStep
+from keras_bert_impl.utils.progress import FitProgress
 
 
 def run_training(
@@ -63,7 +65,7 @@ def run_training(
     Args:
         model: A compiled model (`model.compile(optimizer=...)`); its `steps_per_execution` should be
             `steps_per_execution`.
-        dataset: An endlessly repeating `tf.data.Dataset` of `(x, y)` batches, fast-forwarded past the
+        dataset: An endlessly repeating `tf.data.Dataset` (or generator) of `(x, y)` batches, fast-forwarded past the
             `initial_step` batches already trained on (for an exact resume, seed its shuffles), or a
             callable `dataset_fn(initial_step)` returning one (not fast-forwarded), called after the
             restore.
@@ -76,7 +78,8 @@ def run_training(
         steps_per_execution: The model's `steps_per_execution`; `num_train_steps`,
             `save_checkpoints_steps` and `iterations_per_loop` must be multiples of it, so that the
             run stops and saves at exact steps.
-        verbose: `fit`'s verbosity (1 = progress bar, 2 = one line per loop).
+        verbose: the progress's verbosity (1 = a progress bar on a terminal, a line per loop in a file; 2 = a
+            line per loop; 0 = none: `utils.progress.FitProgress`).
         callbacks: Extra Keras callbacks, which see every batch before the logger and the checkpoints (a
             `DivergenceGuard` there stops a diverged step before it is logged or saved).
         write_dir: Where the checkpoints, `train_log.jsonl` and TensorBoard logs are written; default
@@ -97,8 +100,9 @@ def run_training(
     >>> import numpy as np
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> model.compile(optimizer="sgd", loss="mse")
-    >>> import tensorflow as tf
-    >>> dataset = tf.data.Dataset.from_tensors((np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))).repeat()
+    >>> import itertools
+    >>> batch = (np.ones((4, 2), "float32"), np.ones((4, 1), "float32"))
+    >>> dataset = lambda initial_step: (batch for _ in itertools.count())  # or an endless tf.data.Dataset
     >>> out = tempfile.mkdtemp()
     >>> result = run_training(model, dataset, 6, out, save_checkpoints_steps=3, verbose=0)
     >>> result["global_step"], [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(out, "checkpoints"))]
@@ -150,7 +154,7 @@ def run_training(
         own_callbacks = [StopAtStep(num_train_steps, initial_step, accumulation), *list(callbacks or []),
                          MetricsLogger(log_path, initial_step, os.path.join(write_dir, "logs", "train"),
                                        accumulation_steps=accumulation),
-                         checkpoints, stop]
+                         checkpoints, FitProgress(verbose), stop]
         if callable(dataset):
             dataset = dataset(initial_step)
         elif initial_step and hasattr(dataset, "skip"):
@@ -166,7 +170,7 @@ def run_training(
                 initial_epoch=initial_step // iterations_per_loop,
                 steps_per_epoch=iterations_per_loop * accumulation,
                 callbacks=[BackendGeneratorsAtFirstStep()] * bool(initial_step) + own_callbacks,
-                verbose=verbose,
+                verbose=0,  # FitProgress: a bar on a terminal, a line per loop in a file
                 shuffle=False,  # the dataset shuffles itself; Keras ignores `shuffle` for it, with a warning
             )
         history = fit_history.history
@@ -183,23 +187,26 @@ def evaluate(model, dataset, max_eval_steps=None):
 
     Args:
         model: A compiled model.
-        dataset: A finite `tf.data.Dataset` of `(x, y)`.
+        dataset: A finite `tf.data.Dataset` of `(x, y)`, or a generator of numpy `(x, y)` batches.
         max_eval_steps: Batches to evaluate at most (100 in the original); `None` for all.
 
     Examples:
 
     >>> import numpy as np
-    >>> import tensorflow as tf
     >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
     >>> model.compile(loss="mse")
-    >>> eval_dataset = tf.data.Dataset.from_tensor_slices((np.ones((8, 2), "float32"), np.ones((8, 1), "float32")))
-    >>> evaluate(model, eval_dataset.batch(2), max_eval_steps=3)
+    >>> eval_batches = ((np.ones((2, 2), "float32"), np.ones((2, 1), "float32")) for _ in range(4))
+    >>> evaluate(model, eval_batches, max_eval_steps=3)  # or a tf.data.Dataset
     {'loss': 1.0}
     """
-    if max_eval_steps:
-        dataset = dataset.take(max_eval_steps)
-    # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
-    # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
-    num_batches = sum(1 for _ in dataset)
+    if not hasattr(dataset, "take"):  # a generator of numpy batches (`data/pretraining_batches.py`): read once
+        batches = list(itertools.islice(dataset, max_eval_steps or None))
+        dataset, num_batches = (batch for batch in batches), len(batches)
+    else:
+        if max_eval_steps:
+            dataset = dataset.take(max_eval_steps)
+        # The number of batches is passed explicitly, so that every backend evaluates exactly these batches:
+        # with `steps=None` the TensorFlow backend runs one extra step on the exhausted iterator (Keras 3.15).
+        num_batches = sum(1 for _ in dataset)
     results = model.evaluate(dataset, steps=num_batches, return_dict=True, verbose=0)
     return {name: float(value) for name, value in results.items()}

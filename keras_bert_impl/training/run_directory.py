@@ -2,7 +2,8 @@
 settings that define its run, and cleared (of what a run wrote only) for a fresh start.
 
 * `make_output_dir(path)`: creates the directory; a path that is a file, cannot be created or cannot be
-  written is a `UserInputError` naming it.
+  written is a `UserInputError` naming it. `created_output_dir(path)` does it for a run's life: the folders
+  it created are removed again when the run fails before it wrote anything in them (but its lock file).
 * `RunLock(path)`: held for the run's life, `fcntl.flock` on `path/.lock`, whose text names the holder
   (pid, host, start time, command). A second run on the same directory is refused in one line naming the
   holder. The kernel releases the lock when its process ends however it ends (even kill -9), so the lock of
@@ -17,10 +18,16 @@ settings that define its run, and cleared (of what a run wrote only) for a fresh
   run whose settings differ is refused before it loads anything, in one line listing each differing setting
   with the recorded and the new value, so that a resume never mixes two runs. A directory without training
   state takes the new settings.
-* `remove_run_outputs(path, names)`: `--overwrite_output_dir`, a fresh start: removes the entries `names`
-  (what the run writes: checkpoints, logs, model, results, the settings record), never any other file.
+* `check_trained_labels(directory, state, labels)`: a resumed run whose data gives another label set than the
+  one its checkpoints were trained on is refused, naming both sets.
+* `print_outputs(path, since, descriptions)`: the list a run prints at its end, what it wrote and the disk it takes.
+* `remove_run_outputs(path, names, settings)`: `--overwrite_output_dir`, a fresh start: removes the entries
+  `names` (what the run writes: checkpoints, logs, model, results, the settings record), never any other file;
+  refused, before anything is removed, when a file the run reads (a path setting: `--init_checkpoint`,
+  `--vocab_file`, `--bert_config_file`, `--data_dir`, `--train_file`, ...) is one of them or lies inside one.
 """
 
+import contextlib
 import datetime
 import errno
 import fcntl
@@ -32,7 +39,7 @@ import sys
 import warnings
 
 from keras_bert_impl.utils.errors import UserInputError
-from keras_bert_impl.utils.file_io import write_json
+from keras_bert_impl.utils.file_io import disk_usage, is_within, size_text, write_json
 
 LOCK_FILE = ".lock"
 SETTINGS_FILE = "run_settings.json"
@@ -71,6 +78,43 @@ def make_output_dir(path, flag="--output_dir"):
     if not os.access(path, os.W_OK | os.X_OK):
         raise UserInputError(f"{flag}: cannot write to {path} (a read-only file system or no permission)")
     return path
+
+
+@contextlib.contextmanager
+def created_output_dir(path, flag="--output_dir"):
+    """`make_output_dir(path, flag)` for the block (a run); when the block raises, the folders this call
+    created (`path` and its missing parents) are removed again if they hold nothing but the run's lock file,
+    so that a run refused for a flag or a file leaves no folder behind. Existing folders are never removed.
+
+    Examples:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs", "sst2")
+    >>> try:
+    ...     with created_output_dir(path):
+    ...         raise UserInputError("train.tsv:3: expected 2 fields")
+    ... except UserInputError:
+    ...     os.path.exists(path), os.path.exists(os.path.dirname(path))
+    (False, False)
+    """
+    created = []
+    parent = os.path.abspath(path)
+    while not os.path.lexists(parent):
+        created.append(parent)
+        parent = os.path.dirname(parent)
+    make_output_dir(path, flag)
+    try:
+        yield path
+    except BaseException:
+        for directory in created:  # deepest first
+            try:
+                names = os.listdir(directory)
+                if names == [LOCK_FILE]:
+                    os.remove(os.path.join(directory, LOCK_FILE))
+                os.rmdir(directory)
+            except OSError:  # written in, or removed already: left as it is
+                break
+        raise
 
 
 class RunLock:
@@ -225,9 +269,95 @@ def record_run_settings(path, settings):
     write_json(os.path.join(path, SETTINGS_FILE), {name: _comparable(name, v) for name, v in settings.items()})
 
 
-def remove_run_outputs(path, names):
+def check_trained_labels(directory, state, labels):
+    """Refuses (`UserInputError`, one line naming both sets) to resume from the checkpoints of `directory` when
+    the labels recorded in their `state` (a dict; "labels" absent: not recorded) are not `labels`, those the
+    data gives now (None: a head without labels).
+
+    Examples:
+
+    >>> check_trained_labels("run/checkpoints", {"labels": ["neg", "pos"]}, ["meh", "neg", "pos"])
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: run/checkpoints: its checkpoints were trained on the labels ['neg', 'pos']; the data now gives ['meh', 'neg', 'pos'] (added 'meh'): rerun on the same labels, use another --output_dir, or pass --overwrite_output_dir to start afresh
+    """
+    if "labels" in state and state["labels"] != labels:
+        raise UserInputError(f"{directory}: its checkpoints were trained on the labels {labels_text(state['labels'])}; "
+                             f"the data now gives {labels_text(labels, state['labels'])}: rerun on the same labels, "
+                             "use another --output_dir, or pass --overwrite_output_dir to start afresh")
+
+
+def labels_text(labels, before=None):
+    """A label set as an error shows it: the list, "none (a head without labels)", and, given the set
+    `before`, what was added and removed.
+
+    Examples:
+
+    >>> labels_text(["a", "b", "c"], ["a", "b"])
+    "['a', 'b', 'c'] (added 'c')"
+    >>> labels_text(None)
+    'none (a regression, or a head without labels)'
+    """
+    if labels is None:
+        return "none (a regression, or a head without labels)"
+    text = str(list(labels))
+    if before:
+        added = [repr(label) for label in labels if label not in before]
+        removed = [repr(label) for label in before if label not in labels]
+        changes = ([f"added {', '.join(added)}"] if added else []) + ([f"removed {', '.join(removed)}"] if removed
+                                                                       else [])
+        text += f" ({'; '.join(changes) or 'the same labels in another order'})"
+    return text
+
+
+def print_outputs(output_dir, since, descriptions):
+    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`), the disk each
+    takes, all of them together, and each one's description (`descriptions`: {name: text}, `{path}` in a text
+    the entry's path); returns the names."""
+    if not os.path.isdir(output_dir):
+        return []
+
+    def newest(path):  # lstat: a link's own time (a worker's links to the chief's files may dangle by now)
+        if not os.path.isdir(path):
+            return os.lstat(path).st_mtime
+        times = [os.lstat(os.path.join(root, name)).st_mtime for root, _, names in os.walk(path) for name in names]
+        return max(times, default=os.lstat(path).st_mtime)
+
+    written = sorted(name for name in os.listdir(output_dir)
+                     if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
+    if written:
+        print(f"wrote to {output_dir}:")
+        width = max(len(name) for name in written) + 2
+        sizes = {name: disk_usage(os.path.join(output_dir, name)) for name in written}
+        for name in written:
+            path = os.path.join(output_dir, name)
+            shown = name + ("/" if os.path.isdir(path) else "")
+            description = descriptions.get(name, "").format(path=path)
+            print(f"  {shown:<{width}}{size_text(sizes[name]):>9}  {description}".rstrip())
+        print(f"  {'in all':<{width}}{size_text(sum(sizes.values())):>9}")
+    return written
+
+
+def path_settings(settings):
+    """{name: path} of the settings ({name: value}) that name files a run reads: those whose names end in
+    `_file`, `_dir`, `_checkpoint` or `labels` (but output_dir), each comma-separated part of a value.
+
+    Examples:
+
+    >>> path_settings({"init_checkpoint": "run/model", "learning_rate": 1e-4, "output_dir": "run",
+    ...                "input_file": "a.tfrecord,b.tfrecord"})
+    {'init_checkpoint': ['run/model'], 'input_file': ['a.tfrecord', 'b.tfrecord']}
+    """
+    return {name: [part for part in value.split(",") if part] for name, value in settings.items()
+            if name.endswith(_PATH_SUFFIXES) and name != "output_dir" and isinstance(value, str) and value}
+
+
+def remove_run_outputs(path, names, settings=None, flag="--output_dir", overwrite_flag="--overwrite_output_dir"):
     """Removes the entries `names` of the directory `path` (files or directories) that exist, and the
     settings record; returns the names removed. Nothing else in `path` is touched.
+
+    Raises:
+        UserInputError: a file the run reads (`path_settings(settings)`: its flag and path) is an entry to
+            remove or lies inside one; one line naming both flags, and nothing is removed.
 
     Examples:
 
@@ -241,8 +371,16 @@ def remove_run_outputs(path, names):
     >>> sorted(os.listdir(directory))
     ['notes.txt']
     """
+    targets = [name for name in list(names) + [SETTINGS_FILE] if os.path.lexists(os.path.join(path, name))]
+    for setting, values in path_settings(settings or {}).items():
+        for value in values:
+            inside = next((name for name in targets if is_within(value, os.path.join(path, name))), None)
+            if inside is not None:
+                raise UserInputError(
+                    f"{overwrite_flag} would remove {os.path.join(path, inside)}, which holds --{setting} {value}: "
+                    f"copy it out of {flag} {path} first, or use another {flag}")
     removed = []
-    for name in list(names) + [SETTINGS_FILE]:
+    for name in targets:
         target = os.path.join(path, name)
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target)

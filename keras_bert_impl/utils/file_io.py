@@ -2,11 +2,13 @@
 one atomic writer that every output of the package goes through.
 
 Local paths use Python's `open`. A path with a URL scheme (`gs://bucket/glue/SST-2/train.tsv`) is read
-through TensorFlow's `tf.io.gfile`, which is TensorFlow by nature: it is imported only for such paths, so
-the readers stay usable without TensorFlow for local files.
+and written through TensorFlow's `tf.io.gfile`, which is TensorFlow by nature: it is imported only for such
+paths (`_gfile`; without TensorFlow such a path is one line naming the `[tensorflow]` extra), so everything
+works without TensorFlow for local files.
 """
 
 import contextlib
+import glob as _glob
 import json
 import math
 import os
@@ -37,10 +39,59 @@ def open_text(path, newline=None):
     train.tsv:3: not valid UTF-8 text (invalid start byte 0xff at byte 4 of the line).
     """
     if is_remote(path):
-        import tensorflow as tf
-
-        return _Utf8Text(tf.io.gfile.GFile(path, "r"), path)
+        return _Utf8Text(_gfile(path).GFile(path, "r"), path)
     return _Utf8Text(open(path, encoding="utf-8", newline=newline), path)
+
+
+def _gfile(path):
+    """TensorFlow's `tf.io.gfile`, for the URL `path`; `MissingDependencyError` without TensorFlow."""
+    from keras_bert_impl.utils.optional_dependencies import require_tensorflow
+
+    require_tensorflow(f"a path with a URL scheme ({path})")
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def open_binary(path, mode="rb"):
+    """A binary file object of `path` (local or a URL), opened with `mode` ("rb", "wb")."""
+    return _gfile(path).GFile(path, mode) if is_remote(path) else open(path, mode)
+
+
+def glob(pattern):
+    """The paths matching `pattern` (local or a URL), sorted.
+
+    Examples:
+
+    >>> glob(os.path.join(os.path.dirname(__file__), "file_i*.py"))[0].endswith("file_io.py")
+    True
+    """
+    return sorted(_gfile(pattern).glob(pattern) if is_remote(pattern) else _glob.glob(pattern))
+
+
+def makedirs(path):
+    """Creates the directory `path` and its parents (local or a URL); no error if it exists."""
+    if is_remote(path):
+        _gfile(path).makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def replace(source, target):
+    """Renames `source` to `target`, replacing `target` (local or URLs)."""
+    if is_remote(target):
+        _gfile(target).rename(source, target, overwrite=True)
+    else:
+        os.replace(source, target)
+
+
+def remove_if_exists(path):
+    """Removes the file `path` (local or a URL) if it exists."""
+    if is_remote(path):
+        if _gfile(path).exists(path):
+            _gfile(path).remove(path)
+    elif os.path.exists(path):
+        os.remove(path)
 
 
 class _Utf8Text:
@@ -86,13 +137,7 @@ def _decoding_error(path, error):
     decoding the file's bytes line by line (a text file decodes in blocks, so `error` itself says neither)."""
     from keras_bert_impl.utils.errors import UserInputError
 
-    if is_remote(path):
-        import tensorflow as tf
-
-        raw = tf.io.gfile.GFile(path, "rb")
-    else:
-        raw = open(path, "rb")
-    with raw:
+    with open_binary(path) as raw:
         for number, line in enumerate(raw, 1):
             try:
                 decode_line(line, path, number)
@@ -121,12 +166,51 @@ def join(directory, name):
     return os.path.join(directory, name)
 
 
+def is_within(path, directory):
+    """Whether the local `path` is `directory` or lies inside it, links resolved (False for a URL).
+
+    Examples:
+
+    >>> is_within("/runs/sst2/model/vocab.txt", "/runs/sst2/model"), is_within("/runs/sst2", "/runs/sst2/model")
+    (True, False)
+    >>> is_within("/runs/sst2/model", "/runs/sst2/model/"), is_within("/runs/sst2-b", "/runs/sst2")
+    (True, False)
+    """
+    if is_remote(path) or is_remote(directory):
+        return False
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def disk_usage(path):
+    """The bytes the file or directory `path` holds (its files' sizes; links count as themselves, not followed).
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(directory, "a.bin"), "wb").write(b"1234")
+    >>> os.mkdir(os.path.join(directory, "sub")); _ = open(os.path.join(directory, "sub", "b.bin"), "wb").write(b"56")
+    >>> disk_usage(directory), size_text(disk_usage(directory)), size_text(521_300_000)
+    (6, '6 B', '521.3 MB')
+    """
+    if not os.path.isdir(path) or os.path.islink(path):
+        return os.lstat(path).st_size
+    return sum(os.lstat(os.path.join(root, name)).st_size for root, _, names in os.walk(path) for name in names)
+
+
+def size_text(size):
+    """A number of bytes as a person reads it: "6 B", "83.1 kB", "87.3 MB", "1.2 GB" (powers of 1000)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{int(size)} B"
+
+
 def isfile(path):
     """`os.path.isfile` for local paths, `tf.io.gfile.exists` (and not a directory) for URLs."""
     if is_remote(path):
-        import tensorflow as tf
-
-        return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+        return _gfile(path).exists(path) and not _gfile(path).isdir(path)
     return os.path.isfile(path)
 
 

@@ -9,9 +9,11 @@
     kaggle://owner/model/keras/v/N   a keras-hub preset on Kaggle (kagglehub), cached likewise
     bert_base_en_uncased             a keras-hub preset name: its Kaggle handle (needs keras-hub)
 
-huggingface_hub and kagglehub are optional (the `hub` extra): a name needs them, a path does not. A name
-that cannot be resolved (offline and not cached, not installed, unknown) raises one `CheckpointNotFoundError`
-line naming the model, the cache folder and how to fetch it.
+huggingface_hub and kagglehub are optional packages, installed on their own (`pip install huggingface_hub`,
+`pip install kagglehub`): a name needs them, a path does not. A name that cannot be resolved (offline and not
+cached, not installed, unknown) raises one `CheckpointNotFoundError` line naming the model, the cache folder
+and how to fetch it. README.md, "Models by name and the offline cache", says how to fill the cache for a
+machine without network.
 """
 
 import os
@@ -96,7 +98,7 @@ def _hf_snapshot(repo, revision, name):
     except ImportError:
         raise CheckpointNotFoundError(
             f"{name}: no such directory, and loading a model by name needs huggingface_hub (pip install "
-            "'keras_bert_impl[hub]')."
+            "huggingface_hub), which downloads it into the local cache; or pass a directory holding its files."
         ) from None
     cache = hf_cache_dir()
     offline = hub_offline()
@@ -132,8 +134,8 @@ def _kaggle_preset(handle, name=None):
     try:
         import kagglehub
     except ImportError:
-        raise CheckpointNotFoundError(f"{name}: loading a keras-hub preset needs kagglehub (pip install "
-                                      "'keras_bert_impl[hub]').") from None
+        raise CheckpointNotFoundError(f"{name}: loading a keras-hub preset needs kagglehub (pip install kagglehub), "
+                                      "which downloads it into its cache; or pass the preset's local directory.") from None
     try:
         return kagglehub.model_download(handle.removeprefix("kaggle://"))
     except Exception as error:  # noqa: BLE001 (no network and not cached, no such preset)

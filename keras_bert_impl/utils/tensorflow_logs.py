@@ -5,11 +5,18 @@ TensorFlow (and XLA) write log lines from C++ straight to the process's stderr, 
 called are written to STDERR`, then `I0000 00:00:... port.cc:153] oneDNN custom operations are on ...`,
 `E0000 ... failed call to cuInit ...` on a machine without a GPU, and so on. `filtered_stderr()` sends file
 descriptor 2 through a pipe for as long as it is entered; a thread forwards everything to the real stderr
-except those lines. Python's own output (warnings, tracebacks, progress bars, which may end in "\\r" rather
-than a newline) passes unchanged and at once.
+except those lines. A log line's message may go on over more lines (an error raised inside a `tf.data`
+generator is logged with its Python traceback: "Traceback (most recent call last):", indented frames, the
+exception's line, "\\t [[{{node PyFunc}}]]"): after a log line, the blank and indented lines, a traceback's
+header and the exception line that ends it are dropped too, up to the first other line. Python's own output
+(warnings, tracebacks, progress bars, which may end in "\\r" rather than a newline) passes unchanged and at
+once.
 
 The recipes filter unless the user asked for the logs: `TF_CPP_MIN_LOG_LEVEL` set in the environment, or
-`--debug` (`runners.cli.run_main`).
+`--debug` (`runners.cli.run_main`). Plain library use (a script's `from keras_bert_impl import pipeline` under
+the TensorFlow backend) gets the same for TensorFlow's start-up: the package imports Keras through
+`import_keras_quietly`, which filters while TensorFlow is imported and lists its devices (where it logs the
+start-up lines and the cuInit failure of a machine without a GPU), unless `TF_CPP_MIN_LOG_LEVEL` is set.
 """
 
 import contextlib
@@ -38,26 +45,59 @@ def wants_tensorflow_logs(debug=False):
 
 
 class _Forwarder:
-    """Splits what arrives into lines (ended by "\\n" or "\\r"), drops TensorFlow's log lines and writes the
-    rest to `target` (a file descriptor); a partial line is written at once unless it may become a log line."""
+    """Splits what arrives into lines (ended by "\\n" or "\\r"), drops TensorFlow's log lines (and the lines
+    their messages go on over) and writes the rest to `target` (a file descriptor); a partial line is written
+    at once unless it may become a log line or go on a log line's message.
+
+    Examples:
+
+    >>> import tempfile
+    >>> out = tempfile.TemporaryFile()
+    >>> forwarder = _Forwarder(out.fileno())
+    >>> forwarder.feed(b"W0000 00:00:1795876573.354680    6603 op_kernel.cc:1845] INVALID_ARGUMENT: ValueError: x\\n"
+    ...                b"Traceback (most recent call last):\\n\\n  File \\"a.py\\", line 1, in f\\n    g()\\n\\n"
+    ...                b"ValueError: x\\n\\n\\n\\t [[{{node PyFunc}}]]\\nerror: train.tsv changed\\n  kept\\n")
+    >>> _ = out.seek(0); out.read()
+    b'error: train.tsv changed\\n  kept\\n'
+    """
 
     def __init__(self, target):
         self.target = target
         self.pending = b""
+        self.in_record = False  # the lines after a log line go on its message
+        self.in_traceback = False  # ... and hold a traceback, whose exception line is the record's too
 
     def feed(self, data):
         self.pending += data
         parts = re.split(rb"(?<=[\r\n])", self.pending)
         self.pending = parts.pop() if not parts[-1].endswith((b"\n", b"\r")) else b""
-        out = [part for part in parts if part and not TENSORFLOW_LOG_LINE.match(part)]
-        if self.pending and not _may_become_a_log_line(self.pending):
+        out = [part for part in parts if part and self._kept(part)]
+        if self.pending and not self.in_record and not _may_become_a_log_line(self.pending):
             out.append(self.pending)
             self.pending = b""
         if out:
             os.write(self.target, b"".join(out))
 
+    def _kept(self, line):
+        """Whether the complete `line` is written (not a log line, nor the rest of a log line's message)."""
+        if TENSORFLOW_LOG_LINE.match(line):
+            self.in_record, self.in_traceback = True, False
+            return False
+        if not self.in_record:
+            return True
+        if not line.strip() or line.startswith((b" ", b"\t")):
+            return False
+        if line.startswith(b"Traceback (most recent call last):"):
+            self.in_traceback = True
+            return False
+        if self.in_traceback:  # the exception's line, which ends the traceback
+            self.in_traceback = False
+            return False
+        self.in_record = False
+        return True
+
     def close(self):
-        if self.pending and not TENSORFLOW_LOG_LINE.match(self.pending):
+        if self.pending and self._kept(self.pending):
             os.write(self.target, self.pending)
         self.pending = b""
 
@@ -108,3 +148,18 @@ def filtered_stderr(enabled=True):
         if not thread.is_alive():  # else a child process still holds the pipe: the thread forwards until it ends
             os.close(read_end)
             os.close(real_stderr)
+
+
+def import_keras_quietly():
+    """Imports Keras, and with the TensorFlow backend lists TensorFlow's devices, inside `filtered_stderr`:
+    TensorFlow's start-up log lines stay off stderr. Nothing is filtered when the user set
+    `TF_CPP_MIN_LOG_LEVEL` (the lines are theirs to see) or Keras is imported already (too late to filter)."""
+    if "keras" in sys.modules or wants_tensorflow_logs():
+        return
+    with filtered_stderr():
+        import keras
+
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()
