@@ -261,3 +261,26 @@ def test_int8_quantizes_every_projection_stays_close_and_reloads_exactly(tmp_pat
     np.testing.assert_array_equal(to_numpy(keras.saving.load_model(path).predict_on_batch(x)), int8)
     with pytest.raises(ValueError, match="quantized"):
         model.save_pretrained(str(tmp_path / "directory"))
+
+
+def test_sentence_similarity_pipeline_scores_as_sentence_transformers_cosine(minilm_path, sentence_transformer):
+    from sentence_transformers import util
+
+    from keras_bert_impl import pipeline
+
+    similarity = pipeline("sentence-similarity", model=minilm_path)
+    source = "A man is eating a piece of bread."
+    sentences = ["A man eats food.", "The girl is carrying a baby.", "A man is riding a horse.", "It is raining."]
+    expected = util.cos_sim(sentence_transformer.encode([source]), sentence_transformer.encode(sentences))[0].numpy()
+    scores = similarity({"source_sentence": source, "sentences": sentences})
+    assert isinstance(scores, list) and len(scores) == 4
+    np.testing.assert_allclose(scores, expected, atol=1e-5)
+    np.testing.assert_allclose(similarity(source, sentences=sentences), expected, atol=1e-5)
+    both = similarity([{"source_sentence": source, "sentences": sentences},
+                       {"source_sentence": sentences[1], "sentences": [source]}])
+    np.testing.assert_allclose(both[0], expected, atol=1e-5)
+    assert both[1][0] == pytest.approx(float(expected[1]), abs=1e-5)
+    with pytest.raises(UserInputError, match=r"input 1 is str 'A man'.*expected \{'source_sentence': str"):
+        similarity([{"source_sentence": source, "sentences": sentences}, "A man"])
+    with pytest.raises(UserInputError, match="sentences of input 0, element 1 is None"):
+        similarity({"source_sentence": source, "sentences": ["fine", None]})
