@@ -18,7 +18,8 @@ from tests.test_task_models import CASES, _inputs
 
 # One case per task model class (the regressor is the classifier's graph; the CRF tagger's logits are the
 # token classifier's, and its model holds the CRF's transitions).
-MODELS = ["classifier", "multiple_choice", "span_qa", "token_classifier_crf", "feature_based_tagger", "pretrainer"]
+MODELS = ["classifier", "multiple_choice", "span_qa", "token_classifier_crf", "feature_based_tagger", "pretrainer",
+          "sentence_encoder"]
 TENSORFLOW = keras.backend.backend() == "tensorflow"
 
 
@@ -32,6 +33,8 @@ def _other_shape(name, x):
     smaller = _inputs(seed=5, batch=2, seq=7)
     if name == "multiple_choice":
         smaller = {k: np.stack([v, v[::-1]], axis=1)[:, [0, 1, 1, 0]] for k, v in smaller.items()}  # [2, 4, 7]
+    if name == "sentence_encoder":
+        smaller = {k: np.stack([v, v[::-1], v], axis=1) for k, v in smaller.items()}  # [2, 3, 7]: three columns
     if name == "pretrainer":
         smaller["masked_lm_positions"] = np.array([[1, 2], [3, 0]], "int32")
     return smaller
@@ -75,7 +78,8 @@ def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equal
     x, _ = CASES[name].batch()
     session = onnxruntime.InferenceSession(export_onnx(model, str(tmp_path / "model.onnx")))
     shapes = {i.name: i.shape for i in session.get_inputs()}
-    assert shapes["token_ids"] == (["batch", 4, "sequence"] if name == "multiple_choice" else ["batch", "sequence"])
+    assert shapes["token_ids"] == {"multiple_choice": ["batch", 4, "sequence"],
+                                   "sentence_encoder": ["batch", "columns", "sequence"]}.get(name, ["batch", "sequence"])
     for inputs in (x, _other_shape(name, x)):
         expected = _keras_outputs(model, inputs)
         served = session.run(None, {i.name: inputs[i.name] for i in session.get_inputs()})

@@ -25,6 +25,7 @@ CLASS_TASKS = {
     "BertFeatureBasedTagger": "token_classifier",
     "BertSpanQA": "span_qa",
     "BertMultipleChoice": "multiple_choice",
+    "BertSentenceEncoder": "sentence_encoder",
 }
 
 
@@ -130,7 +131,7 @@ def load_model(settings):
         from keras_bert_impl.models.backbone import BertBackbone
 
         return BertBackbone.from_pretrained(checkpoint), task
-    if task == "span_qa":
+    if task in ("span_qa", "sentence_encoder"):
         return settings["model_class"].from_pretrained(checkpoint), task
     if task == "multiple_choice":
         num_choices = int(checkpoint.setting(NUM_CHOICES_KEY) or NUM_CHOICES)

@@ -13,7 +13,8 @@ under JAX, Keras needs the jax2onnx package.
 
 Inputs keep the model's names (`token_ids`, `segment_ids`, `padding_mask` int32, plus `masked_lm_positions`
 for the pretrainer), their free axes named "batch", "sequence" (and "predictions" for the masked positions);
-multiple choice keeps its fixed number of choices. Outputs are the model's raw outputs. Needs the `onnx`
+multiple choice keeps its fixed number of choices; a sentence encoder's [batch, columns, sequence] inputs
+have three free axes. Outputs are the model's raw outputs. Needs the `onnx`
 and `tf2onnx` packages and TensorFlow (the `[export]` extra; without them, one line names it).
 """
 
@@ -37,7 +38,8 @@ def input_specs(model):
 
 
 def name_dynamic_axes(path):
-    """Renames the dynamic axes of the ONNX file's inputs "batch" and "sequence" (or "predictions")."""
+    """Renames the dynamic axes of the ONNX file's inputs "batch", "sequence" (or "predictions") and, between
+    them, "columns" (a sentence encoder's texts per example)."""
     import onnx
 
     graph_model = onnx.load(path)
@@ -45,7 +47,8 @@ def name_dynamic_axes(path):
         dims = value.type.tensor_type.shape.dim
         for i, dim in enumerate(dims):
             if dim.dim_value <= 0:  # dynamic: a tf2onnx "unk__N" or a torch "dim_i_j" parameter
-                dim.dim_param = "batch" if i == 0 else _LAST_AXIS.get(value.name, "sequence")
+                last = _LAST_AXIS.get(value.name, "sequence")
+                dim.dim_param = "batch" if i == 0 else last if i == len(dims) - 1 else "columns"
     onnx.save(graph_model, path)
 
 

@@ -16,6 +16,7 @@ Signatures by task:
 | "token_classifier" | `text` | per word: `words`, `tags` (names), `word_start`, `word_end` (character offsets into `text`), padded with "" / -1 to [B, W] |
 | "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`, `null_score`; `has_answer` |
 | "multiple_choice" | `context` [B], `endings` [B, C] | `probabilities` [B, C], `label_id` [B] |
+| "sentence_encoder" | `text` [B] | `embedding` [B, D], L2-normalized (sentence-transformers' `encode(normalize_embeddings=True)`) |
 
 B may be 0: an empty batch gets every output with 0 rows. The two inputs of a signature must have a row for
 each other's rows (`text_pair` for `text`, `context` for `question`, `endings` for `context`; `segment_ids` and
@@ -102,7 +103,7 @@ from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 
-TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa", "multiple_choice")
+TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa", "multiple_choice", "sentence_encoder")
 # The file, in the SavedModel directory, that records the export's settings.
 EXPORT_CONFIG_NAME = "export_config.json"
 
@@ -273,6 +274,13 @@ class _Exporter:
         if self.task in ("classifier", "regressor"):
             return self.serve_classes(tf.cast(_first_output(outputs, "logits", "score"), tf.float32))
         return self.serve_tags(text, packed, outputs)
+
+    def serve_embeddings(self, text):
+        """A sentence encoder's embedding of each text (packed alone, as `BertSentenceEncoder.encode`), L2-normalized."""
+        packed = self.pack(text)
+        embeddings = self.model({k: packed[k][:, None] for k in ("token_ids", "segment_ids", "padding_mask")},
+                                training=False)  # [B, 1, D]
+        return {"embedding": tf.math.l2_normalize(tf.cast(embeddings[:, 0], tf.float32), axis=-1, epsilon=1e-24)}
 
     def serve_classes(self, logits):
         """A classifier's answers of its logits [B, C] (`tasks.class_scores`' rule); a regressor's score."""
@@ -482,9 +490,11 @@ def export_saved_model(
                              input_signature=[tf.TensorSpec([None], tf.string, name="text"),
                                               tf.TensorSpec([None], tf.string, name="text_pair")])
     else:
-        archive.add_endpoint("serving_default", lambda text: _serve_any_batch(exporter.serve_texts, text),
+        serve = exporter.serve_embeddings if task == "sentence_encoder" else exporter.serve_texts
+        archive.add_endpoint("serving_default", lambda text: _serve_any_batch(serve, text),
                              input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    token_shape = [None, model.num_choices, None] if task == "multiple_choice" else [None, None]
+    token_shape = {"multiple_choice": [None, getattr(model, "num_choices", None), None],
+                   "sentence_encoder": [None, None, None]}.get(task, [None, None])
     archive.add_endpoint(
         "serving_token_ids",
         lambda token_ids, segment_ids, padding_mask: exporter.serve_token_ids(token_ids, segment_ids, padding_mask),
@@ -534,7 +544,8 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     A token classifier keeps the checkpoint's CRF (a feature-based tagger's tags are argmax, as its
     `decode`); a span QA model answers over the windows and by the SQuAD rule of `squad_settings` (arguments,
     else config.json's "squad" entry, else the recipe's defaults); a multiple-choice model scores config.json's
-    `num_choices` endings (run_swag.py writes it; 4 without it).
+    `num_choices` endings (run_swag.py writes it; 4 without it); a sentence encoder (a sentence-transformers
+    directory) packs at its sentence_bert_config.json's `max_seq_length` and returns normalized embeddings.
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it). An `export_dir`
     that is not an earlier export is refused before anything is read, unless `overwrite` (`check_export_dir`).
 
@@ -549,9 +560,11 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
     tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
                               normalize=settings["normalize"])
-    max_seq_length = int(max_seq_length or checkpoint.setting("max_seq_length") or 128)
     squad = {}
     model, task = load_model(settings)
+    # A sentence encoder's packed length: sentence_bert_config.json's max_seq_length, as its preprocessor's.
+    stored = model.preprocessor.sequence_length if task == "sentence_encoder" and model.preprocessor else None
+    max_seq_length = int(max_seq_length or stored or checkpoint.setting("max_seq_length") or 128)
     if task == "span_qa":
         squad = squad_settings(checkpoint.config, version_2_with_negative, null_score_diff_threshold,
                                max_answer_length, n_best_size, doc_stride, max_query_length)
