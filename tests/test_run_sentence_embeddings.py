@@ -155,15 +155,15 @@ def test_a_rerun_with_another_loss_in_the_same_output_dir_is_refused_naming_it(m
 def test_chinese_texts_are_split_into_ideographs_as_sentence_transformers_splits_them(tmp_path):
     # A tiny random model over the shipped Chinese vocabulary: every ideograph is a token of its own.
     chinese = os.path.join(REPO, "data", "chinese")
-    texts = ["今天天气很好", "我们去公园散步", "这本书非常有意思", "他在银行工作", "明天会下雨吗", "北京是中国的首都"]
+    texts = ["今天天气很好", "明天会下雨", "北京是中国的城市", "这是张明的朋友", "张明在银行工作", "学生在大学学习"]
     train = _write_jsonl(tmp_path / "train.jsonl", [{"anchor": a, "positive": b} for a, b in zip(texts, texts[1:])])
     output_dir = tmp_path / "out"
     _run([f"--bert_config_file={os.path.join(chinese, 'bert_config.json')}",
           f"--vocab_file={os.path.join(chinese, 'vocab.txt')}", f"--train_file={train}", f"--output_dir={output_dir}",
           "--do_train", "--max_seq_length=16", "--train_batch_size=5", "--num_train_epochs=1", "--verbose=0"])
     ours = BertSentenceEncoder.from_pretrained(str(output_dir / "model"))
-    tokens = ours.preprocessor.tokenizer.tokenize("今天天气很好")
-    assert tokens == list("今天天气很好")
+    for text in texts:  # every ideograph a token of the vocabulary
+        assert ours.preprocessor.tokenizer.tokenize(text) == list(text)
     np.testing.assert_allclose(ours.encode(texts), _sentence_transformer(output_dir / "model").encode(texts),
                                atol=1e-5)
 
