@@ -81,7 +81,7 @@ LONGEST_FIRST = [
     "test_divergence.py", "test_token_classifier.py", "test_serialization.py", "test_training.py",
     "test_mixed_precision.py", "test_pretrainer.py", "test_distribute.py", "test_tf_tokenization.py",
     "test_checkpoint_conversion.py", "test_span_qa.py", "test_feature_based_tagger.py",
-    "test_finetuning_resume.py", "test_tasks.py",
+    "test_finetuning_resume.py", "test_task_outputs.py",
 ]
 
 

@@ -1,24 +1,40 @@
-"""The checks every task model passes, on every backend (keras-hub's `run_task_test`, for this package).
+"""The checks every layer, the backbone and every task model pass, on every backend (keras-hub's `TestCase`
+helpers `run_layer_test`, `run_backbone_test`, `run_task_test`, for this package).
+
+`run_serialization_test(instance)`: `get_config` -> `from_config` -> `get_config` gives the same JSON, and so
+does a `keras.saving.serialize_keras_object` round trip (keras-hub's).
+
+`run_layer_test(cls, init_kwargs, input_data, expected_output_shape)`: the layer's config round trip; built
+by a symbolic call and an eager one, with the expected output shape and trainable weights; a `.keras` round
+trip (the layer in a functional model) with equal outputs; built under `mixed_bfloat16` it computes in
+bfloat16 and keeps float32 variables; one training step (`fit`, mean squared error) changes its weights.
+
+`run_backbone_test(backbone, input_data, expected_output_shapes, tmp_path)`: the config round trip; the
+outputs' shapes, also at shorter sequence lengths; `.keras` and `save_pretrained` -> `from_pretrained` round
+trips with equal outputs; under `mixed_bfloat16` it computes in bfloat16.
 
 `run_task_test(case, tmp_path)` takes a `TaskCase` (how to build the model on a backbone, a batch, how to
 compile it) and checks, in order:
 
-1. the model builds (with its task's preprocessor) and its outputs have the expected shapes; `predict` on
-   raw text gives what it gives on the token ids the preprocessor makes;
+1. the model builds (with its task's preprocessor), its config round trip (`run_serialization_test`), and its
+   outputs have the expected shapes; `predict` on raw text gives what it gives on the token ids the
+   preprocessor makes;
 2. a bare `compile()` gives the task's loss: `fit` lowers it (from a loss that is not 0), changes the
    trainable weights, `evaluate` on raw text gives what it gives on the preprocessor's ids and labels and
    `fit` on raw text trains, and `sample_weight` is honoured (zeros give 0, ones the unweighted loss); a token
    accuracy leaves out the -100 positions; a `loss`, `metrics` or `loss=None` the model cannot train with
    raises `ValueError`;
 3. a `.keras` file reloads to a model of the same class with the same outputs and preprocessor;
-4. `save_pretrained` / `from_pretrained` reload the same outputs and the preprocessor's vocabulary, casing
-   and length (for models that write a directory);
+4. `save_pretrained` / `from_pretrained` (the class's own, with nothing but the directory) reload the same
+   outputs and the preprocessor's vocabulary, casing and length, and the directory holds the class the
+   registry names;
 5. under the TensorFlow backend, the exported SavedModel's `serving_token_ids` returns the same outputs;
 6. the same model built under `mixed_bfloat16` trains one step with a finite loss and bfloat16 compute.
 """
 
 import copy
 import dataclasses
+import json
 import os
 from typing import Callable, Optional
 
@@ -26,6 +42,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
@@ -48,7 +65,7 @@ class TaskCase:
     preprocessor: () -> the task's preprocessor on `TOKENIZER`.
     raw_batch: () -> (raw text, its labels), as the preprocessor takes them.
     output_shapes: {output name or "logits": shape} of the model on `batch()`'s x.
-    from_pretrained: (directory) -> model, or None for a model that writes no directory.
+    from_pretrained: (directory) -> model; None: the model class's `from_pretrained(directory)`.
     export_task: the `export_saved_model` task name, or None for a model that is not exported.
     backbone_kwargs: extra `BertBackbone` arguments (e.g. output_hidden_states).
     """
@@ -123,11 +140,97 @@ def _check_token_accuracy_leaves_out_ignored_positions(model, x, labels, reporte
     np.testing.assert_allclose(reported, expected, atol=1e-6)
 
 
+def run_serialization_test(instance):
+    """`get_config` -> `from_config` -> `get_config`, and `serialize_keras_object` -> `deserialize_keras_object`,
+    give the same config (as JSON)."""
+    config = json.dumps(instance.get_config(), sort_keys=True, default=str)
+    revived = type(instance).from_config(instance.get_config())
+    assert json.dumps(revived.get_config(), sort_keys=True, default=str) == config
+    serialized = json.loads(json.dumps(keras.saving.serialize_keras_object(instance), default=str))
+    revived = keras.saving.deserialize_keras_object(serialized)
+    assert type(revived) is type(instance)
+    assert json.dumps(revived.get_config(), sort_keys=True, default=str) == config
+    return revived
+
+
+def _float_dtypes(structure):
+    return {str(keras.backend.standardize_dtype(t.dtype)) for t in keras.tree.flatten(structure)
+            if "float" in str(keras.backend.standardize_dtype(t.dtype))}
+
+
+def run_layer_test(cls, init_kwargs, input_data, expected_output_shape, expected_num_trainable_weights=None,
+                   tmp_path=None, run_training_check=True):
+    """The checks of a layer (module docstring); `input_data` a numpy array (or a list of them: the layer's one
+    input), `expected_output_shape` the output's shape (or a structure of shapes)."""
+    layer = cls(**init_kwargs)
+    run_serialization_test(layer)
+
+    # Symbolic call: built, output shape.
+    symbolic = keras.tree.map_structure(lambda a: keras.KerasTensor(a.shape, a.dtype), input_data)
+    layer = cls(**init_kwargs)
+    output = layer(symbolic)
+    assert layer.built
+    assert keras.tree.map_structure(lambda t: tuple(t.shape), output) == expected_output_shape
+    if expected_num_trainable_weights is not None:
+        assert len(layer.trainable_weights) == expected_num_trainable_weights
+
+    # Eager call; a .keras round trip of the layer in a functional model gives the same outputs.
+    layer = cls(**init_kwargs)
+    eager = keras.tree.map_structure(to_numpy, layer(input_data))
+    assert keras.tree.map_structure(lambda a: tuple(a.shape), eager) == expected_output_shape
+    if tmp_path is not None:
+        inputs = keras.tree.map_structure(lambda a: keras.Input(a.shape[1:], dtype=a.dtype, batch_size=None), input_data)
+        model = keras.Model(inputs, layer(inputs))
+        path = os.path.join(tmp_path, f"{cls.__name__}.keras")
+        model.save(path)
+        restored = keras.saving.load_model(path)
+        keras.tree.map_structure(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6),
+                                 keras.tree.map_structure(to_numpy, restored(input_data)), eager)
+
+    # Mixed precision: bfloat16 compute, float32 variables.
+    bf16 = cls(**init_kwargs, dtype="mixed_bfloat16")
+    outputs = bf16(input_data)
+    assert bf16.compute_dtype == "bfloat16" and all(w.dtype == "float32" for w in bf16.weights)
+    assert _float_dtypes(outputs) <= {"bfloat16", "float32"}
+
+    # One training step changes the weights.
+    if run_training_check and layer.trainable_weights:
+        inputs = keras.tree.map_structure(lambda a: keras.Input(a.shape[1:], dtype=a.dtype), input_data)
+        model = keras.Model(inputs, layer(inputs))
+        before = [np.array(to_numpy(w)) for w in layer.trainable_weights]
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        targets = keras.tree.map_structure(lambda a: np.ones_like(a, "float32"), eager)
+        model.fit(input_data, targets, epochs=1, verbose=0)
+        assert any(not np.array_equal(b, to_numpy(w)) for b, w in zip(before, layer.trainable_weights))
+
+
+def run_backbone_test(backbone, input_data, expected_output_shapes, tmp_path):
+    """The checks of a backbone (module docstring); `input_data` the dict of token-id arrays [B, T]."""
+    revived = run_serialization_test(backbone)
+    assert type(revived) is type(backbone)
+    outputs = _outputs(backbone, input_data)
+    assert {k: v.shape for k, v in outputs.items()} == expected_output_shapes
+    for length in (2, 3):  # shorter sequences
+        shorter = {k: v[:, :length] for k, v in input_data.items()}
+        assert _outputs(backbone, shorter)["sequence_output"].shape[1] == length
+    path = os.path.join(tmp_path, "backbone.keras")
+    backbone.save(path)
+    _assert_same_outputs(_outputs(keras.saving.load_model(path), input_data), outputs, what=".keras round trip")
+    directory = os.path.join(tmp_path, "backbone")
+    backbone.save_pretrained(directory)
+    loaded = type(backbone).from_pretrained(directory)
+    _assert_same_outputs(_outputs(loaded, input_data), outputs, atol=1e-5, what="from_pretrained")
+    bf16 = type(backbone).from_config({**backbone.get_config(), "dtype": "mixed_bfloat16"})
+    assert bf16.embeddings.compute_dtype == "bfloat16"
+    assert _float_dtypes(bf16(input_data)) <= {"bfloat16", "float32"}
+
+
 def run_task_test(case, tmp_path):
     x, y = case.batch()
 
-    # 1. build, output shapes; raw text through the preprocessor
+    # 1. build, config round trip, output shapes; raw text through the preprocessor
     model = _build(case, preprocessor=case.preprocessor())
+    run_serialization_test(model)
     expected = _outputs(model, x)
     assert {k: v.shape for k, v in expected.items()} == case.output_shapes
     raw_x, raw_y = case.raw_batch()
@@ -169,15 +272,16 @@ def run_task_test(case, tmp_path):
     assert type(restored.preprocessor) is type(model.preprocessor)
     assert restored.preprocessor.get_config() == model.preprocessor.get_config()
 
-    # 4. save_pretrained / from_pretrained round trip
-    if case.from_pretrained is not None:
-        directory = os.path.join(tmp_path, "pretrained")
-        model.save_pretrained(directory)
-        loaded = case.from_pretrained(directory)
-        _assert_same_outputs(_outputs(loaded, x), expected, what="from_pretrained")
-        assert type(loaded.preprocessor) is type(model.preprocessor)
-        assert (loaded.preprocessor.tokenizer.vocabulary, loaded.preprocessor.tokenizer.do_lower_case,
-                loaded.preprocessor.sequence_length) == (VOCABULARY, True, model.preprocessor.sequence_length)
+    # 4. save_pretrained / from_pretrained round trip; the directory holds the model's registered class
+    directory = os.path.join(tmp_path, "pretrained")
+    model.save_pretrained(directory)
+    assert model_io.model_class(directory) is type(model)
+    loaded = (case.from_pretrained or type(model).from_pretrained)(directory)
+    assert type(loaded) is type(model) and loaded.newly_initialized_heads == []
+    _assert_same_outputs(_outputs(loaded, x), expected, what="from_pretrained")
+    assert type(loaded.preprocessor) is type(model.preprocessor)
+    assert (loaded.preprocessor.tokenizer.vocabulary, loaded.preprocessor.tokenizer.do_lower_case,
+            loaded.preprocessor.sequence_length) == (VOCABULARY, True, model.preprocessor.sequence_length)
 
     # 5. the SavedModel computes the same outputs (TensorFlow: the export runs in this process)
     if case.export_task is not None and keras.backend.backend() == "tensorflow":

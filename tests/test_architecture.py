@@ -6,8 +6,11 @@ function-level import fails here too.
 
 import ast
 import os
+import re
 
 import pytest
+
+pytestmark = pytest.mark.backend_independent
 
 PACKAGE = "keras_bert_impl"
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PACKAGE)
@@ -281,7 +284,7 @@ def test_the_python_tokenizer_modules_import_no_backend_library_at_module_level(
 
 
 # --- Modules by concept (none over 600 lines), no recipe loaded by path, private Keras APIs only in
-# --- utils/keras_compat.py (issue #41, items 4 and 6).
+# --- utils/keras_compat.py.
 
 MAX_MODULE_LINES = 600
 COMPAT_MODULE = f"{PACKAGE}.utils.keras_compat"
@@ -371,3 +374,158 @@ def test_the_checks_find_a_private_keras_use_and_a_recipe_loaded_by_path():
     assert sorted(private_keras_uses(source)) == ["1: from keras.src.saving", "4: _maybe_symbolic_build",
                                                   "5: _distribute_strategy", "5: _inbound_nodes"]
     assert recipe_loads_by_path(source) == ["6: spec_from_file_location", "7: run_path", "8: exec", "8: open"]
+
+
+# --- A task is one unit: its model class carries its loading, saving, decoding and identity (the task registry),
+# --- so that no other module keeps knowledge of it by name.
+# The modules that define `from_pretrained`: the config, the tokenizer, the preprocessors' base, the backbone and
+# the task models' base (every task model's comes from what its class declares).
+MAX_FROM_PRETRAINED_MODULES = 5
+TASK_MODEL_CLASSES = ("BertClassifier", "BertTokenClassifier", "BertSpanQA", "BertMultipleChoice", "BertPretrainer",
+                      "BertFeatureBasedTagger", "BertSentenceEncoder")
+# Besides its own module, a task model class may be named in the exports, the registry, its task and its pipeline.
+TASK_CLASS_PLACES = {
+    "BertClassifier": ("tasks/glue.py", "pipelines/text_classification.py"),
+    "BertTokenClassifier": ("tasks/ner.py", "pipelines/token_classification.py"),
+    "BertFeatureBasedTagger": ("tasks/ner.py", "pipelines/token_classification.py"),
+    "BertSpanQA": ("tasks/squad.py", "pipelines/question_answering.py"),
+    "BertMultipleChoice": ("tasks/swag.py", "pipelines/multiple_choice.py"),
+    "BertPretrainer": ("pipelines/fill_mask.py",),
+    "BertSentenceEncoder": ("tasks/sentence_embeddings.py", "pipelines/sentence_similarity.py"),
+}
+SHARED_PLACES = ("__init__.py", "checkpoints/task_registry.py")
+TASK_CLASS_MODULES = {"BertClassifier": "models/classifier.py", "BertTokenClassifier": "models/token_classifier.py",
+                      "BertFeatureBasedTagger": "models/feature_based_tagger.py", "BertSpanQA": "models/span_qa.py",
+                      "BertMultipleChoice": "models/multiple_choice.py", "BertPretrainer": "models/pretrainer.py",
+                      "BertSentenceEncoder": "models/sentence_encoder.py"}
+DISPATCH_FOLDERS = ("export", "pipelines")
+
+
+def _relative(path):
+    return os.path.relpath(path, ROOT).replace(os.sep, "/")
+
+
+def from_pretrained_modules(sources):
+    """The modules ({relative path: source}) that define a function or method named `from_pretrained`."""
+    return sorted(path for path, source in sources.items()
+                  if any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "from_pretrained"
+                         for node in ast.walk(ast.parse(source))))
+
+
+def _docstring_lines(tree):
+    """The line numbers of the docstrings of a module, its classes and functions."""
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def names_in_code(source, names):
+    """The `names` that `source` names in its code (an identifier, or a word of a string that is no docstring;
+    comments aside), as {name: [line, ...]}."""
+    import io
+    import re
+    import tokenize
+
+    docstrings = _docstring_lines(ast.parse(source))
+    found = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.start[0] in docstrings or token.type not in (tokenize.NAME, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)):
+            continue
+        for name in names:
+            if token.string == name or (token.type != tokenize.NAME and re.search(rf"\b{name}\b", token.string)):
+                found.setdefault(name, []).append(token.start[0])
+    return found
+
+
+def dispatch_on_task(source):
+    """`line: what` of each `task == "..."` / `task != "..."` comparison and each isinstance / issubclass on a task
+    model class (or on a `model_classes` tuple) in `source`."""
+    import re
+
+    found = [f"{n}: task comparison" for n, line in enumerate(source.splitlines(), 1)
+             if re.search(r"\btask\s*[!=]=\s*[\"']", line)]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") \
+                and len(node.args) == 2:
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} | {
+                n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+            if named & {*TASK_MODEL_CLASSES, "model_classes"}:
+                found.append(f"{node.lineno}: {node.func.id} on {', '.join(sorted(named & {*TASK_MODEL_CLASSES, 'model_classes'}))}")
+    return found
+
+
+def _package_sources():
+    return {_relative(path): open(path, encoding="utf-8").read() for path in _modules().values()}
+
+
+def test_from_pretrained_is_defined_in_at_most_five_modules():
+    modules = from_pretrained_modules(_package_sources())
+    assert len(modules) <= MAX_FROM_PRETRAINED_MODULES, f"from_pretrained defined in {len(modules)} modules: {modules}"
+
+
+def test_export_and_pipelines_dispatch_through_the_registry_not_on_task_names_or_classes():
+    offenders = {path: found for path, source in _package_sources().items()
+                 if path.split("/")[0] in DISPATCH_FOLDERS and (found := dispatch_on_task(source))}
+    assert not offenders, f"dispatch on the task's name or class (use the registry or the model's methods): {offenders}"
+
+
+def test_each_task_model_class_is_named_only_by_its_exports_registry_task_and_pipeline():
+    sources = _package_sources()
+    wrong = {}
+    for path, source in sources.items():
+        for name, lines in names_in_code(source, TASK_MODEL_CLASSES).items():
+            allowed = {TASK_CLASS_MODULES[name], *SHARED_PLACES, *TASK_CLASS_PLACES[name]}
+            if path not in allowed:
+                wrong.setdefault(name, []).append(f"{path}:{lines[0]}")
+    assert not wrong, f"task model classes named outside their exports, registry, task and pipeline: {wrong}"
+    for name in TASK_MODEL_CLASSES:
+        places = {path for path, source in sources.items() if name in names_in_code(source, (name,))}
+        assert len(places - {TASK_CLASS_MODULES[name]}) <= 4, (name, sorted(places))
+
+
+def test_the_unit_checks_find_an_override_a_task_chain_and_a_class_named_in_code():
+    sources = {"a.py": "class A:\n    @classmethod\n    def from_pretrained(cls, path):\n        pass\n",
+               "b.py": "def from_pretrained(path):\n    pass\n", "c.py": "def load(path):\n    pass\n"}
+    assert from_pretrained_modules(sources) == ["a.py", "b.py"]
+    chain = ('"""Exports the task == "classifier" model."""\n'
+             'if task == "span_qa":\n    pass\n'
+             'if isinstance(model, (BertSpanQA, keras.Model)) or isinstance(model, self.model_classes):\n    pass\n'
+             'if isinstance(model, keras.Model):\n    pass\n')
+    assert dispatch_on_task(chain) == ["1: task comparison", "2: task comparison", "4: isinstance on BertSpanQA",
+                                       "4: isinstance on model_classes"]
+    named = ('"""A BertClassifier module."""\n'
+             '# BertSpanQA in a comment\n'
+             'from keras_bert_impl.models.classifier import BertClassifier\n'
+             'def f():\n    """Loads a BertPretrainer."""\n'
+             '    raise ValueError(f"not a BertMultipleChoice: {x}")\n'
+             'BertTokenClassifierPreprocessor = 1\n')
+    assert names_in_code(named, TASK_MODEL_CLASSES) == {"BertClassifier": [3], "BertMultipleChoice": [6]}
+
+
+# --- Tests named and described for what they prove: no test file cites an issue of this project (another
+# --- project's issue is cited with its name: "TensorFlow's issues #117700").
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ISSUE_CITATION = re.compile(r"(?<!'s )\b(issues?|Issues?) #\d+")
+
+
+def issue_citations(source):
+    """The lines of `source` that cite an issue number without naming another project, as "line: text"."""
+    return [f"{i}: {line.strip()}" for i, line in enumerate(source.splitlines(), 1) if ISSUE_CITATION.search(line)]
+
+
+def test_no_test_file_cites_an_issue_number():
+    names = sorted(n for n in os.listdir(TESTS) if n.startswith(("test_", "conftest")) and n.endswith(".py"))
+    assert not [n for n in names if re.search(r"issue|_\d+\.py$", n)], "test files named for an issue"
+    found = {n: cited for n in names if (cited := issue_citations(open(os.path.join(TESTS, n), encoding="utf-8").read()))}
+    assert not found, f"test files citing an issue (say what the test proves instead): {found}"
+
+
+def test_the_issue_check_finds_a_citation_and_passes_another_projects_issue():
+    number = "#" + "16"  # not a citation of this file
+    source = f'"""Inputs are refused (issue {number})."""\n# Issue {number}\'s bound\n# TensorFlow\'s issues {number}\n'
+    assert issue_citations(source) == [f'1: """Inputs are refused (issue {number})."""', f"2: # Issue {number}'s bound"]

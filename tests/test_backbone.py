@@ -298,3 +298,12 @@ def test_summary_shows_the_backbones_own_shapes_after_a_classifier_reuses_its_la
     assert last_block_shape(backbone) == own
     assert last_block_shape(classifier) == "(None, 1, 128)"  # the classifier's graph: [CLS] only
     assert last_block_shape(backbone) == own
+
+
+def test_the_backbone_passes_the_backbone_harness(tmp_path):
+    """The backbone harness (tests/task_harness.py `run_backbone_test`): config, `.keras` and save_pretrained ->
+    from_pretrained round trips with equal outputs, shorter sequences, bfloat16 compute."""
+    from tests.task_harness import run_backbone_test
+
+    run_backbone_test(BertBackbone(TINY), _inputs(), {"sequence_output": (2, 6, 16), "pooled_output": (2, 16)},
+                      str(tmp_path))

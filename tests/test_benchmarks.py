@@ -22,6 +22,7 @@ def _suite():
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
     backend = keras.backend.backend()
     workloads = ["forward", "epoch", "train_step_bf16", "user_head_pooled", "user_head_tokens"]
@@ -113,6 +114,7 @@ def test_pretraining_step_flops_are_three_times_the_forward_products_of_the_buil
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_gpu_pretraining_smoke_times_every_library_and_writes_a_complete_table(tmp_path):
     backend = keras.backend.backend()
     gpu_pretraining = _gpu_pretraining()
@@ -171,6 +173,7 @@ def test_a_variant_replaces_its_path_during_each_step_only():
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_serving_latency_smoke_times_every_path_of_this_backend_and_writes_its_report(tmp_path):
     spec = importlib.util.spec_from_file_location("serving_latency", os.path.join(REPO, "benchmarks", "serving_latency.py"))
     module = importlib.util.module_from_spec(spec)

@@ -11,7 +11,6 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_impl.checkpoints import task_layouts
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_qa import BertSpanQA
@@ -72,7 +71,7 @@ def test_without_bilstm_units_the_heads_are_the_original_dense_on_sequence_outpu
         got = to_numpy(got) if model is tagger else np.stack([to_numpy(got["start_logits"]),
                                                               to_numpy(got["end_logits"])], -1)
         np.testing.assert_allclose(got, want, atol=1e-6)
-    settings = {type(m).__name__: task_layouts.layout_of(m).settings(m, None) for m in (tagger, qa)}
+    settings = {type(m).__name__: m.config_entries(None) for m in (tagger, qa)}
     assert "bilstm_units" not in settings["BertTokenClassifier"] and settings["BertSpanQA"] == {}
 
 

@@ -12,7 +12,7 @@ import pytest
 from keras_bert_impl.data import squad_data
 from keras_bert_impl.data.squad_features import convert_examples_to_features
 from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
-from keras_bert_impl.tasks.squad_postprocessing import RawResult, compute_predictions
+from keras_bert_impl.data.squad_postprocessing import RawResult, compute_predictions
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.unknown_tokens import UnknownTokenWarning
 from tests.finetuning_files import load_recipe

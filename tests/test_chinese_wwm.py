@@ -19,6 +19,8 @@ from keras_bert_impl.data.word_segmentation import (
 )
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
+pytestmark = pytest.mark.backend_independent
+
 pytest.importorskip("jieba")  # a dev dependency (the `chinese` extra)
 
 CORPUS = [

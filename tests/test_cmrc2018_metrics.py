@@ -13,6 +13,8 @@ from keras_bert_impl.metrics.cmrc2018_metrics import (
     question_scores,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 # (gold answer, prediction, F1 computed by hand, EM)
 CASES = [
     # partial overlap: 2 common characters, precision 2/2, recall 2/3

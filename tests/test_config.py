@@ -4,6 +4,8 @@ import pytest
 
 from keras_bert_impl.config import SUPPORTED_ACTIVATIONS, BertConfig
 
+pytestmark = pytest.mark.backend_independent
+
 GOOGLE_BERT_BASE_CONFIG = {  # uncased_L-12_H-768_A-12/bert_config.json, as released
     "attention_probs_dropout_prob": 0.1,
     "hidden_act": "gelu",

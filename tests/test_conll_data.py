@@ -28,6 +28,8 @@ from keras_bert_impl.data.conll_features import (
 from keras_bert_impl.metrics.ner_metrics import get_entities
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
+pytestmark = pytest.mark.backend_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "smith", "##ville", "lives", "in", "new", "york", ".",
          "un", "##believ", "##able", "a", "b", "c", "d", "e", "f", "g", "h", "i"]

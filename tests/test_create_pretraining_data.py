@@ -4,8 +4,12 @@ them reaches the pretraining text), each ends a document, and the recipe's summa
 import importlib.util
 import os
 
+import pytest
+
 from keras_bert_impl.data import pretraining_documents
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
+
+pytestmark = pytest.mark.backend_independent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORDS = ["anarchism", "is", "a", "political", "philosophy", "the", "history", "of", "stretches", "back", "autism",

@@ -1,4 +1,4 @@
-"""Model directories and label files that do not fit are refused (issue #42): another task's directory (a CRF
+"""Model directories and label files that do not fit are refused: another task's directory (a CRF
 NER directory read as a `BertClassifier`) unless `ignore_stored_head=True` (a backbone or pretraining
 directory loads into every task); a `--labels` file in another order than the model's id2label is matched by
 name, one with other labels refused; a vocabulary of another size than the config's vocab_size refused

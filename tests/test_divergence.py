@@ -1,4 +1,4 @@
-"""Divergence stops a run (issue #16): `DivergenceGuard` in a user's fit, pretrain.py and run_glue.py at
+"""Divergence stops a run: `DivergenceGuard` in a user's fit, pretrain.py and run_glue.py at
 --learning_rate=1000 exit 1 with one line naming the step (or epoch), leave the newest checkpoint finite and
 no final/ or model/ (nor a best model: a finite loss grown 100-fold stops the run too); `BestCheckpoint` refuses a NaN dev metric; `write_json` writes strict JSON; `open_text`
 names the file and line of bytes that are not UTF-8. Runs on every backend."""

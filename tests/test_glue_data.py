@@ -11,6 +11,8 @@ from keras_bert_impl.data.glue_data import GlueDataError
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
 
+pytestmark = pytest.mark.backend_independent
+
 
 def _write(directory, name, lines):
     path = os.path.join(directory, name)

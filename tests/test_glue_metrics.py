@@ -15,6 +15,8 @@ from keras_bert_impl.metrics import (
     spearman,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 LABELS = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1])
 PREDS = np.array([1, 0, 0, 1, 1, 0, 1, 0, 1, 0])
 

@@ -1,5 +1,5 @@
-"""Inputs that would silently give wrong results are refused with a message naming the file, line or field
-(issue #16): empty splits, 0-instance corpora and 0-record TFRecords, TFRecord shapes against the flags,
+"""Inputs that would silently give wrong results are refused with a message naming the file, line or field:
+empty splits, 0-instance corpora and 0-record TFRecords, TFRecord shapes against the flags,
 vocabularies (no [MASK], repeats, blank lines, more ids than the model's vocab_size), SQuAD's strict
 booleans, repeated ids and empty contexts, STS-B scores outside 0..5 and empty SWAG endings; a header naming a
 column twice; an empty text to classify or an empty question."""
@@ -20,11 +20,13 @@ from keras_bert_impl.data import (
     swag_data,
     text_classification_data,
 )
-from keras_bert_impl.tasks import squad_postprocessing
+from keras_bert_impl.data import squad_postprocessing
 from keras_bert_impl.tasks.base import FinetuningConfig, check_tokenizer_fits_model
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.vocabulary import load_vocab
 from keras_bert_impl.utils.errors import UserInputError
+
+pytestmark = pytest.mark.backend_independent
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "sang", "ann", "?", ".", "a", "b"]

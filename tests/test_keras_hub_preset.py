@@ -18,6 +18,8 @@ from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
 
+# keras-hub needs TensorFlow (tensorflow-text): every test here needs it installed.
+pytestmark = pytest.mark.tensorflow
 keras_hub = pytest.importorskip("keras_hub")
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "quick", "brown", "fox", "##es", "jump", "##s",
@@ -95,7 +97,6 @@ def test_keras_hub_text_classifier_preset_loads_with_its_head_and_tokenizer(hub_
     assert [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) for text in TEXTS] == hub_ids
 
 
-@pytest.mark.tensorflow
 def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
     config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=32, hidden_act="gelu_approximate", max_position_embeddings=16)
@@ -124,7 +125,6 @@ def test_preset_written_by_save_to_preset_loads_in_keras_hub(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["backbone", "task"]
 
 
-@pytest.mark.tensorflow
 def test_save_to_preset_refuses_the_exact_gelu_unless_allowed_and_needs_keras_hub(tmp_path, monkeypatch):
     backbone = BertBackbone(BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
                                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=16))
@@ -140,7 +140,6 @@ def test_save_to_preset_refuses_the_exact_gelu_unless_allowed_and_needs_keras_hu
     np.testing.assert_array_equal(to_numpy(hub.token_embedding.embeddings), to_numpy(backbone.token_embedding.embeddings))
 
 
-@pytest.mark.tensorflow
 def test_keras_hub_preset_of_another_architecture_gets_a_one_line_error(tmp_path):
     keras_hub.models.DistilBertBackbone(**HUB_SIZES).save_to_preset(str(tmp_path))
     config_path = os.path.join(str(tmp_path), "config.json")
@@ -200,7 +199,6 @@ def test_tokenizer_json_sequence_normalizer_and_non_wordpiece_model(tmp_path):
     )
 
 
-@pytest.mark.tensorflow
 def test_keras_hub_uncased_tokenizer_without_accent_stripping_warns_and_lowercases(tmp_path):
     hub_tokenizer = keras_hub.models.BertTokenizer(vocabulary=VOCAB, lowercase=True)  # keras-hub's default form
     hub_tokenizer.save_to_preset(str(tmp_path))

@@ -1,4 +1,4 @@
-"""Large training files stream (issue #42): `data.streaming.StreamedExamples` reads a GLUE TSV or JSON-lines
+"""Large training files stream: `data.streaming.StreamedExamples` reads a GLUE TSV or JSON-lines
 training file chunk by chunk, holding one window of examples whatever the file's size (the smoke version of
 benchmarks/large_file_memory.py); an epoch has the batches of a set in memory (count, every example once,
 dynamic padding) in a seeded order that a resumed run sees again; run_glue.py trains on a streamed file on

@@ -347,3 +347,21 @@ def test_dropout_on_jax_cpu_is_keras_dropout_with_the_original_threefry_bits():
         np.testing.assert_array_equal(to_numpy(ours(x, training=True)), to_numpy(theirs(x, training=True)))
     finally:
         keras.distribution.set_distribution(None)
+
+
+@pytest.mark.parametrize("name", ["dense", "scalar_mix", "crf"])
+def test_layers_pass_the_layer_harness(name, tmp_path):
+    """The layer harness (tests/task_harness.py `run_layer_test`): config and `.keras` round trips, output
+    shapes, bfloat16 compute with float32 variables, a training step."""
+    from keras_bert_impl.layers import CRF, BertDense, ScalarMix
+    from tests.task_harness import run_layer_test
+
+    x = np.random.RandomState(0).normal(size=(2, 5, 8)).astype("float32")
+    cases = {
+        "dense": (BertDense, {"units": 4}, x, (2, 5, 4), 2, True),
+        "scalar_mix": (ScalarMix, {}, [x, 2 * x], (2, 5, 8), 2, True),
+        "crf": (CRF, {"num_tags": 8}, x, (2, 5, 8), 1, False),  # identity: its transitions train through its loss
+    }
+    cls, init_kwargs, input_data, shape, num_weights, train = cases[name]
+    run_layer_test(cls, init_kwargs, input_data, shape, expected_num_trainable_weights=num_weights,
+                   tmp_path=str(tmp_path), run_training_check=train)

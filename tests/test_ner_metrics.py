@@ -8,6 +8,8 @@ import pytest
 
 from keras_bert_impl.metrics import get_entities, ner_f1, ner_precision, ner_recall, ner_scores
 
+pytestmark = pytest.mark.backend_independent
+
 with open(os.path.join(os.path.dirname(__file__), "data", "seqeval_reference.json"), encoding="utf-8") as _f:
     SEQEVAL = json.load(_f)["cases"]
 

@@ -128,6 +128,7 @@ def _pair_cases(max_seq_length, empty_b):
     return [(a, b) for a, b, n in CASES if n == max_seq_length and b is not None and (b in EMPTY_B) == empty_b]
 
 
+@pytest.mark.tensorflow
 def test_in_graph_packer_equals_the_original_on_pairs_whose_second_text_has_tokens(tokenizer):
     """The serving packer (SavedModel signatures) on pairs with tokens in B, where no B is cut to nothing."""
     for max_seq_length in (5, 8, 16):
@@ -139,6 +140,7 @@ def test_in_graph_packer_equals_the_original_on_pairs_whose_second_text_has_toke
                 input_ids, input_mask, segment_ids), (a, b, max_seq_length)
 
 
+@pytest.mark.tensorflow
 def test_in_graph_packer_packs_an_empty_second_text_as_one_segment(tokenizer):
     for max_seq_length in (4, 5, 8, 16):
         cases = _pair_cases(max_seq_length, empty_b=True)

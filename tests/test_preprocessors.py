@@ -18,7 +18,7 @@ from keras_bert_impl.data.conll_data import ConllSentence
 from keras_bert_impl.data.conll_features import convert_sentences_to_features
 from keras_bert_impl.data.glue_data import pack_example
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.tasks.squad_postprocessing import compute_predictions, raw_results
+from keras_bert_impl.data.squad_postprocessing import compute_predictions, raw_results
 from tests.task_harness import TINY, TOKENIZER
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Stock markets fell sharply on Tuesday, traders said.",

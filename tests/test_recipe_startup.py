@@ -81,7 +81,7 @@ def test_the_lazily_imported_package_gives_its_exports_and_registers_them():
 
 
 def test_help_answers_within_a_second():
-    """Issue #43's bound on `--help` (best of five, so that a busy machine's slow starts do not decide)."""
+    """The bound on `--help`: a second (best of five, so that a busy machine's slow starts do not decide)."""
     times = []
     for _ in range(5):
         start = time.perf_counter()

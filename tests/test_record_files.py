@@ -16,6 +16,8 @@ from keras_bert_impl.utils import record_files
 from keras_bert_impl.utils.errors import UserInputError
 from tests.test_training import MAX_PREDICTIONS, SEQ_LEN, write_tiny_data
 
+pytestmark = pytest.mark.backend_independent
+
 
 def _tf():
     return pytest.importorskip("tensorflow")

@@ -14,6 +14,8 @@ from keras_bert_impl.data.squad_features import convert_examples_to_features, fe
 from keras_bert_impl.tokenizers.packing import check_is_max_context, doc_spans_for
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
+pytestmark = pytest.mark.backend_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBERS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
            "seventeen eighteen nineteen twenty")

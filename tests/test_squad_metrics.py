@@ -15,6 +15,8 @@ from keras_bert_impl.metrics import (
 )
 from keras_bert_impl.metrics.squad_metrics import f1_score_v1
 
+pytestmark = pytest.mark.backend_independent
+
 
 def _dataset(questions):
     """SQuAD JSON with one article; `questions` = [(id, [gold texts])]."""

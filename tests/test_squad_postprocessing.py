@@ -10,7 +10,7 @@ import pytest
 
 from keras_bert_impl.data.squad_data import squad_examples_from_json
 from keras_bert_impl.data.squad_features import convert_examples_to_features
-from keras_bert_impl.tasks.squad_postprocessing import (
+from keras_bert_impl.data.squad_postprocessing import (
     RawResult,
     compute_predictions,
     get_final_text,

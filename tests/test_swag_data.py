@@ -11,6 +11,8 @@ from keras_bert_impl.data.swag_data import SwagDataError
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
 
+pytestmark = pytest.mark.backend_independent
+
 HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 ROW = ('anetv_jkn6uvmqwh4,3416,"Members of the procession walk down the street, holding instruments.",'
        '"Members of the procession walk down the street, holding instruments.",A drum line,gold,'

@@ -1,5 +1,5 @@
-"""The task models check `x` and `y` themselves in fit / evaluate / predict / train_on_batch / test_on_batch
-(issue #42): None, empty lists, non-strings, NaN among texts, class ids out of range (-1 and 5 with
+"""The task models check `x` and `y` themselves in fit / evaluate / predict / train_on_batch / test_on_batch:
+None, empty lists, non-strings, NaN among texts, class ids out of range (-1 and 5 with
 num_classes=2), float class labels, string NER tags, None inside a word list, more choices than
 `num_choices`, a multiple-choice label 3 with 2 choices and an NER label 9 with 5 classes are one-line
 `UserInputError`s naming the element and what was expected, on every backend (JAX would otherwise train on

@@ -38,7 +38,7 @@ from keras_bert_impl.models.token_classifier import (
     BertTokenClassifier,
     decode_tags,
 )
-from keras_bert_impl.tasks.squad_postprocessing import (
+from keras_bert_impl.data.squad_postprocessing import (
     compute_predictions,
     predict_raw_results,
     raw_results,

@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.backend_independent
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tokenization_reference.py
 
 from keras_bert_impl.tokenizers import basic_tokenizer as tokenization

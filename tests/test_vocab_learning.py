@@ -7,7 +7,7 @@ import random
 import pytest
 
 # TensorFlow by nature: deselected with -m "not tensorflow", skipped where TensorFlow is not installed.
-pytestmark = pytest.mark.tensorflow
+pytestmark = [pytest.mark.tensorflow, pytest.mark.backend_independent]
 pytest.importorskip("tensorflow")
 
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer

@@ -15,7 +15,8 @@ rows of `weight_tables.backbone_weight_table`, so a head loads and saves through
     masked_lm_table(masked_lm_head)  cls.predictions.transform.{dense,LayerNorm}.*, cls.predictions.bias
     next_sentence_table(dense)       cls.seq_relationship.weight [2, H], cls.seq_relationship.bias [2]
 
-The builders take layers, not models: `task_layouts` lists each model class's heads with them.
+The builders take layers, not models: each model class lists its heads with them (its `head_tables()`),
+through `model_io`.
 """
 
 from keras_bert_impl.checkpoints.weight_tables import (

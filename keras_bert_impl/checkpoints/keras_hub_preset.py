@@ -253,8 +253,8 @@ def read_preset_weights(directory, num_layers):
             activation = (task.get("config") or {}).get("activation")
             if activation not in (None, "linear"):
                 warnings.warn(
-                    f"{task_path}: the keras-hub classifier applies activation {activation!r}; BertClassifier "
-                    "outputs the logits before it.",
+                    f"{task_path}: the keras-hub classifier applies activation {activation!r}; the classifier loaded "
+                    "from it outputs the logits before it.",
                     stacklevel=3,
                 )
             weights.update(_read_h5(task_weights, CLASSIFIER_TABLE))

@@ -11,12 +11,15 @@
     directory                  (its BERT files at its root or in the folder modules.json names)
 
 and answers in one form: the `BertConfig`, the canonical weight dict (`keras_bert_impl.checkpoints.
-weight_tables`), the architecture, the label names and the task settings that config.json records
-(`max_seq_length`, `use_crf`, `bilstm_units`, the SQuAD decoding settings, the feature-based tagger, the
-pretraining objective, the Keras dtype policy), the tokenizer's files and settings, and a
+weight_tables`), the architecture, the label names and the task settings that config.json records (each
+model class declares its own entries: `use_crf`, `bilstm_units`, the SQuAD decoding settings, ...; this
+module reads them by key, `setting`), the Keras dtype policy, the tokenizer's files and settings, the
+extra JSON files a recipe keeps beside the model (`extra_file`, e.g. NER's label_list.json), and a
 sentence-transformers directory's modules (`sentence_modules`, read by `sentence_transformers_files`).
-`write_weights_and_config` writes a directory's weights and config.json, config.json last (after the files
-of a layout of its own, such as the sentence-transformers modules).
+
+`write_model_directory` writes a whole directory: the tokenizer's files (`write_tokenizer_files`), the extra
+files, the files of a layout of its own (such as the sentence-transformers modules), then the weights and
+config.json (`write_weights_and_config`), config.json last.
 
 A checkpoint may be named instead of given by its path: a Hugging Face hub name or a keras-hub preset
 (`keras_bert_impl.utils.model_names.resolve_model_path`, the one place where a name becomes a directory).
@@ -191,6 +194,11 @@ class ModelDirectory:
         return int(value) if value else None
 
     @property
+    def problem_type(self):
+        """config.json's `problem_type` (transformers': "regression", "single_label_classification", ...), or None."""
+        return self.config.get("problem_type")
+
+    @property
     def dtype_policy(self):
         """The Keras dtype policy `save_pretrained` recorded (e.g. "mixed_bfloat16"); None for float32."""
         value = self.config.get(DTYPE_POLICY_KEY)
@@ -235,6 +243,16 @@ class ModelDirectory:
             return (f"{model_files.TOKENIZER_JSON_FILE} (a keras-hub preset's tokenizer, with "
                     "assets/tokenizer/vocabulary.txt)")
         return f"{model_files.VOCAB_FILE} (or {model_files.TOKENIZER_JSON_FILE})"
+
+    def extra_file(self, name):
+        """The JSON object of the extra file `name` that `write_model_directory` wrote beside the model (e.g.
+        NER's label_list.json), or None when the directory has none.
+
+        Raises:
+            UserInputError: the file is not a JSON object (naming it).
+        """
+        path = os.path.join(self.directory, name)
+        return model_files.read_json_object(path) if os.path.isfile(path) else None
 
     # ------------------------------------------------------------------------------ weights
     @property
@@ -326,6 +344,29 @@ def label_entries(num_labels, label_names=None):
     if len(names) != num_labels:
         raise ValueError(f"{len(names)} label names given for {num_labels} outputs.")
     return {"id2label": {str(i): name for i, name in enumerate(names)}, "label2id": {name: i for i, name in enumerate(names)}}
+
+
+def write_tokenizer_files(directory, tokenizer, sequence_length=None):
+    """Writes the tokenizer's vocab.txt and tokenizer_config.json (casing, `normalize` when set and, when given,
+    the packed `sequence_length` the model runs at) into `directory`, each atomically
+    (`BertTokenizer.save_pretrained`), which `BertTokenizer.from_pretrained` and transformers read back."""
+    tokenizer.save_pretrained(directory, sequence_length=sequence_length)
+
+
+def write_model_directory(directory, bert_config, weights, architecture="BertModel", settings=None, dtype_policy=None,
+                          tokenizer=None, sequence_length=None, extra_files=None, files=None):
+    """Writes a whole model directory: with a `tokenizer`, its files (`write_tokenizer_files`, with
+    `sequence_length`); `extra_files` ({file name: JSON value}); `files` (None, or a function of `directory`
+    writing the layout's other files); then model.safetensors and config.json
+    (`write_weights_and_config`, whose arguments the others are), config.json last. Each file is written
+    once, from what is given here."""
+    os.makedirs(directory, exist_ok=True)
+    if tokenizer is not None:
+        write_tokenizer_files(directory, tokenizer, sequence_length)
+    for name, value in (extra_files or {}).items():
+        file_io.write_json(os.path.join(directory, name), value)
+    write_weights_and_config(directory, bert_config, weights, architecture=architecture, settings=settings,
+                             dtype_policy=dtype_policy, files=files)
 
 
 def write_weights_and_config(directory, bert_config, weights, architecture="BertModel", settings=None,

@@ -1,34 +1,83 @@
-"""What the export of a model directory reads from it: the task of the class it holds (`CLASS_TASKS`), its
-labels and tokenizer settings (`read_export_settings`), the SQuAD windows and answer rule of a span QA model
-(`squad_settings`), and the model itself (`load_model`); `check_export_source` keeps an export off the model
-directory it reads. Shared by the SavedModel export
-(`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of
-recipes/export_savedmodel.py; no TensorFlow here.
+"""What the export of a model directory reads from it: the serving kind of the class it holds (its
+registration, `checkpoints.task_registry`), its labels and tokenizer settings (`read_export_settings`), the
+model itself (`load_model`), and the SQuAD windows and answer rule of a span QA model (`squad_settings`);
+`check_export_source` keeps an export off the model directory it reads, `check_export_dir` off files that are
+not an earlier export. Shared by the SavedModel export
+(`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of recipes/export_savedmodel.py;
+no TensorFlow here.
+
+`SERVING_KINDS` is the export's table of serving kinds (what a class registers as `serving`, or its model's
+`serving_kind()` says): what each needs from the directory and what its `export_config.json` records of the
+model. The graph of each kind's signatures is `export.tf_saved_model`'s.
 """
 
+import dataclasses
 import os
+from typing import Callable
 
-from keras_bert_impl.checkpoints import model_io, task_layouts
-from keras_bert_impl.data.swag_data import NUM_CHOICES
-from keras_bert_impl.tasks.squad import decoding_settings
-from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
+from keras_bert_impl.checkpoints import model_io, task_registry
+from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.span_qa import decoding_settings
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import UserInputError
 
-# The export task of each model class a directory may hold (`checkpoints.task_layouts`); a pretraining
-# directory exports its backbone. BertClassifier with one output exports as "regressor".
-CLASS_TASKS = {
-    "BertBackbone": "backbone",
-    "BertPretrainer": "backbone",
-    "BertClassifier": "classifier",
-    "BertTokenClassifier": "token_classifier",
-    "BertFeatureBasedTagger": "token_classifier",
-    "BertSpanQA": "span_qa",
-    "BertMultipleChoice": "multiple_choice",
-    "BertSentenceEncoder": "sentence_encoder",
+# The file, in the SavedModel directory, that records the export's settings.
+EXPORT_CONFIG_NAME = "export_config.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingKind:
+    """What the export of one serving kind needs and records.
+
+    Attributes:
+        needs_labels: its answers name labels (config.json's `id2label`), one per output class (`num_classes`).
+        pools_windows: a classifier of single texts, which may classify a long text by its windows (`long_input`).
+        serves_backbone: the export serves the directory's backbone (a pretraining directory's too).
+        record: model -> the entries of export_config.json that this kind adds.
+        settings: (model, its directory, the export's decoding arguments) -> the `export_saved_model` arguments
+            the model answers with that its directory records (a classifier's `long_input`, a span QA model's
+            windows and answer rule).
+        sequence_length: (model, its directory) -> the packed length the directory records, or None (the
+            directory's `max_seq_length`; a sentence encoder's preprocessor's, from sentence_bert_config.json).
+    """
+
+    needs_labels: bool = False
+    pools_windows: bool = False
+    serves_backbone: bool = False
+    record: Callable = lambda model: {}
+    settings: Callable = lambda model, checkpoint, given: {}
+    sequence_length: Callable = lambda model, checkpoint: checkpoint.max_seq_length
+
+
+def _long_input(model, checkpoint, given):
+    """The `long_input` mode the directory records (its preprocessor class's `directory_settings`)."""
+    return {"long_input": model.preprocessor_class.directory_settings(checkpoint).get("long_input", "truncate")}
+
+
+SERVING_KINDS = {
+    "backbone": ServingKind(serves_backbone=True),
+    "classifier": ServingKind(needs_labels=True, pools_windows=True, settings=_long_input),
+    "regressor": ServingKind(pools_windows=True, settings=_long_input),
+    "token_classifier": ServingKind(needs_labels=True,
+                                    record=lambda model: {"use_crf": bool(getattr(model, "use_crf", False))}),
+    "span_qa": ServingKind(settings=lambda model, checkpoint, given: served_decoding(model.decoding_settings(**given))),
+    "multiple_choice": ServingKind(record=lambda model: {"num_choices": int(model.num_choices)}),
+    "sentence_encoder": ServingKind(sequence_length=lambda model, checkpoint: (
+        checkpoint.max_seq_length if model.preprocessor is None else model.preprocessor.sequence_length)),
 }
 
 
+def serving_kind(model):
+    """The serving kind of a model: its `serving_kind()` (a task model's may depend on its settings), else its
+    class's registered one (a backbone's)."""
+    own = getattr(model, "serving_kind", None)
+    return own() if own is not None else task_registry.entry_of(model).serving
+
+
+def exportable_architectures():
+    """The architectures of the registered classes that have a serving kind, in registration order."""
+    return list(dict.fromkeys(a for entry in task_registry.entries() if entry.serving in SERVING_KINDS
+                              for a in entry.architectures))
 def check_export_source(model_dir, export_dir):
     """Refuses (`UserInputError`, one line) an `export_dir` that is the `model_dir` the export reads, lies inside
     it or holds it: writing the export there would write over the model (`--overwrite` or not).
@@ -55,32 +104,29 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
     """What export needs from a `save_pretrained` directory, or a one-line `ValueError` naming the missing
     file or field (the message starts with its path).
 
-    Needs config.json with `architectures` (the class it names, `model_io.model_class`, one of `CLASS_TASKS`)
-    and, for a classifier or token classifier, `id2label`; vocab.txt unless `vocab_file` is given;
+    Needs config.json with `architectures` (the registered class it names, `task_registry.stored_entry`, with a
+    serving kind) and, for a kind that names labels, `id2label`; vocab.txt unless `vocab_file` is given;
     tokenizer_config.json with `do_lower_case` unless `do_lower_case` is given (a cased model is never served
     lower-cased by default).
 
     Returns:
-        dict: task, model_class, labels (list or None), vocab_file, do_lower_case, normalize
-        (tokenizer_config.json's, None without it), checkpoint (its `ModelDirectory`).
+        dict: task (the class's serving kind), model_class, labels (list or None), vocab_file, do_lower_case,
+        normalize (tokenizer_config.json's, None without it), checkpoint (its `ModelDirectory`).
     """
     checkpoint = model_io.open_checkpoint(os.fspath(model_dir).rstrip("/"))
     config_path = os.path.join(checkpoint.directory, model_files.CONFIG_FILE)
     if checkpoint.config_file != config_path:
         raise ValueError(f"{config_path}: missing; export needs the config.json that save_pretrained writes.")
-    exportable = [architecture for name, layout in task_layouts.LAYOUTS.items() if name in CLASS_TASKS
-                  for architecture in layout.architectures]
+    exportable = ", ".join(exportable_architectures())
     if not checkpoint.architecture:
-        raise ValueError(f"{config_path}: no 'architectures' field; export reads the task from it "
-                         f"(one of {', '.join(dict.fromkeys(exportable))}).")
-    model_class = model_io.model_class(checkpoint)
-    if model_class.__name__ not in CLASS_TASKS or (checkpoint.architecture not in exportable
-                                                   and model_class.__name__ != "BertFeatureBasedTagger"):
+        raise ValueError(f"{config_path}: no 'architectures' field; export reads the task from it (one of {exportable}).")
+    entry = task_registry.stored_entry(checkpoint)
+    if entry.serving not in SERVING_KINDS:
         raise ValueError(f"{config_path}: architecture {checkpoint.architecture!r} cannot be exported; known: "
-                         f"{', '.join(dict.fromkeys(exportable))}.")
-    task = CLASS_TASKS[model_class.__name__]
+                         f"{exportable}.")
+    task = entry.serving
     labels = checkpoint.label_names
-    if labels is None and task in ("classifier", "token_classifier"):
+    if labels is None and SERVING_KINDS[task].needs_labels:
         raise ValueError(f"{config_path}: no 'id2label' field; export of a {task} needs its label names.")
 
     if vocab_file is None:
@@ -99,45 +145,74 @@ def read_export_settings(model_dir, vocab_file=None, do_lower_case=None):
             raise ValueError(f"{tokenizer_config_path}: no 'do_lower_case' field; export needs it "
                              "(or pass --do_lower_case true/false).")
         do_lower_case = checkpoint.tokenizer_config["do_lower_case"]
-    return {"task": task, "model_class": model_class, "labels": labels, "vocab_file": vocab_file,
+    return {"task": task, "model_class": entry.model_class, "labels": labels, "vocab_file": vocab_file,
             "do_lower_case": bool(do_lower_case), "normalize": checkpoint.tokenizer_config.get("normalize"),
             "checkpoint": checkpoint}
 
 
-def squad_settings(config, version_2_with_negative=None, null_score_diff_threshold=None, max_answer_length=None,
-                   n_best_size=None, doc_stride=None, max_query_length=None):
-    """The windows and the SQuAD answer rule of a span QA export: `tasks.squad.decoding_settings` (arguments
-    given, not None, then config.json's `"squad"` entry, then run_squad.py's defaults).
-
-    Returns:
-        dict with null_score_diff_threshold (None for v1.1), max_answer_length, n_best_size, doc_stride,
-        max_query_length.
-    """
-    settings = decoding_settings(
-        config.get("squad"), version_2_with_negative=version_2_with_negative,
-        null_score_diff_threshold=null_score_diff_threshold, max_answer_length=max_answer_length,
-        n_best_size=n_best_size, doc_stride=doc_stride, max_query_length=max_query_length)
+def served_decoding(settings):
+    """The SQuAD rule of a span QA export from `decoding_settings`' dict: `null_score_diff_threshold` None for
+    v1.1, the integer settings as ints."""
     threshold = settings["null_score_diff_threshold"] if settings["version_2_with_negative"] else None
     return {"null_score_diff_threshold": None if threshold is None else float(threshold),
             **{key: int(settings[key]) for key in ("max_answer_length", "n_best_size", "doc_stride",
                                                    "max_query_length")}}
 
 
-def load_model(settings):
-    """(model, task) of the directory `read_export_settings` read: the model of its class with its weights,
-    and its task, "regressor" for a classifier with one label or config.json's problem_type "regression"."""
-    task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
-    if task == "backbone":
-        from keras_bert_impl.models.backbone import BertBackbone
+def squad_settings(config, version_2_with_negative=None, null_score_diff_threshold=None, max_answer_length=None,
+                   n_best_size=None, doc_stride=None, max_query_length=None):
+    """The windows and the SQuAD answer rule of a span QA export from a config.json dict: `decoding_settings`
+    (arguments given, not None, then config.json's `"squad"` entry, then run_squad.py's defaults).
 
-        return BertBackbone.from_pretrained(checkpoint), task
-    if task in ("span_qa", "sentence_encoder"):
-        return settings["model_class"].from_pretrained(checkpoint), task
-    if task == "multiple_choice":
-        num_choices = int(checkpoint.setting(NUM_CHOICES_KEY) or NUM_CHOICES)
-        return settings["model_class"].from_pretrained(checkpoint, num_choices=num_choices), task
-    # a classifier, a token classifier (with its CRF, if any) or a feature-based tagger
-    model = settings["model_class"].from_pretrained(checkpoint, num_classes=len(labels))
-    if task == "classifier" and (len(labels) == 1 or checkpoint.setting("problem_type") == "regression"):
-        task = "regressor"
-    return model, task
+    Returns:
+        dict with null_score_diff_threshold (None for v1.1), max_answer_length, n_best_size, doc_stride,
+        max_query_length.
+    """
+    return served_decoding(decoding_settings(
+        config.get("squad"), version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=null_score_diff_threshold, max_answer_length=max_answer_length,
+        n_best_size=n_best_size, doc_stride=doc_stride, max_query_length=max_query_length))
+
+
+def load_model(settings):
+    """(model, task) of the directory `read_export_settings` read: the model of its class with its weights
+    (`from_pretrained`; the backbone alone for a kind that serves it; as many classes as labels for a kind that
+    names them), and its serving kind (the model's `serving_kind()`: "regressor" for a classifier of one
+    output)."""
+    kind, labels, checkpoint = SERVING_KINDS[settings["task"]], settings["labels"], settings["checkpoint"]
+    if kind.serves_backbone:
+        return BertBackbone.from_pretrained(checkpoint), settings["task"]
+    arguments = {"num_classes": len(labels)} if kind.needs_labels else {}
+    model = settings["model_class"].from_pretrained(checkpoint, **arguments)
+    return model, serving_kind(model)
+
+
+def check_export_dir(export_dir, overwrite=False):
+    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
+
+    Raises:
+        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
+            not `overwrite`.
+
+    Examples:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
+    >>> open(os.path.join(directory, "README.md"), "w").close()
+    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
+    >>> check_export_dir(directory, overwrite=True)
+    """
+    if overwrite or not os.path.lexists(export_dir):
+        return
+    if not os.path.isdir(export_dir):
+        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
+                             "replace it, or choose another --export_dir")
+    names = sorted(os.listdir(export_dir))
+    if names and EXPORT_CONFIG_NAME not in names:
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
+        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
+                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
+                             "replace them, or choose another --export_dir")

@@ -27,7 +27,7 @@ by the signature itself.
 The answers are those of the recipes' prediction files and of `keras_bert_impl.pipeline` (the same rules,
 here in the graph):
 
-* Classifier and multiple choice: the softmax of the logits and their argmax (`tasks.class_scores`), each
+* Classifier and multiple choice: the softmax of the logits and their argmax (`data.class_scores`), each
   choice packed `[CLS] context [SEP] ending [SEP]` as run_swag.py packs it. A classifier fine-tuned with
   run_glue.py's `--long_input=mean|max` (config.json's `long_input`) classifies a text by its windows of
   `max_seq_length` tokens (in the graph, `tokenizers.tf_bert_tokenizer.text_windows`, the twin of
@@ -40,7 +40,7 @@ here in the graph):
   `max_query_length` tokens, the context cut into windows of `max_seq_length` tokens every `doc_stride`
   tokens, each context token flagged in the window that gives it the most context (in the graph,
   `tokenizers.tf_bert_tokenizer.doc_stride_windows`, the twin of `tokenizers.packing.doc_stride_windows`);
-  the rule of `tasks.squad_postprocessing.compute_predictions` (the original run_squad.py) picks the best
+  the rule of `data.squad_postprocessing.compute_predictions` (the original run_squad.py) picks the best
   span across the windows: the candidate spans of a window are its `n_best_size` best start positions x
   its `n_best_size` best end positions (over its real tokens, as the original), inside the context, starting
   at a token the window gives the most context, start <= end, at most `max_answer_length` tokens; the
@@ -80,6 +80,7 @@ saving it (`save_pretrained`) and running `recipes/export_savedmodel.py`, which 
 TensorFlow.
 """
 
+import functools
 import os
 
 import keras
@@ -91,21 +92,24 @@ require("SavedModel export", "tensorflow")
 
 import tensorflow as tf
 
-from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
-from keras_bert_impl.export.export_settings import (  # noqa: F401 (CLASS_TASKS: part of this module's API)
-    CLASS_TASKS,
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
+from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_settings, check_export_dir: this module's API too)
+    EXPORT_CONFIG_NAME,
+    SERVING_KINDS,
+    check_export_dir,
     check_export_source,
     load_model,
     read_export_settings,
+    serving_kind,
     squad_settings,
 )
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
 
-TASKS = ("backbone", "classifier", "regressor", "token_classifier", "span_qa", "multiple_choice", "sentence_encoder")
-# The file, in the SavedModel directory, that records the export's settings.
-EXPORT_CONFIG_NAME = "export_config.json"
+# The serving kinds (`export_settings.SERVING_KINDS`), which the signatures below answer.
+TASKS = tuple(SERVING_KINDS)
 
 
 def _first_output(outputs, *names):
@@ -219,21 +223,26 @@ def _serve_any_batch(endpoint, *texts):
 
 
 class _Exporter:
+    """The endpoints of one export: the model, the in-graph tokenizer and the settings of the serving kind
+    `task` (a key of `export_settings.SERVING_KINDS`)."""
+
     def __init__(self, model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
                  null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input):
-        if task not in TASKS:
+        if task not in SERVING_KINDS:
             raise ValueError(f"Unknown task {task!r}; allowed: {', '.join(TASKS)}.")
         if keras.backend.backend() != "tensorflow":
             raise RuntimeError(
                 "SavedModel export runs under KERAS_BACKEND=tensorflow; save the model with save_pretrained and "
                 "run recipes/export_savedmodel.py, which reloads it under TensorFlow."
             )
-        if task in ("classifier", "token_classifier") and not labels:
+        kind = SERVING_KINDS[task]
+        if kind.needs_labels and not labels:
             raise ValueError(f"Exporting a {task} needs its label names.")
         self.model = model
         self.tokenizer = tokenizer if isinstance(tokenizer, TFBertTokenizer) else TFBertTokenizer(tokenizer)
         self.task = task
-        self.labels = tf.constant([str(label) for label in (labels or [])])
+        self.label_names = [str(label) for label in (labels or [])]
+        self.labels = tf.constant(self.label_names)
         self.max_seq_length = max_seq_length
         self.text_pair = text_pair
         self.max_answer_length = max_answer_length
@@ -242,13 +251,12 @@ class _Exporter:
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
         self.long_input = long_input
-        if long_input not in LONG_INPUT_MODES or (long_input != "truncate" and (
-                text_pair or task not in ("classifier", "regressor"))):
+        if long_input not in LONG_INPUT_MODES or (long_input != "truncate" and (text_pair or not kind.pools_windows)):
             raise ValueError(f"long_input={long_input!r}: a classifier of single texts pools its windows by 'mean' or "
                              "'max'; every export can 'truncate'.")
-        if task == "span_qa" and max_seq_length <= self.max_query_length + 3:
-            raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than max_query_length "
-                             f"({self.max_query_length}) + 3: a window needs room for the context.")
+        inputs, serve, _ = _SIGNATURES[task]
+        self.inputs = inputs(self)  # the TensorSpecs of serving_default's raw strings
+        self.serve = functools.partial(serve, self)  # (*raw strings) -> answers
 
     def pack(self, first, second=None):
         return self.tokenizer(first, second, max_length=self.max_seq_length, padding="longest", return_offsets=True)
@@ -257,23 +265,41 @@ class _Exporter:
         inputs = {k: packed[k] for k in ("token_ids", "segment_ids", "padding_mask")}
         return self.model(inputs, training=False)
 
+    def record(self):
+        """export_config.json: how the model was exported (the module docstring), the kind's own entries too."""
+        record = {
+            "task": self.task,
+            "labels": self.label_names,
+            "max_seq_length": int(self.max_seq_length),
+            "text_pair": bool(self.text_pair),
+            "do_lower_case": bool(self.tokenizer.do_lower_case),
+        }
+        if self.tokenizer.normalize is not None:
+            record["normalize"] = self.tokenizer.normalize
+        record.update(SERVING_KINDS[self.task].record(self.model))
+        if SERVING_KINDS[self.task].pools_windows:
+            record["long_input"] = self.long_input
+        record.update(_SIGNATURES[self.task][2](self))
+        return record
+
     # ------------------------------------------------------------------------------- endpoints
     def serve_texts(self, text, text_pair=None):
+        """A text (pair) kind's answers: the packed texts through the model, its outputs to the kind's answers."""
         if text_pair is not None:
             text_pair = _same_rows(text, "text", text_pair, "text_pair")
         if self.long_input != "truncate":
             return self.serve_windows(text)
         packed = self.pack(text, text_pair)
         outputs = self.run_model(packed)
-        if self.task == "backbone":
-            return {
-                "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
-                "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
-                "padding_mask": packed["padding_mask"],
-            }
-        if self.task in ("classifier", "regressor"):
-            return self.serve_classes(tf.cast(_first_output(outputs, "logits", "score"), tf.float32))
-        return self.serve_tags(text, packed, outputs)
+        return _TEXT_ANSWERS[self.task](self, text, packed, outputs)
+
+    def serve_features(self, text, packed, outputs):
+        """A backbone's features of the packed texts."""
+        return {
+            "pooled_output": tf.cast(outputs["pooled_output"], tf.float32),
+            "sequence_output": tf.cast(outputs["sequence_output"], tf.float32),
+            "padding_mask": packed["padding_mask"],
+        }
 
     def serve_embeddings(self, text):
         """A sentence encoder's embedding of each text (packed alone, as `BertSentenceEncoder.encode`), L2-normalized."""
@@ -283,31 +309,29 @@ class _Exporter:
         return {"embedding": tf.math.l2_normalize(tf.cast(embeddings[:, 0], tf.float32), axis=-1, epsilon=1e-24)}
 
     def serve_classes(self, logits):
-        """A classifier's answers of its logits [B, C] (`tasks.class_scores`' rule); a regressor's score."""
-        if self.task == "regressor":
-            return {"score": tf.reshape(logits, [-1])}
+        """A classifier's answers of its logits [B, C] (`data.class_scores`' rule)."""
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
                 "label": tf.gather(self.labels, label_id)}
+
+    def serve_score(self, logits):
+        """A regressor's score of its one logit [B, 1]."""
+        return {"score": tf.reshape(logits, [-1])}
 
     def serve_windows(self, text):
         """A classifier's answers of a text's windows' pooled logits (run_glue.py's `--long_input=mean|max`)."""
         windows = self.tokenizer.text_windows(tf.reshape(text, [-1]), self.max_seq_length)
         logits = tf.cast(_first_output(self.run_model(windows), "logits", "score"), tf.float32)  # [W, C]
         pool = tf.math.unsorted_segment_mean if self.long_input == "mean" else tf.math.unsorted_segment_max
-        return self.serve_classes(pool(logits, windows["example_index"], tf.shape(tf.reshape(text, [-1]))[0]))
+        return _LOGIT_ANSWERS[self.task](self, pool(logits, windows["example_index"], tf.shape(tf.reshape(text, [-1]))[0]))
 
     def serve_tags(self, text, packed, outputs):
-        from keras_bert_impl.models.token_classifier import decode_tags
-
+        """A token classifier's tag of every word, decided at its first token by the model's own rule
+        (`decode_in_graph`: argmax, or with a CRF the Viterbi path over the words)."""
         logits = tf.cast(_first_output(outputs, "logits"), tf.float32)  # [B, T, K]
         first_token, word_start, word_end, word_mask = _word_groups(
             text, packed["offsets"], packed["padding_mask"], packed["segment_ids"])
-        crf = self.model.crf if getattr(self.model, "use_crf", False) else None
-        if crf is None:  # argmax at every first token
-            tag_ids = decode_tags(logits, word_mask)  # [B, T]
-        else:  # the Viterbi path over the words, as BertTokenClassifier.decode
-            tag_ids = decode_tags(logits, word_mask, crf.transitions, crf.start_transitions, crf.end_transitions)
+        tag_ids = self.model.decode_in_graph(logits, word_mask)  # [B, T]
         word_tags = tf.gather(tag_ids, first_token, batch_dims=1)
         texts = tf.reshape(text, [-1])
         words = tf.strings.substr(
@@ -392,42 +416,69 @@ class _Exporter:
         return {"logits": tf.cast(outputs, tf.float32)}
 
 
-def check_export_dir(export_dir, overwrite=False):
-    """Refuses to replace `export_dir` when it is not an earlier export (see the module docstring).
+def _text_inputs(exporter):
+    inputs = [tf.TensorSpec([None], tf.string, name="text")]
+    return inputs + [tf.TensorSpec([None], tf.string, name="text_pair")] if exporter.text_pair else inputs
 
-    Raises:
-        UserInputError: `export_dir` is a file, or a non-empty directory without `export_config.json`, and
-            not `overwrite`.
 
-    Examples:
+def _question_inputs(exporter):
+    if exporter.max_seq_length <= exporter.max_query_length + 3:
+        raise ValueError(f"max_seq_length ({exporter.max_seq_length}) must be greater than max_query_length "
+                         f"({exporter.max_query_length}) + 3: a window needs room for the context.")
+    return [tf.TensorSpec([None], tf.string, name="question"), tf.TensorSpec([None], tf.string, name="context")]
 
-    >>> import tempfile
-    >>> directory = tempfile.mkdtemp()
-    >>> check_export_dir(os.path.join(directory, "new"))  # absent or empty: written
-    >>> open(os.path.join(directory, "README.md"), "w").close()
-    >>> check_export_dir(directory)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    keras_bert_impl.utils.errors.UserInputError: --export_dir: ... holds files that are not an export of this package (no export_config.json; README.md): an export would replace them; pass --overwrite to replace them, or choose another --export_dir
-    >>> check_export_dir(directory, overwrite=True)
-    """
-    if overwrite or not os.path.lexists(export_dir):
-        return
-    if not os.path.isdir(export_dir):
-        raise UserInputError(f"--export_dir: {export_dir} is a file: an export would replace it; pass --overwrite to "
-                             "replace it, or choose another --export_dir")
-    names = sorted(os.listdir(export_dir))
-    if names and EXPORT_CONFIG_NAME not in names:
-        shown = ", ".join(names[:3]) + (f", ... ({len(names)} entries)" if len(names) > 3 else "")
-        raise UserInputError(f"--export_dir: {export_dir} holds files that are not an export of this package (no "
-                             f"{EXPORT_CONFIG_NAME}; {shown}): an export would replace them; pass --overwrite to "
-                             "replace them, or choose another --export_dir")
+
+def _choice_inputs(exporter):
+    return [tf.TensorSpec([None], tf.string, name="context"),
+            tf.TensorSpec([None, exporter.model.num_choices], tf.string, name="endings")]
+
+
+def _squad_record(exporter):
+    return {"squad": {
+        "version_2_with_negative": exporter.null_score_diff_threshold is not None,
+        "null_score_diff_threshold": exporter.null_score_diff_threshold,
+        "max_answer_length": int(exporter.max_answer_length),
+        "n_best_size": exporter.n_best_size,
+        "doc_stride": exporter.doc_stride,
+        "max_query_length": exporter.max_query_length,
+    }}
+
+
+def _logits(outputs):
+    return tf.cast(_first_output(outputs, "logits", "score"), tf.float32)
+
+
+def _no_record(exporter):
+    return {}
+
+
+# Serving kind (`export_settings.SERVING_KINDS`) -> (exporter -> the raw-string inputs of serving_default, the
+# `_Exporter` endpoint answering them, exporter -> the kind's entries of export_config.json).
+_SIGNATURES = {
+    "backbone": (_text_inputs, _Exporter.serve_texts, _no_record),
+    "classifier": (_text_inputs, _Exporter.serve_texts, _no_record),
+    "regressor": (_text_inputs, _Exporter.serve_texts, _no_record),
+    "token_classifier": (_text_inputs, _Exporter.serve_texts, _no_record),
+    "span_qa": (_question_inputs, _Exporter.serve_qa, _squad_record),
+    "multiple_choice": (_choice_inputs, _Exporter.serve_choices, _no_record),
+    "sentence_encoder": (_text_inputs, _Exporter.serve_embeddings, _no_record),
+}
+# Serving kind of texts -> (exporter, texts, packed texts, model outputs) -> answers.
+_TEXT_ANSWERS = {
+    "backbone": _Exporter.serve_features,
+    "classifier": lambda exporter, text, packed, outputs: exporter.serve_classes(_logits(outputs)),
+    "regressor": lambda exporter, text, packed, outputs: exporter.serve_score(_logits(outputs)),
+    "token_classifier": _Exporter.serve_tags,
+}
+# Serving kind that pools a text's windows -> (exporter, pooled logits) -> answers.
+_LOGIT_ANSWERS = {"classifier": _Exporter.serve_classes, "regressor": _Exporter.serve_score}
 
 
 def export_saved_model(
     model,
     tokenizer,
     export_dir,
-    task,
+    task=None,
     labels=None,
     max_seq_length=128,
     text_pair=False,
@@ -445,7 +496,7 @@ def export_saved_model(
         model: a Keras model built under the TensorFlow backend: a `BertBackbone` or a task model on it.
         tokenizer: a `BertTokenizer`, `TFBertTokenizer` or a vocab.txt path.
         export_dir: where to write; written under a temporary name and renamed when complete.
-        task: one of `TASKS`.
+        task: one of `TASKS` (a serving kind); None: the model's (`export_settings.serving_kind`).
         labels: label names, by id (classifier, token classifier).
         max_seq_length: tokens per packed input (longer inputs are truncated as the tokenizer does).
         text_pair: the classifier / backbone takes a pair of texts (`text`, `text_pair`).
@@ -469,65 +520,24 @@ def export_saved_model(
     >>> served.signatures["serving_default"](text=tf.constant(["A joy to watch."]))  # doctest: +SKIP
     """
     check_export_dir(export_dir, overwrite)
-    exporter = _Exporter(model, tokenizer, task, labels, max_seq_length, text_pair, max_answer_length,
-                         null_score_diff_threshold, n_best_size, doc_stride, max_query_length, long_input)
+    exporter = _Exporter(model, tokenizer, serving_kind(model) if task is None else task, labels, max_seq_length,
+                         text_pair, max_answer_length, null_score_diff_threshold, n_best_size, doc_stride,
+                         max_query_length, long_input)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.track(exporter.tokenizer)
-    if task == "multiple_choice":
-        archive.add_endpoint("serving_default",
-                             lambda context, endings: _serve_any_batch(exporter.serve_choices, context, endings),
-                             input_signature=[tf.TensorSpec([None], tf.string, name="context"),
-                                              tf.TensorSpec([None, model.num_choices], tf.string, name="endings")])
-    elif task == "span_qa":
-        archive.add_endpoint("serving_default",
-                             lambda question, context: _serve_any_batch(exporter.serve_qa, question, context),
-                             input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                                              tf.TensorSpec([None], tf.string, name="context")])
-    elif text_pair:
-        archive.add_endpoint("serving_default",
-                             lambda text, text_pair: _serve_any_batch(exporter.serve_texts, text, text_pair),
-                             input_signature=[tf.TensorSpec([None], tf.string, name="text"),
-                                              tf.TensorSpec([None], tf.string, name="text_pair")])
-    else:
-        serve = exporter.serve_embeddings if task == "sentence_encoder" else exporter.serve_texts
-        archive.add_endpoint("serving_default", lambda text: _serve_any_batch(serve, text),
-                             input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    token_shape = {"multiple_choice": [None, getattr(model, "num_choices", None), None],
-                   "sentence_encoder": [None, None, None]}.get(task, [None, None])
+    archive.add_endpoint("serving_default", lambda *texts: _serve_any_batch(exporter.serve, *texts),
+                         input_signature=exporter.inputs)
+    token_shape = [None, *model.input["token_ids"].shape[1:]]  # [B, T], or [B, C, T] for multiple choice
     archive.add_endpoint(
         "serving_token_ids",
         lambda token_ids, segment_ids, padding_mask: exporter.serve_token_ids(token_ids, segment_ids, padding_mask),
         input_signature=[tf.TensorSpec(token_shape, tf.int32, name=name)
                          for name in ("token_ids", "segment_ids", "padding_mask")],
     )
-    record = {
-        "task": task,
-        "labels": [str(label) for label in (labels or [])],
-        "max_seq_length": int(max_seq_length),
-        "text_pair": bool(text_pair),
-        "do_lower_case": bool(exporter.tokenizer.do_lower_case),
-    }
-    if exporter.tokenizer.normalize is not None:
-        record["normalize"] = exporter.tokenizer.normalize
-    if task == "token_classifier":
-        record["use_crf"] = bool(getattr(model, "use_crf", False))
-    if task == "multiple_choice":
-        record["num_choices"] = int(model.num_choices)
-    if task in ("classifier", "regressor"):
-        record["long_input"] = long_input
-    if task == "span_qa":
-        record["squad"] = {
-            "version_2_with_negative": null_score_diff_threshold is not None,
-            "null_score_diff_threshold": null_score_diff_threshold,
-            "max_answer_length": int(max_answer_length),
-            "n_best_size": n_best_size,
-            "doc_stride": int(doc_stride),
-            "max_query_length": int(max_query_length),
-        }
     with file_io.atomic_path(export_dir.rstrip("/")) as tmp:
         archive.write_out(tmp, verbose=False)
-        file_io.write_json(os.path.join(tmp, EXPORT_CONFIG_NAME), record)
+        file_io.write_json(os.path.join(tmp, EXPORT_CONFIG_NAME), exporter.record())
     return export_dir
 
 
@@ -537,39 +547,34 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
                           overwrite=False):
     """Exports a directory written by a model's `save_pretrained` (any backend) as a SavedModel.
 
-    The task comes from config.json's `architectures` (the model class, see `CLASS_TASKS`), label names from its
-    `id2label`, the tokenizer from `vocab_file` or the directory's vocab.txt and `do_lower_case` or the
-    directory's tokenizer_config.json; a directory lacking any of them is refused (`read_export_settings`).
-    `max_seq_length` defaults to config.json's `max_seq_length` (the recipes write it), else 128.
-    A token classifier keeps the checkpoint's CRF (a feature-based tagger's tags are argmax, as its
-    `decode`); a span QA model answers over the windows and by the SQuAD rule of `squad_settings` (arguments,
-    else config.json's "squad" entry, else the recipe's defaults); a multiple-choice model scores config.json's
-    `num_choices` endings (run_swag.py writes it; 4 without it); a sentence encoder (a sentence-transformers
-    directory) packs at its sentence_bert_config.json's `max_seq_length` and returns normalized embeddings.
+    The task comes from config.json's `architectures` (the registered model class and its serving kind,
+    `export_settings.read_export_settings`), label names from its `id2label`, the tokenizer from `vocab_file` or
+    the directory's vocab.txt and `do_lower_case` or the directory's tokenizer_config.json; a directory lacking
+    any of them is refused. `max_seq_length` defaults to the directory's (config.json's `max_seq_length`, which
+    the recipes write, else tokenizer_config.json's `sequence_length`), else 128. The model is loaded with
+    `from_pretrained`, so it answers as it was saved: a token classifier keeps the checkpoint's CRF (a
+    feature-based tagger's tags are argmax, as its `decode`); a span QA model answers over the windows and by
+    the SQuAD rule of its `decoding_settings` (arguments, else config.json's "squad" entry, else the recipe's
+    defaults); a multiple-choice model scores its `num_choices` endings (config.json's; 4 without it); a
+    sentence encoder (a sentence-transformers directory) packs at its sentence_bert_config.json's
+    `max_seq_length` and returns normalized embeddings.
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it). An `export_dir`
     that is not an earlier export is refused before anything is read, unless `overwrite` (`check_export_dir`).
 
     Returns:
         (task, export_dir).
     """
-    from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
-
     check_export_source(model_dir, export_dir)
     check_export_dir(export_dir, overwrite)
     settings = read_export_settings(model_dir, vocab_file, do_lower_case)
-    task, labels, checkpoint = settings["task"], settings["labels"], settings["checkpoint"]
+    labels, checkpoint = settings["labels"], settings["checkpoint"]
     tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
                               normalize=settings["normalize"])
-    squad = {}
     model, task = load_model(settings)
-    # A sentence encoder's packed length: sentence_bert_config.json's max_seq_length, as its preprocessor's.
-    stored = model.preprocessor.sequence_length if task == "sentence_encoder" and model.preprocessor else None
-    max_seq_length = int(max_seq_length or stored or checkpoint.setting("max_seq_length") or 128)
-    if task == "span_qa":
-        squad = squad_settings(checkpoint.config, version_2_with_negative, null_score_diff_threshold,
-                               max_answer_length, n_best_size, doc_stride, max_query_length)
-    long_input = checkpoint.setting(LONG_INPUT_KEY, "truncate") if task in ("classifier", "regressor") else "truncate"
+    max_seq_length = int(max_seq_length or SERVING_KINDS[task].sequence_length(model, checkpoint) or 128)
+    given = dict(version_2_with_negative=version_2_with_negative, null_score_diff_threshold=null_score_diff_threshold,
+                 max_answer_length=max_answer_length, n_best_size=n_best_size, doc_stride=doc_stride,
+                 max_query_length=max_query_length)
     export_saved_model(model, tokenizer, export_dir, task, labels=labels, max_seq_length=max_seq_length,
-                       text_pair=text_pair, long_input=long_input, overwrite=overwrite,
-                       **squad)
+                       text_pair=text_pair, overwrite=overwrite, **SERVING_KINDS[task].settings(model, checkpoint, given))
     return task, export_dir

@@ -14,7 +14,8 @@ from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.errors import UserInputError, describe
 
 
-@model_io.register_model
+@model_io.register_task(architectures=("BertModel",), pipeline="feature-extraction", serving="backbone",
+                        backbone_source=True)
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertBackbone(keras.Model):
     """The BERT encoder of Devlin et al. (2018): embeddings, L post-LN Transformer blocks, tanh pooler.

@@ -13,16 +13,73 @@ import keras
 import numpy as np
 
 from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.data import class_scores
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.stored_settings import ClassCount, StoredSetting
 from keras_bert_impl.models.task_model import BertTaskModel, dense_head
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.preprocessors.text_classifier_preprocessor import BertTextClassifierPreprocessor
-from keras_bert_impl.utils.errors import UserInputError
 
 
-@model_io.register_model
+class ProblemType(StoredSetting):
+    """transformers' `problem_type` of config.json: "regression" for one output, else
+    "single_label_classification" (the output count itself is `ClassCount`'s)."""
+
+    keys = ("problem_type",)
+
+    def save(self, model, label_names=None):
+        return {"problem_type": "regression" if model.num_classes == 1 else "single_label_classification"}
+
+
+class LongInput(StoredSetting):
+    """The preprocessor's `long_input` mode (run_glue.py's `--long_input`) as config.json's `long_input`, written
+    when it is not "truncate"; `BertTextClassifierPreprocessor.from_pretrained` reads it back."""
+
+    keys = (LONG_INPUT_KEY,)
+    head = False
+
+    def save(self, model, label_names=None):
+        mode = getattr(model.preprocessor, "long_input", "truncate")
+        return {} if mode == "truncate" else {LONG_INPUT_KEY: mode}
+
+
+class ClassAnswers:
+    """The answers of a model whose output is one row of class logits [N, C] per example (or per window of an
+    example), as run_glue.py, the text-classification pipeline and the export's "classifier" / "regressor"
+    kinds read them (`data.class_scores`): a head answered by that pipeline mixes it in (`BertClassifier` does).
+    One output (`num_classes=1`) is a regression."""
+
+    def example_logits(self, logits, example_index=None, num_examples=None, long_input=None):
+        """Each example's logits [N, C] of the model's output rows `logits` (`data.class_scores.window_logits`):
+        the rows themselves, or with `long_input` "mean" / "max" (None: the preprocessor's mode) the windows of
+        each example (`example_index`: the example of each row, of `num_examples`) pooled."""
+        if long_input is None:
+            long_input = getattr(self.preprocessor, "long_input", "truncate")
+        count = len(logits) if num_examples is None else num_examples
+        return class_scores.window_logits(logits, example_index, count, long_input)
+
+    def predicted_classes(self, logits):
+        """The predicted class id [N] of each row of `logits` [N, C] (argmax, the first on a tie), or a regression's
+        score [N] (`num_classes=1`): run_glue.py's predictions (`data.class_scores.class_predictions`)."""
+        return class_scores.class_predictions(logits, regression=self.num_classes == 1)
+
+    def scores(self, logits, function=None, regression=False):
+        """The scores [N, C] a user reads of `logits` [N, C] (`data.class_scores.class_scores`): `function`
+        "softmax", "sigmoid" or "none"; None: transformers' default for the model ("none" for a `regression`,
+        "sigmoid" for one output, else "softmax")."""
+        logits = np.asarray(logits, "float32")
+        return class_scores.class_scores(logits, function or class_scores.default_function(logits.shape[-1], regression))
+
+    def serving_kind(self):
+        """"regressor" for one output (its export serves a score), else "classifier"."""
+        return "regressor" if self.num_classes == 1 else "classifier"
+
+
+@model_io.register_task(architectures=("BertForSequenceClassification",), pipeline="text-classification",
+                        pipeline_aliases=("sentiment-analysis",), serving="classifier")
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertClassifier(BertTaskModel):
+class BertClassifier(ClassAnswers, BertTaskModel):
     """A `BertBackbone` with a dropout + dense head on `pooled_output`: logits for each class.
 
     Inputs: the backbone's dict {`token_ids`, `segment_ids`, `padding_mask`}, int32 [batch, seq]
@@ -52,10 +109,15 @@ class BertClassifier(BertTaskModel):
     (2, 3)
 
     Fine-tune from a checkpoint with `BertClassifier.from_pretrained(path, num_classes=2)`; write a
-    Hugging Face BertForSequenceClassification directory with `save_pretrained(directory)`.
+    Hugging Face BertForSequenceClassification directory with `save_pretrained(directory, label_names=None)`.
+    `from_pretrained` reads the head of such directories (`classifier.weight` [C, H], `classifier.bias` [C]),
+    of Google run_classifier.py checkpoints (`output_weights`, `output_bias`) and of keras-hub
+    BertTextClassifier presets (its `logits` Dense); `num_classes` defaults to the stored head's. A checkpoint
+    without a head (a plain BertModel) gets a random one, with a warning.
     """
 
     preprocessor_class = BertTextClassifierPreprocessor
+    stored_settings = (ClassCount(), ProblemType(), LongInput())
 
     def __init__(self, backbone, num_classes, dropout=0.1, **kwargs):
         if int(num_classes) < 1:
@@ -101,41 +163,9 @@ class BertClassifier(BertTaskModel):
     def default_metrics(self):
         return None if self.num_classes == 1 else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    @classmethod
-    def from_pretrained(cls, path, num_classes=None, dropout=0.1, dtype=None, preprocessor="auto",
-                        ignore_stored_head=False, **config_overrides):
-        """A classifier on a checkpoint's backbone, with its classification head when it has one.
-
-        Reads Hugging Face BertForSequenceClassification directories (`classifier.weight` [C, H],
-        `classifier.bias` [C]), Google run_classifier.py checkpoints (`output_weights`,
-        `output_bias`) and keras-hub BertTextClassifier presets (its `logits` Dense). A checkpoint without those weights (a plain BertModel) gets a randomly
-        initialized head, with a warning. `save_pretrained(directory, label_names=None)` writes a
-        BertForSequenceClassification directory.
-
-        Args:
-            path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
-            num_classes: number of classes (1 for regression); must match a stored head. Default: the stored
-                head's (a checkpoint without one needs it).
-            dropout: dropout rate of the head.
-            dtype: dtype policy for every layer.
-            preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
-                one (else none); or a preprocessor, or None.
-            ignore_stored_head: load the backbone alone and start a new head, also from another task's
-                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
-            **config_overrides: backbone config fields to replace (e.g. `hidden_dropout_prob`).
-
-        Raises:
-            ValueError: the stored head's shape does not match `num_classes` and the hidden size.
-        """
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, **config_overrides)
-        if num_classes is None:
-            if "classifier.weight" not in backbone.head_weights:
-                raise UserInputError(f"{checkpoint.path}: no classifier weights in the checkpoint; pass num_classes.")
-            num_classes = int(np.asarray(backbone.head_weights["classifier.weight"]).shape[0])
-        model = cls(backbone, num_classes=num_classes, dropout=dropout,
-                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
-        return model
+    # ------------------------------------------------------------------------------ model directories
+    def head_tables(self):
+        return {"classifier": model_io.classifier_table(self.output_dense)}
 
     def save_to_preset(self, directory, tokenizer=None, allow_gelu_approximation=False):
         """Writes a keras-hub BertTextClassifier task preset (backbone, head, and the tokenizer: `tokenizer`,

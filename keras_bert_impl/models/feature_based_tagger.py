@@ -22,18 +22,24 @@ import numpy as np
 from keras import ops
 
 from keras_bert_impl.checkpoints import model_io
-from keras_bert_impl.checkpoints.model_io import FEATURE_TAGGER_KEY, FEATURE_TAGGER_SETTINGS
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.feature_modes import check_feature_layers, feature_mode_layers
 from keras_bert_impl.models.losses import IGNORE_LABEL_ID
+from keras_bert_impl.models.stored_settings import ClassCount, StoredSetting
+from keras_bert_impl.models.token_classifier import decode_tags
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, renamed_argument
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.errors import UserInputError
 
+# config.json's entry with a feature-based tagger's settings, and the prefix of its weights.
+FEATURE_TAGGER_KEY = "feature_based_tagger"
+FEATURE_TAGGER_PREFIX = "classifier.feature_tagger"
+# The settings a saved feature-based tagger fixes (its weights' shapes and what they were trained on).
+FEATURE_TAGGER_SETTINGS = ("feature_layers", "feature_combine", "lstm_units", "num_lstm_layers")
 
 
 class FrozenBertFeatures(keras.layers.Layer):
@@ -69,7 +75,30 @@ class FrozenBertFeatures(keras.layers.Layer):
         return shape + (len(self.feature_layers) * self.backbone.config.hidden_size,)
 
 
-@model_io.register_model
+class TaggerSettings(StoredSetting):
+    """config.json's `feature_based_tagger` entry: the tagger's architecture (`FEATURE_TAGGER_SETTINGS`) and its
+    `feature_mode`; `from_pretrained` takes each setting given, else the saved tagger's, else the constructor's
+    default (`_tagger_settings`), and refuses one that differs from the saved tagger's."""
+
+    arguments = (*FEATURE_TAGGER_SETTINGS, "feature_mode")
+    keys = (FEATURE_TAGGER_KEY,)
+
+    def save(self, model, label_names=None):
+        task_config = model.task_config()
+        return {FEATURE_TAGGER_KEY: {key: task_config[key] for key in self.arguments}}
+
+    def load(self, checkpoint, backbone, given):
+        return _tagger_settings(checkpoint.path, checkpoint.setting(FEATURE_TAGGER_KEY),
+                                backbone.config.num_hidden_layers, **{key: given.get(key) for key in self.arguments})
+
+
+def _saves_a_tagger(checkpoint):
+    """Whether a directory holds a feature-based tagger: a BertModel directory with a `feature_based_tagger` entry."""
+    return checkpoint.setting(FEATURE_TAGGER_KEY) is not None
+
+
+@model_io.register_task(architectures=("BertModel",), pipeline="token-classification", pipeline_aliases=("ner",),
+                        serving="token_classifier", recognizes=_saves_a_tagger)
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertFeatureBasedTagger(BertTaskModel):
     """Frozen BERT -> concatenation (or learned weighted sum) of hidden layers -> stacked BiLSTM -> Dense.
@@ -113,7 +142,12 @@ class BertFeatureBasedTagger(BertTaskModel):
     """
 
     preprocessor_class = BertTokenClassifierPreprocessor
-    # transformers reads the backbone of a saved tagger; the tagger's own weights are ours (classifier.feature_tagger.*).
+    # A BertModel directory (transformers reads the backbone) told apart by its `feature_based_tagger` entry; the
+    # tagger's own weights are ours (classifier.feature_tagger.*), the settings its entry's.
+    stored_settings = (TaggerSettings(),
+                       ClassCount(f"{FEATURE_TAGGER_PREFIX}.classifier.weight", "no feature-based tagger in the checkpoint"))
+    backbone_arguments = {"output_hidden_states": True}
+    renamed_arguments = {"num_labels": "num_classes"}
 
     def __init__(
         self,
@@ -214,44 +248,24 @@ class BertFeatureBasedTagger(BertTaskModel):
             "feature_mode": self.feature_mode,
         }
 
-    @classmethod
-    def from_pretrained(cls, path, num_classes=None, feature_layers=None, feature_combine=None, feature_mode=None,
-                        lstm_units=None, num_lstm_layers=None, dropout=0.1, preprocessor="auto", ignore_stored_head=False,
-                        **config_overrides):
-        """A tagger on the frozen backbone of a checkpoint (see `BertBackbone.from_pretrained`); on a directory
-        that `save_pretrained` wrote, the saved tagger, with its trained weights.
+    def decode_in_graph(self, logits, label_mask):
+        """The tags of `decode` in `keras.ops`, traceable (what the SavedModel's graph runs): int32 [B, T]."""
+        return decode_tags(logits, label_mask)
 
-        Args:
-            path: checkpoint directory or prefix.
-            num_classes: number of tags; default: the saved tagger's.
-            feature_layers, feature_combine, feature_mode, lstm_units, num_lstm_layers: as in the constructor.
-                None: the saved tagger's (config.json's `feature_based_tagger`), else the constructor's
-                defaults. A value that differs from the saved tagger's raises UserInputError (its weights
-                would not fit, or were trained on other features).
-            dropout: dropout on the features and between the layers.
-            preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
-                one (else none); or a preprocessor, or None.
-            ignore_stored_head: load the backbone alone and start a new head, also from another task's
-                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
-            **config_overrides: backbone config fields to override.
-        """
-        num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
-                                       "BertFeatureBasedTagger.from_pretrained")
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, output_hidden_states=True,
-                                                       **config_overrides)
-        saved = checkpoint.setting(FEATURE_TAGGER_KEY)
-        settings = _tagger_settings(checkpoint.path, saved, backbone.config.num_hidden_layers, feature_layers=feature_layers,
-                                    feature_combine=feature_combine, feature_mode=feature_mode,
-                                    lstm_units=lstm_units, num_lstm_layers=num_lstm_layers)
-        classifier_weight = backbone.head_weights.get(f"{model_io.FEATURE_TAGGER_PREFIX}.classifier.weight")
-        if num_classes is None:
-            if classifier_weight is None:
-                raise UserInputError(f"{checkpoint.path}: no feature-based tagger in the checkpoint; pass num_classes.")
-            num_classes = int(np.asarray(classifier_weight).shape[0])
-        model = cls(backbone, num_classes=num_classes, dropout=dropout,
-                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor), **settings)
-        model.load_head_weights(backbone.head_weights, source=checkpoint.path, warn=saved is not None)
-        return model
+    # ------------------------------------------------------------------------------ model directories
+    def head_tables(self):
+        rows = []
+        if self.scalar_mix is not None:
+            rows += model_io.scalar_mix_table(FEATURE_TAGGER_PREFIX, self.scalar_mix)
+        for i, bilstm in enumerate(self.bilstms):
+            rows += model_io.bilstm_table(f"{FEATURE_TAGGER_PREFIX}.lstm_{i}", bilstm)
+        rows += model_io.dense_entries(f"{FEATURE_TAGGER_PREFIX}.classifier", self.classifier)
+        return {"feature-based tagger": rows}
+
+    @classmethod
+    def head_is_stored(cls, checkpoint):
+        """A directory without a saved tagger is a plain BERT: its tagger starts random without a warning."""
+        return _saves_a_tagger(checkpoint)
 
 
 # The paper's values, for a tagger built on a checkpoint without a saved one: the constructor's defaults.

@@ -12,7 +12,10 @@ import keras
 from keras import ops
 
 from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.data import class_scores
+from keras_bert_impl.data.swag_data import NUM_CHOICES
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.stored_settings import ConfigEntry
 from keras_bert_impl.models.task_model import BertTaskModel, dense_head
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.preprocessors.multiple_choice_preprocessor import BertMultipleChoicePreprocessor
@@ -32,7 +35,7 @@ class MergeChoices(keras.layers.Layer):
         return (None if batch is None else batch * choices, seq)
 
 
-@model_io.register_model
+@model_io.register_task(architectures=("BertForMultipleChoice",), pipeline="multiple-choice", serving="multiple_choice")
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertMultipleChoice(BertTaskModel):
     """A `BertBackbone` scoring each of `num_choices` packed sequences; logits [batch, num_choices].
@@ -60,9 +63,15 @@ class BertMultipleChoice(BertTaskModel):
     ... })
     >>> tuple(logits.shape)
     (2, 4)
+
+    `save_pretrained(directory)` writes a Hugging Face BertForMultipleChoice directory (`classifier.weight`
+    [1, H], `classifier.bias` [1]) with `num_choices` in config.json; `from_pretrained(path)` reads its head
+    (a checkpoint without one gets a random head, with a warning) and its `num_choices` (SWAG's 4 when the
+    directory records none).
     """
 
     preprocessor_class = BertMultipleChoicePreprocessor
+    stored_settings = (ConfigEntry("num_choices", default=NUM_CHOICES),)
 
     def __init__(self, backbone, num_choices, dropout=0.1, **kwargs):
         if int(num_choices) < 1:
@@ -113,29 +122,16 @@ class BertMultipleChoice(BertTaskModel):
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    @classmethod
-    def from_pretrained(cls, path, num_choices, dropout=0.1, dtype=None, preprocessor="auto", ignore_stored_head=False,
-                        **config_overrides):
-        """A multiple-choice model on a checkpoint's backbone, with its scoring head when it has one.
+    # ------------------------------------------------------------------------------ answers
+    def predicted_classes(self, logits):
+        """The index of the best choice [N] of each row of `logits` [N, C] (argmax, the first on a tie): run_swag.py's
+        predictions (`data.class_scores.class_predictions`)."""
+        return class_scores.class_predictions(logits)
 
-        Reads Hugging Face BertForMultipleChoice directories (`classifier.weight` [1, H],
-        `classifier.bias` [1]); a checkpoint without them gets a randomly initialized head, with a
-        warning. `save_pretrained(directory)` writes a BertForMultipleChoice directory.
+    def scores(self, logits, function="softmax"):
+        """The softmax over the choices [N, C] of `logits` [N, C] (`data.class_scores.class_scores`)."""
+        return class_scores.class_scores(logits, function)
 
-        Args:
-            path: a checkpoint directory or Google checkpoint prefix.
-            num_choices: choices per example.
-            dropout: dropout rate of the head.
-            dtype: dtype policy for every layer.
-            ignore_stored_head: load the backbone alone and start a new head, also from another task's
-                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
-            **config_overrides: backbone config fields to replace.
-
-        Raises:
-            ValueError: the stored head is not a [1, H] / [1] scoring layer.
-        """
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, **config_overrides)
-        model = cls(backbone, num_choices=num_choices, dropout=dropout,
-                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
-        return model
+    # ------------------------------------------------------------------------------ model directories
+    def head_tables(self):
+        return {"classifier": model_io.classifier_table(self.output_dense)}

@@ -6,10 +6,10 @@ from keras import ops
 
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
 from keras_bert_impl.checkpoints import model_io
-from keras_bert_impl.checkpoints.model_io import OBJECTIVE_KEY
 from keras_bert_impl.config import PRETRAINING_OBJECTIVES
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.stored_settings import StoredSetting
 from keras_bert_impl.preprocessors.masked_lm_preprocessor import BertMaskedLMPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, dense_head
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
@@ -18,8 +18,7 @@ from keras_bert_impl.utils.errors import UserInputError
 # Denominator guard of the original `get_masked_lm_output`: sum(w * nll) / (sum(w) + 1e-5).
 _MLM_LOSS_EPSILON = 1e-5
 
-# Pretraining objectives (the paper's Table 5), each saved as a Hugging Face class
-# (`checkpoints.task_layouts.PRETRAINING_ARCHITECTURES`):
+# Pretraining objectives (the paper's Table 5), each saved as a Hugging Face class (`PRETRAINING_ARCHITECTURES`):
 #   mlm_nsp  masked LM + next-sentence prediction (BERT)               BertForPreTraining
 #   sop      the same model trained on sentence-order labels (ALBERT's
 #            SOP: create_pretraining_data.py --sentence_order)         BertForPreTraining
@@ -27,6 +26,12 @@ _MLM_LOSS_EPSILON = 1e-5
 #   ltr      left-to-right LM ("LTR & No NSP"): next-token prediction
 #            at every position, on a causal backbone, no NSP head        BertLMHeadModel
 OBJECTIVES = PRETRAINING_OBJECTIVES
+# The Hugging Face class each pretraining objective saves as (the paper's Table 5 rows).
+PRETRAINING_ARCHITECTURES = {
+    "mlm_nsp": "BertForPreTraining", "sop": "BertForPreTraining", "mlm": "BertForMaskedLM", "ltr": "BertLMHeadModel"
+}
+# config.json's entry recording a pretraining objective other than mlm_nsp.
+OBJECTIVE_KEY = "keras_pretraining_objective"
 # The largest log-perplexity `_Perplexity` reports (see there).
 _MAX_LOG_PERPLEXITY = 80.0
 
@@ -54,7 +59,34 @@ class _Perplexity(keras.metrics.Mean):
         return ops.exp(ops.minimum(super().result(), _MAX_LOG_PERPLEXITY))
 
 
-@model_io.register_model
+class Objective(StoredSetting):
+    """The pretraining `objective`: config.json's `keras_pretraining_objective` (written for every objective but
+    mlm_nsp). None given: the recorded one, else "ltr" for a causal checkpoint (`is_decoder: true`) and
+    "mlm_nsp" otherwise; "ltr" on a bidirectional checkpoint is refused."""
+
+    arguments = ("objective",)
+    keys = (OBJECTIVE_KEY,)
+
+    def save(self, model, label_names=None):
+        return {} if model.objective == "mlm_nsp" else {OBJECTIVE_KEY: model.objective}
+
+    def load(self, checkpoint, backbone, given):
+        causal = backbone.config.attention_direction == "causal"
+        objective = given.get("objective")
+        if objective is None:
+            stored = checkpoint.setting(OBJECTIVE_KEY)
+            objective = stored if stored in OBJECTIVES else ("ltr" if causal else "mlm_nsp")
+        if objective == "ltr" and not causal:
+            raise UserInputError(
+                f"{checkpoint.path}: objective='ltr' (left-to-right LM) continues from a causal checkpoint only "
+                "(attention_direction='causal' / is_decoder=true); this one is bidirectional. Start an LTR model "
+                "from a config instead."
+            )
+        return {"objective": objective}
+
+
+@model_io.register_task(architectures=tuple(dict.fromkeys(PRETRAINING_ARCHITECTURES.values())), pipeline="fill-mask",
+                        serving="backbone", backbone_source=True)
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertPretrainer(BertTaskModel):
     """BERT's pretraining model: a `BertBackbone`, a masked-LM head and a next-sentence head (by default).
@@ -123,10 +155,17 @@ class BertPretrainer(BertTaskModel):
     >>> tuple(outputs["lm_logits"].shape)
     (2, 8, 30522)
 
-    Continue pretraining from a checkpoint with `BertPretrainer.from_pretrained(path)`.
+    Continue pretraining from a checkpoint with `BertPretrainer.from_pretrained(path)`: it reads Hugging Face
+    BertForPreTraining / BertForMaskedLM / BertLMHeadModel directories (`cls.predictions.*`,
+    `cls.seq_relationship.*`) and Google checkpoints (`cls/predictions/*`, `cls/seq_relationship/*`); heads
+    absent from the checkpoint keep their random initialization, with a warning. `objective` defaults to the
+    one `save_pretrained` recorded (`Objective`). A task model's directory is refused unless
+    `ignore_stored_head=True` (which loads its backbone with new pretraining heads); a pretraining directory
+    loads into every task model (its backbone).
     """
 
     preprocessor_class = BertMaskedLMPreprocessor
+    stored_settings = (Objective(),)
     # compile(optimizer="auto"): the paper's pre-training rate.
     default_learning_rate = 1e-4
 
@@ -270,36 +309,22 @@ class BertPretrainer(BertTaskModel):
         return {"objective": self.objective}
 
     @classmethod
-    def from_pretrained(cls, path, dtype=None, preprocessor="auto", objective=None, ignore_stored_head=False,
-                        **config_overrides):
-        """A pretrainer on a checkpoint's backbone, with its masked-LM and NSP heads when it has them.
+    def pretrained_preprocessor(cls, path, preprocessor="auto", **arguments):
+        """`BertTaskModel.pretrained_preprocessor`, but none by default for objective "ltr": the masked-LM
+        preprocessor does not make next-token targets."""
+        if arguments.get("objective") == "ltr" and isinstance(preprocessor, str) and preprocessor == "auto":
+            return None
+        return super().pretrained_preprocessor(path, preprocessor, **arguments)
 
-        Reads Hugging Face BertForPreTraining / BertForMaskedLM / BertLMHeadModel directories
-        (`cls.predictions.*`, `cls.seq_relationship.*`) and Google checkpoints (`cls/predictions/*`,
-        `cls/seq_relationship/*`). Heads absent from the checkpoint keep their random initialization, with
-        a warning.
+    def saved_architecture(self):
+        """The Hugging Face class of the objective (`PRETRAINING_ARCHITECTURES`)."""
+        return PRETRAINING_ARCHITECTURES[self.objective]
 
-        `objective` None: the one `save_pretrained` recorded in config.json, else "ltr" for a causal
-        checkpoint (`is_decoder: true`) and "mlm_nsp" otherwise. `objective="ltr"` on a bidirectional
-        checkpoint raises `UserInputError`. A task model's directory is refused unless `ignore_stored_head=True`
-        (which loads its backbone with new pretraining heads; see `BertTaskModel.pretrained_backbone`).
-        """
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, **config_overrides)
-        causal = backbone.config.attention_direction == "causal"
-        if objective is None:
-            stored = checkpoint.setting(OBJECTIVE_KEY)
-            objective = stored if stored in OBJECTIVES else ("ltr" if causal else "mlm_nsp")
-        if objective == "ltr" and not causal:
-            raise UserInputError(
-                f"{checkpoint.path}: objective='ltr' (left-to-right LM) continues from a causal checkpoint only "
-                "(attention_direction='causal' / is_decoder=true); this one is bidirectional. Start an LTR model "
-                "from a config instead."
-            )
-        if objective == "ltr" and isinstance(preprocessor, str) and preprocessor == "auto":
-            preprocessor = None  # the masked-LM preprocessor does not make next-token targets
-        model = cls(backbone, objective=objective, preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
-        return model
+    def head_tables(self):
+        tables = {"masked-LM": model_io.masked_lm_table(self.masked_lm_head)}
+        if self.next_sentence_head is not None:
+            tables["next-sentence"] = model_io.next_sentence_table(self.next_sentence_head)
+        return tables
 
 
 def _masked_lm_head(backbone):

@@ -20,6 +20,7 @@ from keras_bert_impl.layers.sentence_pooling import SentencePooling, pooling_mod
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.multiple_choice import MergeChoices
 from keras_bert_impl.models.sentence_losses import MultipleNegativesRankingLoss
+from keras_bert_impl.models.stored_settings import StoredSetting
 from keras_bert_impl.models.task_model import BertTaskModel
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.preprocessors.sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor
@@ -41,7 +42,33 @@ class SplitColumns(keras.layers.Layer):
         return (token_ids_shape[0], token_ids_shape[1], embeddings_shape[-1])
 
 
-@model_io.register_model
+class SentenceModuleSettings(StoredSetting):
+    """`pooling` and `normalize`, kept in a sentence-transformers directory's modules (1_Pooling/config.json, a
+    Normalize module) rather than config.json: given, else the directory's, else mean pooling, not normalized.
+    A Pooling module made for another embedding size than the backbone's is a `UserInputError`."""
+
+    arguments = ("pooling", "normalize")
+    head = False
+
+    def load(self, checkpoint, backbone, given):
+        modules = checkpoint.sentence_modules
+        if modules is not None and modules.embedding_dimension not in (None, backbone.config.hidden_size):
+            raise UserInputError(f"{checkpoint.path}: the Pooling module pools vectors of size "
+                                 f"{modules.embedding_dimension}; the model's hidden size is "
+                                 f"{backbone.config.hidden_size}.")
+        return {"pooling": given.get("pooling", "mean" if modules is None else modules.pooling),
+                "normalize": given.get("normalize", modules is not None and modules.normalize)}
+
+
+def _holds_sentence_modules(checkpoint):
+    """Whether a `ModelDirectory` is a sentence-transformers directory (its modules.json)."""
+    return checkpoint.sentence_modules is not None
+
+
+# A sentence-transformers directory is a BertModel directory told apart by its modules.json; its pooling has
+# no weights, so every task loads its backbone from it.
+@model_io.register_task(architectures=("BertModel",), pipeline="sentence-similarity", serving="sentence_encoder",
+                        recognizes=_holds_sentence_modules, backbone_source=True)
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSentenceEncoder(BertTaskModel):
     """A `BertBackbone` whose pooled token vectors are sentence embeddings, as a sentence-transformers model.
@@ -80,6 +107,8 @@ class BertSentenceEncoder(BertTaskModel):
     """
 
     preprocessor_class = BertSentenceEncoderPreprocessor
+    stored_settings = (SentenceModuleSettings(),)
+    backbone_arguments = {"require_pooler": False}
 
     def __init__(self, backbone, pooling="mean", normalize=False, **kwargs):
         pooling = pooling_modes(pooling)
@@ -172,35 +201,11 @@ class BertSentenceEncoder(BertTaskModel):
         return embeddings[0] if single else embeddings
 
     # ------------------------------------------------------------------------------ checkpoints
-    @classmethod
-    def from_pretrained(cls, path, pooling=None, normalize=None, dtype=None, preprocessor="auto", **config_overrides):
-        """A sentence encoder on a checkpoint: a sentence-transformers directory (its pooling, normalization
-        and `max_seq_length`), or any BERT checkpoint (`BertBackbone.from_pretrained`'s layouts; a task
-        model's directory gives its backbone).
-
-        Args:
-            path: a checkpoint directory, Google checkpoint prefix or model name.
-            pooling: the pooling mode(s); None: the directory's (1_Pooling/config.json), else "mean".
-            normalize: L2-normalize; None: whether the directory has a Normalize module (else False).
-            dtype: dtype policy for every layer.
-            preprocessor: "auto": the directory's vocabulary, at sentence_bert_config.json's
-                `max_seq_length`; or a preprocessor, or None.
-            **config_overrides: backbone config fields to replace (e.g. `hidden_dropout_prob`).
-
-        Raises:
-            UserInputError: a sentence-transformers file this package does not read (another module, pooling
-                or embedding size), naming the file.
-        """
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head=True, dtype=dtype, require_pooler=False,
-                                                       **config_overrides)
-        modules = checkpoint.sentence_modules
-        if modules is not None and modules.embedding_dimension not in (None, backbone.config.hidden_size):
-            raise UserInputError(f"{checkpoint.path}: the Pooling module pools vectors of size "
-                                 f"{modules.embedding_dimension}; the model's hidden size is "
-                                 f"{backbone.config.hidden_size}.")
-        if pooling is None:
-            pooling = "mean" if modules is None else modules.pooling
-        if normalize is None:
-            normalize = modules is not None and modules.normalize
-        return cls(backbone, pooling=pooling, normalize=normalize,
-                   preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
+    def write_layout_files(self, directory):
+        """The sentence-transformers modules (1_Pooling/, 2_Normalize/, sentence_bert_config.json with the
+        preprocessor's length, modules.json), so that `SentenceTransformer(directory)` loads it."""
+        preprocessor = self.preprocessor
+        model_io.write_sentence_modules(directory, model_io.SentenceModules(
+            pooling=tuple(self.pooling), normalize=self.normalize,
+            max_seq_length=None if preprocessor is None else preprocessor.sequence_length,
+            embedding_dimension=self.backbone.config.hidden_size))

@@ -4,16 +4,72 @@ import keras
 from keras import ops
 
 from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.data import squad_postprocessing
 from keras_bert_impl.models import losses
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.models.stored_settings import BilstmUnits, StoredSetting
 from keras_bert_impl.preprocessors.span_qa_preprocessor import BertSpanQAPreprocessor
 from keras_bert_impl.models.task_model import BertTaskModel, bilstm_layer, dense_head
-from keras_bert_impl.models.token_classifier import stored_bilstm_units
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils.errors import UserInputError
 
 
-@model_io.register_model
+# The settings a fine-tuned span QA model answers with: the windows (the preprocessor's) and the answer rule,
+# run_squad.py's flags of those names; config.json's "squad" entry records them.
+DECODING_SETTINGS = ("version_2_with_negative", "null_score_diff_threshold", "max_answer_length", "n_best_size",
+                     "doc_stride", "max_query_length")
+# run_squad.py's defaults (`tasks.squad.SquadConfig`'s).
+DECODING_DEFAULTS = {"version_2_with_negative": False, "null_score_diff_threshold": 0.0, "max_answer_length": 30,
+                     "n_best_size": 20, "doc_stride": 128, "max_query_length": 64}
+DECODING_KEY = "squad"
+
+
+def decoding_settings(stored=None, **given):
+    """The windows' and the answers' settings of a span QA model: those `given` (not None) first, then the
+    model's (`stored`: e.g. config.json's "squad" entry), then run_squad.py's defaults (`DECODING_DEFAULTS`).
+
+    Neither given nor stored, `version_2_with_negative` is whether a null-score threshold is (given or stored).
+
+    Returns:
+        dict of `DECODING_SETTINGS`.
+
+    Examples:
+
+    >>> decoding_settings({"version_2_with_negative": True, "n_best_size": 7}, max_answer_length=5)["n_best_size"]
+    7
+    >>> decoding_settings(null_score_diff_threshold=1.0)["version_2_with_negative"]
+    True
+    """
+    stored = stored or {}
+    settings = {key: next(value for value in (given.get(key), stored.get(key), DECODING_DEFAULTS[key]) if value is not None)
+                for key in DECODING_SETTINGS}
+    if given.get("version_2_with_negative") is None and stored.get("version_2_with_negative") is None:
+        settings["version_2_with_negative"] = any(
+            source.get("null_score_diff_threshold") is not None for source in (given, stored))
+    return settings
+
+
+class SquadDecoding(StoredSetting):
+    """config.json's "squad" entry: the model's `decoding` with its preprocessor's windows (`doc_stride`,
+    `max_query_length`), written when there is one; `from_pretrained` takes it as `decoding` (a given one's
+    settings replace the stored ones), and `BertSpanQAPreprocessor.from_pretrained` the windows."""
+
+    arguments = ("decoding",)
+    keys = (DECODING_KEY,)
+    head = False
+
+    def save(self, model, label_names=None):
+        entry = dict(model.decoding or {})
+        if model.preprocessor is not None:
+            entry.update(model.preprocessor.task_config())
+        return {DECODING_KEY: entry} if entry else {}
+
+    def load(self, checkpoint, backbone, given):
+        decoding = {**(checkpoint.setting(DECODING_KEY) or {}), **(given.get("decoding") or {})}
+        return {"decoding": decoding or None}
+
+
+@model_io.register_task(architectures=("BertForQuestionAnswering",), pipeline="question-answering", serving="span_qa")
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertSpanQA(BertTaskModel):
     """A `BertBackbone` with the span head of the original run_squad.py: Dense(2) on every token.
@@ -44,6 +100,11 @@ class BertSpanQA(BertTaskModel):
             are zeros, so their logits are the span layer's bias). `save_pretrained` stores its weights as
             `qa_outputs.bilstm.*` and `bilstm_units` in config.json, which `from_pretrained` reads back;
             transformers' BertForQuestionAnswering cannot run it (no LSTM).
+        decoding: None (run_squad.py's defaults), or a dict of the settings it answers with (`DECODING_SETTINGS`:
+            SQuAD v2.0's `version_2_with_negative` and `null_score_diff_threshold`, `max_answer_length`,
+            `n_best_size`; the windows' `doc_stride` and `max_query_length` when it has no preprocessor):
+            `answers` and the question-answering pipeline decode with them, and `save_pretrained` records
+            them in config.json's "squad" entry (with the preprocessor's windows).
 
     Examples:
 
@@ -54,12 +115,21 @@ class BertSpanQA(BertTaskModel):
     ((2, 8), (2, 8))
 
     Fine-tune a checkpoint with `BertSpanQA.from_pretrained(path)` (a SQuAD-fine-tuned Hugging Face
-    `BertForQuestionAnswering` or Google checkpoint brings its head along).
+    `BertForQuestionAnswering` or Google checkpoint brings its head along: `qa_outputs.weight` [2, H],
+    `qa_outputs.bias` [2], or `cls/squad/output_weights` and `output_bias`); a checkpoint without it gets a
+    random head, with a warning. transformers saves `BertForQuestionAnswering` without a pooler, which span QA
+    does not read: a checkpoint without one loads, its pooler keeping its initialization.
+    `save_pretrained(directory)` writes a BertForQuestionAnswering directory.
     """
 
     preprocessor_class = BertSpanQAPreprocessor
+    stored_settings = (BilstmUnits(), SquadDecoding())
+    backbone_arguments = {"require_pooler": False}
 
-    def __init__(self, backbone, bilstm_units=None, **kwargs):
+    def __init__(self, backbone, bilstm_units=None, decoding=None, **kwargs):
+        unknown = sorted(set(decoding or {}) - set(DECODING_SETTINGS))
+        if unknown:
+            raise ValueError(f"BertSpanQA decoding takes {', '.join(DECODING_SETTINGS)}; got {', '.join(unknown)}.")
         # === Layers ===
         bilstm = bilstm_layer(bilstm_units)
         _, qa_outputs = dense_head(2, backbone, name="qa_outputs")
@@ -82,6 +152,7 @@ class BertSpanQA(BertTaskModel):
         self.bilstm_units = None if bilstm is None else int(bilstm_units)
         self.bilstm = bilstm
         self.qa_outputs = qa_outputs
+        self.decoding = dict(decoding) if decoding else None
         self.add_mean_metrics("start_loss", "end_loss", "start_accuracy", "end_accuracy")
 
     # ------------------------------------------------------------------------------------- loss
@@ -123,38 +194,41 @@ class BertSpanQA(BertTaskModel):
         self.end_accuracy.update_state(end_hit, losses.example_weights(sample_weight, batch, "end_positions"))
         return total
 
+    # ------------------------------------------------------------------------------ answers
+    def decoding_settings(self, **given):
+        """The windows' and the answers' settings the model answers with (`decoding_settings`): those `given`
+        (not None), then the model's (its preprocessor's `doc_stride` and `max_query_length`, its `decoding`),
+        then run_squad.py's defaults."""
+        stored = dict(self.decoding or {})
+        if self.preprocessor is not None:
+            stored.update(self.preprocessor.task_config())
+        return decoding_settings(stored, **given)
+
+    def span_logits(self, features, **options):
+        """The `RawResult` (start and end logits cut to the window's tokens) of every window of `features`
+        (`data.squad_postprocessing.predict_raw_results`; `options`: its batching and progress options)."""
+        return squad_postprocessing.predict_raw_results(self, features, **options)
+
+    def answers(self, examples, features, results, do_lower_case=None, **given):
+        """The answers of `examples` from the `results` of their windows `features`: run_squad.py's rule
+        (`data.squad_postprocessing.compute_predictions`) with the settings of `decoding_settings(**given)`;
+        `do_lower_case` None: the preprocessor's tokenizer's (else True). Returns `SquadPredictions`."""
+        settings = self.decoding_settings(**given)
+        if do_lower_case is None:
+            do_lower_case = True if self.preprocessor is None else self.preprocessor.tokenizer.do_lower_case
+        return squad_postprocessing.compute_predictions(
+            examples, features, results, n_best_size=int(settings["n_best_size"]),
+            max_answer_length=int(settings["max_answer_length"]), do_lower_case=do_lower_case,
+            version_2_with_negative=bool(settings["version_2_with_negative"]),
+            null_score_diff_threshold=float(settings["null_score_diff_threshold"]))
+
     # ------------------------------------------------------------------------------ serialization
     def task_config(self):
-        return {"bilstm_units": self.bilstm_units}
+        return {"bilstm_units": self.bilstm_units, "decoding": None if self.decoding is None else dict(self.decoding)}
 
-    @classmethod
-    def from_pretrained(cls, path, dtype=None, preprocessor="auto", bilstm_units=None, ignore_stored_head=False,
-                        **config_overrides):
-        """A span-QA model on a checkpoint's backbone, with its `qa_outputs` head when it has one.
-
-        Reads Hugging Face `BertForQuestionAnswering` directories (`qa_outputs.weight` [2, H],
-        `qa_outputs.bias` [2]), Google SQuAD checkpoints (`cls/squad/output_weights`, `output_bias`) and
-        directories written by `save_pretrained`. Without a head in the checkpoint (a plain pretrained
-        model) the head keeps its random initialization, with a warning.
-
-        transformers saves `BertForQuestionAnswering` without a pooler (`add_pooling_layer=False`); the
-        pooler is unused by span QA, so when the checkpoint lacks it, it keeps its initialization (see
-        `require_pooler=False`). `save_pretrained(directory)` writes a BertForQuestionAnswering directory.
-
-        Args:
-            path: a checkpoint directory or Google checkpoint prefix (see `BertBackbone.from_pretrained`).
-            dtype: dtype policy for every layer.
-            bilstm_units: the BiLSTM of the head; None: the checkpoint's (config.json's `bilstm_units`, none
-                when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
-            ignore_stored_head: load the backbone alone and start a new head, also from another task's
-                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
-            **config_overrides: config fields to replace, e.g. `hidden_dropout_prob=0.0`.
-        """
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, require_pooler=False,
-                                                       **config_overrides)
-        bilstm_units = stored_bilstm_units(checkpoint, bilstm_units)
-        model = cls(backbone, bilstm_units=bilstm_units,
-                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
-        model.load_head_weights(backbone.head_weights, source=checkpoint.path)
-        return model
-
+    def head_tables(self):
+        # Google's cls/squad/output_weights and output_bias are read as qa_outputs.weight and .bias.
+        tables = {"qa_outputs": model_io.span_table(self.qa_outputs)}
+        if self.bilstm is not None:
+            tables["BiLSTM"] = model_io.bilstm_table("qa_outputs", self.bilstm)
+        return tables

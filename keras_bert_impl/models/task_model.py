@@ -1,6 +1,7 @@
 """BertTaskModel: what every task model on a BertBackbone shares: raw text in, compile defaults, head weights,
 saving and loading."""
 
+import inspect
 import sys
 import warnings
 
@@ -19,11 +20,12 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
     """Base class of the task models (pretrainer, classifier, span QA, ...): a functional model built on a
     `BertBackbone`, whose config is the serialized backbone plus the task's own arguments.
 
-    A subclass builds its layers and functional graph in `__init__`, calls
+    A subclass (docs/adding_a_task.md) builds its layers and functional graph in `__init__`, calls
     `super().__init__(inputs=..., outputs=...)`, sets `self.backbone`, lists its other constructor
-    arguments in `task_config()` and names the class of its preprocessor in `preprocessor_class`; it is
-    registered with `model_io.register_model`, and how its heads and settings are stored in a model
-    directory is its layout's (`keras_bert_impl.checkpoints.task_layouts`).
+    arguments in `task_config()` and names the class of its preprocessor in `preprocessor_class`. For its
+    model directories it lists its heads' weight rows (`head_tables()`) and what config.json records of its
+    arguments (`stored_settings`), and registers itself with its names (`model_io.register_task`: Hugging Face
+    architectures, pipeline, serving kind); `from_pretrained` and `save_pretrained` are this class's.
 
     With a `preprocessor` (a constructor argument of every task model; `from_pretrained(dir)` loads one
     from the directory's vocabulary), `fit`, `evaluate`, `predict` and the `*_on_batch` methods take raw
@@ -162,29 +164,83 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
     def predict_on_batch(self, x):
         return super().predict_on_batch(self._preprocess(x)[0])
 
-    @classmethod
-    def pretrained_backbone(cls, path, ignore_stored_head=False, **backbone_arguments):
-        """`(checkpoint, backbone)` of `from_pretrained`: the `ModelDirectory` of `path` and the `BertBackbone`
-        loaded from it (`backbone_arguments`: `BertBackbone.from_pretrained`'s), its `head_weights` the
-        directory's heads.
+    # ------------------------------------------------------------------------------ model directories
+    # What the class's directories record of its constructor arguments (`models.stored_settings`), in the order
+    # `from_pretrained` resolves them.
+    stored_settings = ()
+    # `BertBackbone.from_pretrained` arguments of the class's backbone (e.g. require_pooler=False).
+    backbone_arguments = {}
+    # Former names of constructor arguments that `from_pretrained` still takes, with a DeprecationWarning.
+    renamed_arguments = {}
 
-        A directory of another task's model (a CRF token tagger read as a `BertClassifier`) is refused
-        (`UserInputError` naming the directory, the class it holds and how to load it); a backbone or
-        pretraining directory loads into every task. `ignore_stored_head=True` loads the backbone alone, of
-        any directory: the model gets a new head, and none of the stored head's weights or settings (labels,
-        CRF, BiLSTM)."""
+    @classmethod
+    def head_arguments(cls):
+        """The constructor's arguments after `backbone` (the head's), in order: what `from_pretrained` takes
+        positionally after the path."""
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[2:]  # self, backbone
+        return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    @classmethod
+    def from_pretrained(cls, path, *args, dtype=None, preprocessor="auto", ignore_stored_head=False, **kwargs):
+        """The model of a checkpoint: its backbone, and its head with its trained weights when the checkpoint has
+        one of this class (or a backbone's or pretraining model's heads: those it has).
+
+        Reads Hugging Face directories (this class's `BertFor*` architecture, or BertModel, keys with or without
+        `bert.`), Google TF1 checkpoints (their heads' `output_weights` / `cls/...` variables), keras-hub presets,
+        and the directories `save_pretrained` writes (see `BertBackbone.from_pretrained`). The head's arguments
+        (e.g. `num_classes`, `use_crf`, `bilstm_units`) default to what the directory records
+        (`stored_settings`: config.json's entries, the shapes of the head's weights), else to the constructor's
+        defaults; a given one the stored head cannot take raises `UserInputError`. A head the checkpoint lacks
+        keeps its random initialization, with a warning (`newly_initialized_heads`).
+
+        Args:
+            path: a checkpoint directory, a Google checkpoint prefix, a model name, or its `ModelDirectory`.
+            *args: the head's arguments by position (`head_arguments()`, e.g. `num_classes`).
+            dtype: dtype policy for every layer; None: the policy the directory records, else Keras' global one.
+            preprocessor: "auto": the directory's vocabulary (and the sequence length and task settings it
+                records) as the model's preprocessor when it holds one (else none); or a preprocessor, or None.
+            ignore_stored_head: load the backbone alone and start a new head, also from another task's directory
+                (which is refused otherwise): the model gets none of the stored head's weights or settings.
+            **kwargs: the head's arguments by name, then backbone config fields to replace (e.g.
+                `hidden_dropout_prob=0.0`).
+
+        Raises:
+            UserInputError: a directory of another task's model, a head argument the stored head cannot take, a
+                head argument needed and not recorded (e.g. `num_classes` without a stored head).
+            ValueError: a stored head of another shape than the arguments give.
+        """
+        names = cls.head_arguments()
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}.from_pretrained takes the path and at most {len(names)} head arguments "
+                            f"by position ({', '.join(names)}); got {len(args)}.")
+        given = dict(zip(names, args))
+        for name in names:
+            if name in kwargs:
+                if name in given:
+                    raise TypeError(f"{cls.__name__}.from_pretrained got multiple values for {name!r}.")
+                given[name] = kwargs.pop(name)
+        for old, new in cls.renamed_arguments.items():
+            given[new] = renamed_argument(given.get(new), kwargs, old, new, f"{cls.__name__}.from_pretrained")
+        given = {name: value for name, value in given.items() if value is not None}
         checkpoint = model_io.open_task_checkpoint(path, cls, ignore_stored_head)
-        backbone = BertBackbone.from_pretrained(checkpoint, **backbone_arguments)
+        backbone = BertBackbone.from_pretrained(checkpoint, dtype=dtype, **{**cls.backbone_arguments, **kwargs})
         if ignore_stored_head:
             backbone.head_weights = {}
-        return checkpoint, backbone
+        arguments = dict(given)
+        for stored in cls.stored_settings:
+            arguments.update(stored.load(checkpoint, backbone, {k: given[k] for k in stored.arguments if k in given}))
+        preprocessor = cls.pretrained_preprocessor(checkpoint, preprocessor, **arguments)
+        model = cls(backbone, **arguments, preprocessor=preprocessor)
+        model.load_head_weights(backbone.head_weights, source=checkpoint.path, warn=cls.head_is_stored(checkpoint))
+        return model
 
     @classmethod
-    def pretrained_preprocessor(cls, path, preprocessor="auto"):
-        """The preprocessor a task loaded by `from_pretrained(path, preprocessor=...)` gets: "auto": the
-        directory's vocabulary (`preprocessor_class.from_pretrained`) when it holds one, else None; a
-        `BertPreprocessor` or None: itself. The directory's vocabulary must have the size of its config's
-        `vocab_size` (`tokenizers.vocabulary.check_vocab_size`; tables padded by up to 1% accepted)."""
+    def pretrained_preprocessor(cls, path, preprocessor="auto", **arguments):
+        """The preprocessor a task loaded by `from_pretrained(path, preprocessor=...)` gets (`arguments`: the
+        model's constructor arguments): "auto": the directory's vocabulary (`preprocessor_class.from_pretrained`)
+        when it holds one, else None; a `BertPreprocessor` or None: itself. The directory's vocabulary must have
+        the size of its config's `vocab_size` (`tokenizers.vocabulary.check_vocab_size`; tables padded by up to
+        1% accepted)."""
         if isinstance(preprocessor, str) and preprocessor == "auto":
             checkpoint = model_io.open_checkpoint(path)
             if cls.preprocessor_class is None or not checkpoint.has_vocabulary:
@@ -194,6 +250,42 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
             preprocessor.check_vocabulary(checkpoint.bert_config().vocab_size, checkpoint.config_file or checkpoint.path,
                                           allow_smaller=False)
         return preprocessor
+
+    @classmethod
+    def head_is_stored(cls, checkpoint):
+        """Whether a head missing from `checkpoint` deserves a warning (a feature-based tagger's directory without
+        a saved tagger is a plain BERT, whose tagger always starts random)."""
+        return True
+
+    @classmethod
+    def head_setting_keys(cls):
+        """The config.json entries that describe this class's head (`stored_settings` with `head`)."""
+        return tuple(key for stored in cls.stored_settings if stored.head for key in stored.keys)
+
+    @classmethod
+    def describe_directory(cls, checkpoint):
+        """What this class's entries say of a directory that holds it, for messages (e.g. ["with a CRF"])."""
+        return [d for d in (stored.describe(checkpoint) for stored in cls.stored_settings) if d]
+
+    def head_tables(self):
+        """{head name: weight rows} of the model's heads (`checkpoints.head_weights`' builders, through
+        `model_io`): what `save_pretrained` writes and `from_pretrained` assigns. A subclass lists its heads."""
+        return {}
+
+    def saved_architecture(self):
+        """The config.json `architectures` entry the model is saved as: its class's first registered one."""
+        return model_io.entry_of(self).architectures[0]
+
+    def serving_kind(self):
+        """What the model's export serves (its class's registered `serving`, a key of the export's table)."""
+        return model_io.entry_of(self).serving
+
+    def config_entries(self, label_names=None):
+        """The config.json entries `save_pretrained` writes for the model's task (`stored_settings`' `save`)."""
+        entries = {}
+        for stored in self.stored_settings:
+            entries.update(stored.save(self, label_names))
+        return entries
 
     # ------------------------------------------------------------------------------ compile
     # The learning rate of `compile(optimizer="auto")`: the paper's fine-tuning rates are 5e-5, 3e-5, 2e-5.
@@ -319,22 +411,36 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
             return model_io.head_names(self)
         return stored.split(",") if stored else []
 
-    def save_pretrained(self, directory, label_names=None, settings=None):
-        """Writes backbone and heads as a Hugging Face directory (config.json + model.safetensors, the
-        `BertFor*` class of the model's layout), which `from_pretrained` and transformers read back.
+    def save_pretrained(self, directory, label_names=None, settings=None, extra_files=None, **kwargs):
+        """Writes the model as a Hugging Face directory (`model_io.save_model`): config.json (the backbone's
+        config, the model's architecture and its task's entries, `config_entries`), model.safetensors (backbone
+        and heads), which `from_pretrained` and transformers read back; with a preprocessor, its vocab.txt and
+        tokenizer_config.json (casing, normalization, `sequence_length`), so that `from_pretrained(directory)`
+        comes with the same preprocessor. Every file is written once, from this model.
 
         Args:
             directory: output directory.
-            label_names: optional class names for config.json's `id2label` / `label2id` (label tasks).
-            settings: more config.json entries, e.g. the recipes' `max_seq_length` and SQuAD decoding settings.
-
-        With a preprocessor, its vocab.txt and tokenizer_config.json (casing, `sequence_length`) are written
-        too, so that `from_pretrained(directory)` comes with it.
+            label_names: optional class names for config.json's `id2label` / `label2id` (label tasks;
+                `id2label=` is its former name, accepted with a DeprecationWarning).
+            settings: more config.json entries, e.g. the recipes' `max_seq_length`.
+            extra_files: {file name: JSON value} written beside the model (e.g. NER's label_list.json), which
+                `ModelDirectory.extra_file` reads.
         """
-        model_io.check_savable(self, directory)  # before any file is written
-        if self.preprocessor is not None:  # before config.json, which is written last
-            self.preprocessor.save_pretrained(directory)
-        model_io.save_model(self, directory, label_names=label_names, settings=settings)
+        label_names = renamed_argument(label_names, kwargs, "id2label", "label_names", "save_pretrained")
+        if kwargs:
+            raise TypeError(f"save_pretrained got unexpected argument(s): {', '.join(sorted(kwargs))}.")
+        model_io.check_savable(self, directory)  # before anything is computed or written
+        preprocessor = self.preprocessor
+        model_io.save_model(
+            self, directory, architecture=self.saved_architecture(),
+            settings={**self.config_entries(label_names), **(settings or {})},
+            tokenizer=None if preprocessor is None else preprocessor.tokenizer,
+            sequence_length=None if preprocessor is None else preprocessor.sequence_length, extra_files=extra_files,
+            files=self.write_layout_files)
+
+    def write_layout_files(self, directory):
+        """Writes the files the class's directories keep beside config.json (before the weights; e.g. a sentence
+        encoder's sentence-transformers modules). None by default."""
 
     # ---------------------------------------------------------------------------- serialization
     @property

@@ -20,6 +20,7 @@ from keras import ops
 
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.checkpoints.model_io import CRF_TRANSITIONS_NAME
+from keras_bert_impl.models.stored_settings import BilstmUnits, ClassCount, StoredSetting
 from keras_bert_impl.layers.crf import CRF, crf_viterbi_decode
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models import losses
@@ -88,19 +89,6 @@ def viterbi_numpy(potentials, transitions, start_transitions=None, end_transitio
     return np.array(path[::-1], "int32")
 
 
-def stored_bilstm_units(checkpoint, bilstm_units=None):
-    """The `bilstm_units` of a task model loaded from `checkpoint` (a `ModelDirectory`): config.json's when
-    `bilstm_units` is None; `bilstm_units` when the checkpoint has none or the same; else ValueError (the
-    checkpoint's BiLSTM weights would not fit)."""
-    stored = checkpoint.setting("bilstm_units")
-    if bilstm_units is None:
-        return stored
-    if stored is not None and int(stored) != int(bilstm_units):
-        raise UserInputError(f"{checkpoint.path}: the checkpoint's head has a BiLSTM of {stored} units (config.json "
-                             f"bilstm_units), not {bilstm_units}; pass bilstm_units=None to load it.")
-    return bilstm_units
-
-
 def decode_tags(logits, label_mask, transitions=None, start_transitions=None, end_transitions=None):
     """The tag rule of `BertTokenClassifier.decode` in `keras.ops`, traceable (a SavedModel's graph).
 
@@ -138,7 +126,34 @@ def decode_tags(logits, label_mask, transitions=None, start_transitions=None, en
     return ops.where(label_mask > 0, tags, ops.full_like(tags, IGNORE_LABEL_ID))
 
 
-@model_io.register_model
+class Crf(StoredSetting):
+    """`use_crf`, config.json's entry of that name (the CRF's transitions are the head weight
+    `classifier.crf_transitions`): None given: whether the checkpoint has a CRF (the transitions, or the
+    entry); False on a checkpoint with a CRF is refused (its transitions would be dropped)."""
+
+    arguments = keys = ("use_crf",)
+
+    def save(self, model, label_names=None):
+        return {"use_crf": model.use_crf}
+
+    def load(self, checkpoint, backbone, given):
+        has_crf = CRF_TRANSITIONS_NAME in backbone.head_weights or bool(checkpoint.setting("use_crf", False))
+        use_crf = given.get("use_crf")
+        if use_crf is None:
+            return {"use_crf": has_crf}
+        if has_crf and not use_crf:
+            raise UserInputError(
+                f"{checkpoint.path}: the checkpoint has a CRF ({CRF_TRANSITIONS_NAME} / config.json use_crf); "
+                "use_crf=False would drop its transitions. Pass use_crf=None (the checkpoint's) or True."
+            )
+        return {"use_crf": use_crf}
+
+    def describe(self, checkpoint):
+        return "with a CRF" if checkpoint.setting("use_crf") else None
+
+
+@model_io.register_task(architectures=("BertForTokenClassification",), pipeline="token-classification",
+                        pipeline_aliases=("ner",), serving="token_classifier")
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
 class BertTokenClassifier(BertTaskModel):
     """BERT with a token-level classification layer: dropout + Dense(num_classes) on `sequence_output`
@@ -177,10 +192,17 @@ class BertTokenClassifier(BertTaskModel):
     >>> tuple(model(x).shape)
     (2, 8, 5)
 
-    Load a fine-tuned Hugging Face BertForTokenClassification with `from_pretrained(path)`.
+    Load a fine-tuned Hugging Face BertForTokenClassification with `from_pretrained(path)` (its
+    `classifier.*` head; a plain BertModel or Google checkpoint gets a random one, with a warning; `num_classes`,
+    `use_crf` and `bilstm_units` default to the checkpoint's, and `use_crf=False` on a checkpoint with a CRF or
+    another `bilstm_units` than its BiLSTM's is refused). `save_pretrained(directory, label_names=None)` writes a
+    BertForTokenClassification directory, the CRF transitions (with `use_crf`) as `classifier.crf_transitions`.
     """
 
     preprocessor_class = BertTokenClassifierPreprocessor
+    stored_settings = (BilstmUnits(), Crf(), ClassCount())
+    backbone_arguments = {"require_pooler": False}
+    renamed_arguments = {"num_labels": "num_classes"}
 
     def __init__(self, backbone, num_classes=None, dropout=0.1, use_crf=False, bilstm_units=None, **kwargs):
         num_classes = renamed_argument(num_classes, kwargs, "num_labels", "num_classes", "BertTokenClassifier")
@@ -285,69 +307,23 @@ class BertTokenClassifier(BertTaskModel):
                 tags[b, positions] = viterbi_numpy(logits[b, positions], transitions, start, end)
         return tags
 
+    def decode_in_graph(self, logits, label_mask):
+        """The tags of `decode` in `keras.ops`, traceable (`decode_tags`: what the SavedModel's graph runs):
+        int32 [B, T], -100 outside `label_mask`."""
+        if self.crf is None:
+            return decode_tags(logits, label_mask)
+        crf = self.crf
+        return decode_tags(logits, label_mask, crf.transitions, crf.start_transitions, crf.end_transitions)
+
     # ------------------------------------------------------------------------------ serialization
     def task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout, "use_crf": self.use_crf,
                 "bilstm_units": self.bilstm_units}
 
-    @classmethod
-    def from_pretrained(cls, path, num_classes=None, dropout=0.1, use_crf=None, dtype=None, preprocessor="auto",
-                        bilstm_units=None, ignore_stored_head=False, **config_overrides):
-        """A token classifier on a checkpoint, with its `classifier.*` head when the checkpoint has one.
-
-        Reads Hugging Face BertForTokenClassification directories (and plain BertModel / Google
-        checkpoints, whose classification layer then starts random, with a warning).
-
-        Args:
-            path: checkpoint directory (see `BertBackbone.from_pretrained`).
-            num_classes: number of tags; default: the checkpoint classifier's.
-            dropout: dropout before the classification layer.
-            use_crf: add a CRF, its transitions loaded from `classifier.crf_transitions`. None: the
-                checkpoint's (transitions present, or config.json's `use_crf`). False on a checkpoint with
-                a CRF raises ValueError (its transitions would be dropped).
-            dtype: dtype policy.
-            preprocessor: "auto": the directory's vocabulary as the model's preprocessor when it holds
-                one (else none); or a preprocessor, or None.
-            bilstm_units: the BiLSTM of the head; None: the checkpoint's (config.json's `bilstm_units`, none
-                when absent). A checkpoint with a BiLSTM loads only with its own units (else ValueError).
-            ignore_stored_head: load the backbone alone and start a new head, also from another task's
-                directory (which is refused otherwise; see `BertTaskModel.pretrained_backbone`).
-            **config_overrides: backbone config fields to override.
-        """
-        num_classes = renamed_argument(num_classes, config_overrides, "num_labels", "num_classes",
-                                       "BertTokenClassifier.from_pretrained")
-        checkpoint, backbone = cls.pretrained_backbone(path, ignore_stored_head, dtype=dtype, require_pooler=False,
-                                                       **config_overrides)
-        bilstm_units = stored_bilstm_units(checkpoint, bilstm_units)
-        heads = backbone.head_weights
-        has_crf = CRF_TRANSITIONS_NAME in heads or bool(checkpoint.setting("use_crf", False))
-        if use_crf is None:
-            use_crf = has_crf
-        elif has_crf and not use_crf:
-            raise UserInputError(
-                f"{path}: the checkpoint has a CRF ({CRF_TRANSITIONS_NAME} / config.json use_crf); use_crf=False "
-                "would drop its transitions. Pass use_crf=None (the checkpoint's) or True."
-            )
-        if num_classes is None:
-            if "classifier.weight" not in heads:
-                raise UserInputError(f"{path}: no classifier weights in the checkpoint; pass num_classes.")
-            num_classes = int(np.asarray(heads["classifier.weight"]).shape[0])
-        model = cls(backbone, num_classes=num_classes, dropout=dropout, use_crf=use_crf, bilstm_units=bilstm_units,
-                    preprocessor=cls.pretrained_preprocessor(checkpoint, preprocessor))
-        model.load_head_weights(heads, source=checkpoint.path)
-        return model
-
-    def save_pretrained(self, directory, label_names=None, settings=None, **kwargs):
-        """Writes a Hugging Face BertForTokenClassification directory (config.json + model.safetensors),
-        the CRF transitions (with `use_crf`) as `classifier.crf_transitions`.
-
-        Args:
-            directory: output directory.
-            label_names: optional list of the label names, stored in config.json's `id2label` as transformers
-                does (`id2label=` is its former name, accepted with a DeprecationWarning).
-            settings: more config.json entries (see `BertTaskModel.save_pretrained`).
-        """
-        label_names = renamed_argument(label_names, kwargs, "id2label", "label_names", "save_pretrained")
-        if kwargs:
-            raise TypeError(f"save_pretrained got unexpected argument(s): {', '.join(sorted(kwargs))}.")
-        super().save_pretrained(directory, label_names=label_names, settings=settings)
+    def head_tables(self):
+        tables = {"classifier": model_io.classifier_table(self.classifier)}
+        if self.bilstm is not None:
+            tables["BiLSTM"] = model_io.bilstm_table("classifier", self.bilstm)
+        if self.crf is not None:
+            tables["CRF"] = model_io.crf_table(self.crf)
+        return tables

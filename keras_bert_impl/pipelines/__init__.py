@@ -7,7 +7,10 @@
 
 `pipeline(task, model, **options)` builds the pipeline of a task family; `model` is a model directory (as
 the recipes write it), a model name (a Hugging Face hub name, `checkpoints.model_directory.ModelDirectory`),
-or an already built task model. One module per task family:
+or an already built task model. A pipeline runs the model classes registered with its name
+(`checkpoints.task_registry`: a new head registered with "text-classification" is answered by that pipeline,
+with its own decoding methods), and transformers' other names of a task are those the classes declare. One
+module per task family:
 
 | task | module | model | answer |
 | --- | --- | --- | --- |
@@ -21,13 +24,14 @@ or an already built task model. One module per task family:
 
 Each pipeline's answers are those of its recipe's prediction files (run_glue.py, run_ner.py, run_squad.py,
 run_swag.py, extract_features.py) and of the SavedModel export: they decode the same logits with the same
-functions (`tasks.class_scores`, `BertTokenClassifier.decode` and `data.conll_features.word_predictions`,
-`tasks.squad_postprocessing.compute_predictions`). Inputs are batched (`predict_batch_size`, the recipes'
+functions (`data.class_scores`, `BertTokenClassifier.decode` and `data.conll_features.word_predictions`,
+`data.squad_postprocessing.compute_predictions`). Inputs are batched (`predict_batch_size`, the recipes'
 length-sorted batches), with a progress bar for long input lists, on every backend. Long inputs: the
 context's doc-stride windows (question answering), whole-word windows (token classification), or windows
 with pooled logits (text classification, `long_input`).
 """
 
+from keras_bert_impl.checkpoints import task_registry
 from keras_bert_impl.pipelines.base import Pipeline
 from keras_bert_impl.pipelines.feature_extraction import FeatureExtractionPipeline
 from keras_bert_impl.pipelines.fill_mask import FillMaskPipeline
@@ -38,17 +42,16 @@ from keras_bert_impl.pipelines.text_classification import TextClassificationPipe
 from keras_bert_impl.pipelines.token_classification import TokenClassificationPipeline
 from keras_bert_impl.utils.errors import UserInputError
 
-PIPELINES = {
-    "text-classification": TextClassificationPipeline,
-    "token-classification": TokenClassificationPipeline,
-    "question-answering": QuestionAnsweringPipeline,
-    "multiple-choice": MultipleChoicePipeline,
-    "fill-mask": FillMaskPipeline,
-    "feature-extraction": FeatureExtractionPipeline,
-    "sentence-similarity": SentenceSimilarityPipeline,
-}
-# transformers' other names of the tasks.
-TASK_ALIASES = {"sentiment-analysis": "text-classification", "ner": "token-classification"}
+# The pipeline of each name (the name model classes register with, `checkpoints.task_registry`).
+PIPELINES = {cls.task: cls for cls in (TextClassificationPipeline, TokenClassificationPipeline, QuestionAnsweringPipeline,
+                                       MultipleChoicePipeline, FillMaskPipeline, FeatureExtractionPipeline,
+                                       SentenceSimilarityPipeline)}
+
+
+def task_aliases():
+    """{alias: pipeline name}: transformers' other names of the tasks, as the registered classes declare them
+    (e.g. "sentiment-analysis" for "text-classification", "ner" for "token-classification")."""
+    return {alias: name for alias, name in task_registry.pipeline_aliases().items() if name in PIPELINES}
 
 
 def pipeline(task, model=None, tokenizer=None, **options):
@@ -82,9 +85,10 @@ def pipeline(task, model=None, tokenizer=None, **options):
     >>> sorted(classifier("a fine film", top_k=None)[0])
     ['label', 'score']
     """
-    name = TASK_ALIASES.get(task, task)
+    aliases = task_aliases()
+    name = aliases.get(task, task)
     if name not in PIPELINES:
-        raise UserInputError(f"Unknown pipeline task {task!r}; expected one of {', '.join([*PIPELINES, *TASK_ALIASES])}.")
+        raise UserInputError(f"Unknown pipeline task {task!r}; expected one of {', '.join([*PIPELINES, *aliases])}.")
     if model is None:
         raise UserInputError(f"pipeline({task!r}) needs model=: a model directory, a model name or a built task model.")
     return PIPELINES[name](model, tokenizer=tokenizer, **options)

@@ -24,7 +24,7 @@ import warnings
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints import model_io
+from keras_bert_impl.checkpoints import task_registry
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching
 from keras_bert_impl.tokenizers import packing
@@ -43,21 +43,23 @@ PROGRESS_MIN_BATCHES = 8
 class Pipeline:
     """Base class of the pipelines: a task model and its preprocessor, called on raw inputs.
 
-    A subclass names its `task`, the `model_classes` it runs (the first is built from a directory of
-    another class, e.g. a plain BERT checkpoint, whose head then starts random, with a warning), its own
-    `options` with their defaults, and implements `run(inputs, settings)`: a list of inputs -> a list of
-    answers. `__call__` takes one input or a list of them and answers in kind.
+    A subclass names its `task` (the pipeline name model classes register with,
+    `checkpoints.task_registry`: the classes it runs are those registered with it), the `default_model` class
+    it builds from a directory of another class (e.g. a plain BERT checkpoint, whose head then starts random,
+    with a warning), its own `options` with their defaults, and implements `run(inputs, settings)`: a list of
+    inputs -> a list of answers, decoded by the model's own methods. `__call__` takes one input or a list of
+    them and answers in kind.
 
     Args:
         model: a model directory or name (`checkpoints.model_directory.ModelDirectory`), or a built model
-            of one of `model_classes`.
+            of one of `model_classes()`.
         tokenizer: a `BertTokenizer` or a directory holding vocab.txt; default: the model's (its
             preprocessor's, or the model directory's), else `vocab_file` / `do_lower_case`.
         **options: the pipeline's settings (`COMMON_OPTIONS`, the subclass's `options`).
     """
 
     task = None
-    model_classes = ()
+    default_model = None
     options = {}
     # Whether top_k=None (every label or choice) is an answer of this pipeline.
     top_k_may_be_all = False
@@ -66,9 +68,8 @@ class Pipeline:
         options = self.check_options(options)
         self.checkpoint = None
         if isinstance(model, keras.Model):
-            if not isinstance(model, self.model_classes):
-                raise UserInputError(f"pipeline({self.task!r}) runs a {' or '.join(c.__name__ for c in self.model_classes)},"
-                                     f" got a {type(model).__name__}.")
+            if _pipeline_of(model) != self.task:
+                raise UserInputError(f"pipeline({self.task!r}) runs a {self.class_names()}, got a {type(model).__name__}.")
             self.model = model
         else:
             self.checkpoint = ModelDirectory(os.fspath(model))
@@ -78,18 +79,30 @@ class Pipeline:
         self.warned_cut = False
 
     # ------------------------------------------------------------------------------ the model
+    @classmethod
+    def model_classes(cls):
+        """The model classes registered with this pipeline's name (`task_registry.pipeline_classes`)."""
+        return task_registry.pipeline_classes(cls.task)
+
+    @classmethod
+    def class_names(cls):
+        """The registered classes' names, for messages ("BertTokenClassifier or BertFeatureBasedTagger")."""
+        classes = [cls.default_model, *[c for c in cls.model_classes() if c is not cls.default_model]]
+        return " or ".join(c.__name__ for c in classes if c is not None)
+
     def model_class(self, checkpoint):
-        """The class of `model_classes` to load `checkpoint` as: the one it holds, else the first."""
-        stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
-        return stored if stored in self.model_classes else self.model_classes[0]
+        """The class to load `checkpoint` as: the registered class it holds when this pipeline runs it, else
+        `default_model`."""
+        stored = task_registry.stored_entry(checkpoint) if checkpoint.architecture else None
+        return stored.model_class if stored is not None and stored.pipeline == self.task else self.default_model
 
     def check_checkpoint(self, checkpoint):
         """Refuses (`UserInputError`) a directory holding a fine-tuned model of another task; a plain BERT
-        (or pretraining, or sentence-transformers) checkpoint is taken, its head starting random."""
-        stored = model_io.model_class(checkpoint) if checkpoint.architecture else None
-        if stored is not None and stored not in self.model_classes and stored.__name__ not in model_io.BACKBONE_CLASSES:
-            raise UserInputError(f"{checkpoint.path} holds a {checkpoint.architecture} ({stored.__name__}); "
-                                 f"pipeline({self.task!r}) runs a {' or '.join(c.__name__ for c in self.model_classes)}.")
+        (or pretraining) checkpoint is taken, its head starting random."""
+        stored = task_registry.stored_entry(checkpoint) if checkpoint.architecture else None
+        if stored is not None and stored.pipeline != self.task and not stored.backbone_source:
+            raise UserInputError(f"{checkpoint.path} holds a {checkpoint.architecture} ({stored.name}); "
+                                 f"pipeline({self.task!r}) runs a {self.class_names()}.")
 
     def load_model(self, checkpoint):
         """The task model of a `ModelDirectory` (`from_pretrained`)."""
@@ -242,6 +255,14 @@ class Pipeline:
     def __repr__(self):
         source = self.checkpoint.path if self.checkpoint is not None else type(self.model).__name__
         return f"{type(self).__name__}(task={self.task!r}, model={source!r})"
+
+
+def _pipeline_of(model):
+    """The pipeline name the model's class is registered with (None: an unregistered class)."""
+    try:
+        return task_registry.entry_of(model).pipeline
+    except TypeError:
+        return None
 
 
 def _callers_level():

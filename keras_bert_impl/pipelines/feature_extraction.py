@@ -27,7 +27,7 @@ class FeatureExtractionPipeline(Pipeline):
     """`pipeline("feature-extraction")`: see the module docstring."""
 
     task = "feature-extraction"
-    model_classes = (BertBackbone,)
+    default_model = BertBackbone
     options = {"layers": (-1,), "feature_mode": None, "return_tensors": False}
 
     def __init__(self, model, tokenizer=None, **options):

@@ -20,7 +20,7 @@ import numpy as np
 
 from keras_bert_impl.models.pretrainer import BertPretrainer
 from keras_bert_impl.pipelines.base import Pipeline
-from keras_bert_impl.tasks.class_scores import class_scores
+from keras_bert_impl.data.class_scores import class_scores
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError
 
@@ -29,7 +29,7 @@ class FillMaskPipeline(Pipeline):
     """`pipeline("fill-mask")`: see the module docstring."""
 
     task = "fill-mask"
-    model_classes = (BertPretrainer,)
+    default_model = BertPretrainer
     options = {"top_k": 5}
 
     def __init__(self, model, tokenizer=None, **options):

@@ -7,7 +7,7 @@
 
 Each ending is packed with its context as `[CLS] context [SEP] ending [SEP]` (SWAG's: the context is
 `sent1`, an ending `sent2 + " " + ending_i`), as run_swag.py packs it (`data.swag_data.pack_choices`);
-the answer is the choice with the highest logit (`tasks.class_scores`, the rule of run_swag.py's
+the answer is the choice with the highest logit (`data.class_scores`, the rule of run_swag.py's
 test_predictions.csv), its `score` the softmax over the choices. transformers has no such pipeline; the answer
 has the shape of its text-classification's: {"label": the ending's index, "ending", "score"}, or with
 `top_k` the `top_k` best choices, best first (None: every choice). Inputs: `context=..., endings=[...]`,
@@ -16,11 +16,9 @@ one dict {"context", "endings"}, or a list of dicts. The number of endings is th
 refused naming its input; a choice longer than `max_seq_length` is cut, with one warning the first time.
 """
 
-from keras_bert_impl.data.swag_data import NUM_CHOICES
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
 from keras_bert_impl.pipelines.base import Pipeline
-from keras_bert_impl.tasks.class_scores import class_scores, ranked
-from keras_bert_impl.tasks.swag import NUM_CHOICES_KEY
+from keras_bert_impl.data.class_scores import ranked
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -28,14 +26,9 @@ class MultipleChoicePipeline(Pipeline):
     """`pipeline("multiple-choice")`: see the module docstring."""
 
     task = "multiple-choice"
-    model_classes = (BertMultipleChoice,)
+    default_model = BertMultipleChoice
     options = {"top_k": 1}
     top_k_may_be_all = True
-
-    def load_model(self, checkpoint):
-        self.check_checkpoint(checkpoint)
-        return BertMultipleChoice.from_pretrained(checkpoint, num_choices=int(checkpoint.setting(NUM_CHOICES_KEY)
-                                                                              or NUM_CHOICES))
 
     def __call__(self, *inputs, context=None, endings=None, **options):
         if inputs:
@@ -70,7 +63,7 @@ class MultipleChoicePipeline(Pipeline):
                               f"max_seq_length={max_length}", "a larger max_seq_length, up to the model's "
                               "max_position_embeddings, reads more")
                 break
-        scores = class_scores(self.predict(rows, settings), "softmax")  # [N, C]
+        scores = self.model.scores(self.predict(rows, settings))  # [N, C]: the softmax over the choices
         top_k = settings["top_k"]
         answers = []
         for row, choices in zip(ranked(scores, list(range(scores.shape[-1])), top_k), endings):

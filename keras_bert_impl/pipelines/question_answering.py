@@ -8,7 +8,7 @@
 
 The answer is run_squad.py's: the context is cut into its doc-stride windows
 (`BertSpanQAPreprocessor.windows`), the model scores every window, and the answer is the best span across
-the windows by the original run_squad.py's rule (`tasks.squad_postprocessing.compute_predictions`, the
+the windows by the original run_squad.py's rule (`data.squad_postprocessing.compute_predictions`, the
 code that writes predictions.json and nbest_predictions.json): the `n_best_size` best starts x ends of
 each window, a start where its window gives it the most context, at most `max_answer_length` tokens; for
 SQuAD v2.0 (`version_2_with_negative`) "" when the null score beats the best span by more than
@@ -19,13 +19,12 @@ is not a text, or an empty question, is refused naming its index; a question lon
 cut, with one warning the first time.
 
 The windows' and the answers' settings default to those the model directory was fine-tuned with (its
-config.json's `max_seq_length` and "squad" entry), else run_squad.py's defaults (`tasks.squad.decoding_settings`).
+config.json's `max_seq_length` and "squad" entry, which `from_pretrained` gives the model and its preprocessor),
+else run_squad.py's defaults (`BertSpanQA.decoding_settings`).
 """
 
-from keras_bert_impl.models.span_qa import BertSpanQA
+from keras_bert_impl.models.span_qa import DECODING_SETTINGS, BertSpanQA
 from keras_bert_impl.pipelines.base import Pipeline
-from keras_bert_impl.tasks.squad import DECODING_SETTINGS, decoding_settings
-from keras_bert_impl.tasks.squad_postprocessing import compute_predictions, predict_raw_results
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -33,7 +32,7 @@ class QuestionAnsweringPipeline(Pipeline):
     """`pipeline("question-answering")`: see the module docstring."""
 
     task = "question-answering"
-    model_classes = (BertSpanQA,)
+    default_model = BertSpanQA
     options = {**dict.fromkeys(DECODING_SETTINGS), "top_k": 1}
 
     def __call__(self, *inputs, question=None, context=None, **options):
@@ -65,8 +64,7 @@ class QuestionAnsweringPipeline(Pipeline):
         return answers[0] if single else answers
 
     def run(self, pairs, settings):
-        stored = self.checkpoint.setting("squad") if self.checkpoint is not None else None
-        decoding = decoding_settings(stored, **{key: settings[key] for key in DECODING_SETTINGS})
+        decoding = self.model.decoding_settings(**{key: settings[key] for key in DECODING_SETTINGS})
         preprocessor = self.preprocessor(settings, doc_stride=int(decoding["doc_stride"]),
                                          max_query_length=int(decoding["max_query_length"]))
         examples, features = preprocessor.windows(([q for q, _ in pairs], [c for _, c in pairs]))
@@ -77,12 +75,9 @@ class QuestionAnsweringPipeline(Pipeline):
                       "windows; a larger max_query_length reads more of a question")
         batch_size = int(settings["predict_batch_size"])
         progress = bool(settings["verbose"]) if settings["verbose"] is not None else len(features) > 8 * batch_size
-        results = predict_raw_results(self.model, features, batch_size=batch_size, progress=progress)
-        predictions = compute_predictions(
-            examples, features, results, n_best_size=int(decoding["n_best_size"]),
-            max_answer_length=int(decoding["max_answer_length"]), do_lower_case=self.tokenizer.do_lower_case,
-            version_2_with_negative=bool(decoding["version_2_with_negative"]),
-            null_score_diff_threshold=float(decoding["null_score_diff_threshold"]))
+        results = self.model.span_logits(features, batch_size=batch_size, progress=progress)
+        predictions = self.model.answers(examples, features, results, do_lower_case=self.tokenizer.do_lower_case,
+                                         **decoding)
         top_k = int(settings["top_k"])
         answers = []
         for example in examples:

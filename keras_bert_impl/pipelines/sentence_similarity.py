@@ -30,7 +30,7 @@ class SentenceSimilarityPipeline(Pipeline):
     """`pipeline("sentence-similarity")`: see the module docstring."""
 
     task = "sentence-similarity"
-    model_classes = (BertSentenceEncoder,)
+    default_model = BertSentenceEncoder
 
     def __call__(self, inputs, sentences=None, **options):
         """Scores of `inputs` ({"source_sentence", "sentences"} or a list of them), or of the source sentence

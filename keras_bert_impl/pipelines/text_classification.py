@@ -16,13 +16,13 @@ A text longer than `max_seq_length` is cut (`long_input="truncate"`; the first t
 classified by its windows with their logits pooled (`long_input="mean"` or `"max"`, default: the mode the
 directory was fine-tuned with). An input that is not a text, or an empty text, is refused naming its index;
 `top_k` is None or at least 1.
-The labels are those of run_glue.py's prediction files: the argmax of the same logits
-(`tasks.class_scores`).
+The labels are those of run_glue.py's prediction files: the argmax of the same logits, decoded by the model's
+own `example_logits` and `scores` (`data.class_scores`).
 """
 
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.pipelines.base import Pipeline
-from keras_bert_impl.tasks.class_scores import class_scores, default_function, ranked, window_logits
+from keras_bert_impl.data.class_scores import ranked
 from keras_bert_impl.utils.errors import UserInputError
 
 # `top_k` not given: transformers' shape of one dict per input (a single text: a list of one).
@@ -33,7 +33,7 @@ class TextClassificationPipeline(Pipeline):
     """`pipeline("text-classification")` (also "sentiment-analysis"): see the module docstring."""
 
     task = "text-classification"
-    model_classes = (BertClassifier,)
+    default_model = BertClassifier
     options = {"top_k": _NOT_GIVEN, "function_to_apply": None, "long_input": "truncate", "label_names": None}
     top_k_may_be_all = True
 
@@ -63,12 +63,12 @@ class TextClassificationPipeline(Pipeline):
             cut = self.first_cut(texts, pairs, [len(row) for row in rows["token_ids"]], max_length)
             self.warn_cut(cut, f"max_seq_length={max_length}", "long_input='mean' or 'max' classifies a long text "
                           "by its windows")
-        logits = window_logits(self.predict(rows, settings), example_index, len(texts), settings["long_input"])
-        regression = self.checkpoint is not None and self.checkpoint.setting("problem_type") == "regression"
-        function = settings["function_to_apply"] or default_function(logits.shape[-1], regression)
+        logits = self.model.example_logits(self.predict(rows, settings), example_index, len(texts), settings["long_input"])
+        regression = self.checkpoint is not None and self.checkpoint.problem_type == "regression"
         names = self.label_names(settings, logits.shape[-1])
         top_k = settings["top_k"]
-        rows = ranked(class_scores(logits, function), names, 1 if top_k is _NOT_GIVEN else top_k)
+        scores = self.model.scores(logits, settings["function_to_apply"], regression)
+        rows = ranked(scores, names, 1 if top_k is _NOT_GIVEN else top_k)
         answers = [[{"label": label, "score": score} for label, score in row] for row in rows]
         return [row[0] for row in answers] if top_k is _NOT_GIVEN else answers
 

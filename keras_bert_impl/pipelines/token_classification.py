@@ -31,10 +31,9 @@ import re
 import numpy as np
 
 from keras_bert_impl.data import batching, conll_features
-from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
 from keras_bert_impl.models.token_classifier import BertTokenClassifier
 from keras_bert_impl.pipelines.base import Pipeline
-from keras_bert_impl.tasks.class_scores import class_scores
+from keras_bert_impl.data.class_scores import class_scores
 from keras_bert_impl.utils.errors import UserInputError
 
 AGGREGATION_STRATEGIES = ("none", "simple", "first", "max")
@@ -45,7 +44,7 @@ class TokenClassificationPipeline(Pipeline):
     """`pipeline("token-classification")` (also "ner"): see the module docstring."""
 
     task = "token-classification"
-    model_classes = (BertTokenClassifier, BertFeatureBasedTagger)
+    default_model = BertTokenClassifier  # and BertFeatureBasedTagger, registered with this pipeline too
     options = {"aggregation_strategy": "none", "ignore_labels": ("O",), "label_names": None}
 
     def run(self, inputs, settings):

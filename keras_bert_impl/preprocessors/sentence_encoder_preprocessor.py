@@ -4,10 +4,9 @@
 import keras
 import numpy as np
 
-from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.preprocessors.bert_preprocessor import BertPreprocessor
 from keras_bert_impl.tokenizers import packing
-from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer, as_text_list
+from keras_bert_impl.tokenizers.bert_tokenizer import as_text_list
 from keras_bert_impl.utils.errors import UserInputError
 
 
@@ -40,18 +39,17 @@ class BertSentenceEncoderPreprocessor(BertPreprocessor):
     """
 
     @classmethod
-    def from_pretrained(cls, path, sequence_length=None, **kwargs):
-        """The preprocessor of a checkpoint directory: its vocabulary and casing and, unless given, its packed
-        length: a sentence-transformers directory's `max_seq_length`, else the directory's own
-        (`ModelDirectory.max_seq_length`), else 128. sentence_bert_config.json's `do_lower_case: true`
-        (the texts lower-cased before the tokenizer) makes the tokenizer lower-case."""
-        checkpoint = path if isinstance(path, ModelDirectory) else ModelDirectory(path)
-        sentence_config = checkpoint.sentence_config or {}
-        if sequence_length is None:
-            sequence_length = sentence_config.get("max_seq_length") or checkpoint.max_seq_length
-        casing = {"do_lower_case": True} if sentence_config.get("do_lower_case") else {}
-        return cls(BertTokenizer.from_pretrained(checkpoint.directory, **casing), sequence_length=sequence_length,
-                   **kwargs)
+    def directory_settings(cls, checkpoint):
+        """A sentence-transformers directory's packed length (sentence_bert_config.json's `max_seq_length`),
+        taken before the directory's own (`ModelDirectory.max_seq_length`)."""
+        length = (checkpoint.sentence_config or {}).get("max_seq_length")
+        return {} if length is None else {"sequence_length": length}
+
+    @classmethod
+    def tokenizer_settings(cls, checkpoint):
+        """sentence_bert_config.json's `do_lower_case: true` (the texts lower-cased before the tokenizer) makes
+        the tokenizer lower-case."""
+        return {"do_lower_case": True} if (checkpoint.sentence_config or {}).get("do_lower_case") else {}
 
     def columns(self, x):
         """The columns of `x` as lists of str, all of one length: [texts] for a list, the tuple's lists for a

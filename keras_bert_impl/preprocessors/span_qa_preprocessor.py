@@ -34,7 +34,7 @@ class BertSpanQAPreprocessor(BertPreprocessor):
     given per question is repeated for each of its windows.
 
     `windows(x, y)` returns the recipe's examples and features of the windows, which map each window's
-    outputs back to the context: `tasks.squad_postprocessing.compute_predictions` turns the windows' logits
+    outputs back to the context: `data.squad_postprocessing.compute_predictions` turns the windows' logits
     into answers.
 
     `from_pretrained(directory)` takes the `max_seq_length`, `doc_stride` and `max_query_length` the model was
@@ -93,7 +93,7 @@ class BertSpanQAPreprocessor(BertPreprocessor):
             str; `doc_tokens` the context's words, `doc_token_char_starts` their first characters) and a
             `data.squad_features.InputFeature` per window, in order: its `example_index`, `tokens`,
             `token_to_orig_map` (window position -> context word), `token_is_max_context`, the padded
-            inputs and, with `y`, the targets. `tasks.squad_postprocessing.compute_predictions(examples,
+            inputs and, with `y`, the targets. `data.squad_postprocessing.compute_predictions(examples,
             features, raw_results(features, start_logits, end_logits), ...)` gives the answers.
         """
         questions, contexts = split_pair(x, "x")

@@ -22,7 +22,7 @@ class BertTextClassifierPreprocessor(BertPreprocessor):
     With `long_input` "mean" or "max" (run_glue.py's `--long_input`), a single text longer than
     `sequence_length` is not cut: it becomes its windows of `sequence_length` tokens, one row each
     (`tokenizers.packing.pack_windows`), each window taking its text's label and `sample_weight`; `windows(x)`
-    tells the text of each row, and `tasks.class_scores.window_logits` pools the rows' logits by their mean
+    tells the text of each row, and `data.class_scores.window_logits` pools the rows' logits by their mean
     or maximum. `from_pretrained(directory)` takes the mode the model was fine-tuned with (config.json's
     `long_input`).
 

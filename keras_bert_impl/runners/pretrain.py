@@ -127,10 +127,12 @@ def build_model(args):
     for --objective (ltr: a causal backbone)."""
     import dataclasses
 
-    from keras_bert_impl.models.backbone import BertBackbone
+    from keras_bert_impl.checkpoints import task_registry
     from keras_bert_impl.config import BertConfig
-    from keras_bert_impl.models.pretrainer import BertPretrainer
+    from keras_bert_impl.models.backbone import BertBackbone
     from keras_bert_impl.utils.errors import UserInputError
+
+    pretrainer_class = task_registry.architecture_class("BertForPreTraining")
 
     config = None
     if args.bert_config_file:
@@ -141,7 +143,7 @@ def build_model(args):
         # The checkpoint's attention direction is that of its weights: a config file does not change it.
         overrides = {k: v for k, v in (config.to_dict() if config else {}).items() if k != "attention_direction"}
         try:
-            return BertPretrainer.from_pretrained(args.init_checkpoint, objective=args.objective, **overrides)
+            return pretrainer_class.from_pretrained(args.init_checkpoint, objective=args.objective, **overrides)
         except UserInputError as error:
             if args.objective == "ltr" and "objective='ltr'" in str(error):
                 raise UserInputError(f"--objective=ltr: --init_checkpoint {error}") from None
@@ -154,7 +156,7 @@ def build_model(args):
         raise ValueError(
             f"--max_seq_length={args.max_seq_length} exceeds max_position_embeddings={config.max_position_embeddings}."
         )
-    return BertPretrainer(BertBackbone(config), objective=args.objective)
+    return pretrainer_class(BertBackbone(config), objective=args.objective)
 
 
 def main(argv=None):

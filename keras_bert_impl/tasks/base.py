@@ -228,20 +228,16 @@ def load_backbone(config, output_hidden_states=False, **overrides):
     return BertBackbone(bert_config, output_hidden_states=output_hidden_states)
 
 
-def save_model_directory(model, tokenizer, directory, max_seq_length, extra_config=None, extra_files=None,
-                         **save_kwargs):
-    """Writes a complete model directory: the model's `save_pretrained` (config.json, model.safetensors) with
-    `max_seq_length` and the `extra_config` entries (e.g. SQuAD's decoding settings) in config.json, the
-    tokenizer's vocab.txt and tokenizer_config.json (with its do_lower_case), and `extra_files` ({file name:
-    JSON value}, e.g. NER's label_list.json). `save_kwargs` go to the model's `save_pretrained` (e.g.
-    `label_names`). The directory appears complete or not at all (`file_io.atomic_path`), so a run killed
-    while saving never leaves a model directory that looks whole."""
+def save_model_directory(model, directory, max_seq_length, extra_config=None, extra_files=None, **save_kwargs):
+    """Writes a complete model directory with the model's `save_pretrained`: config.json (with `max_seq_length`
+    and the `extra_config` entries), model.safetensors, the tokenizer files of the model's preprocessor (the
+    run's tokenizer and sequence length: vocab.txt, tokenizer_config.json with its casing and normalization)
+    and `extra_files` ({file name: JSON value}, e.g. NER's label_list.json); each file once.
+    `save_kwargs` go to `save_pretrained` (e.g. `label_names`). The directory appears complete or not at all
+    (`file_io.atomic_path`), so a run killed while saving never leaves a model directory that looks whole."""
     with atomic_path(directory) as tmp:
-        tokenizer.save_pretrained(tmp)
-        for name, value in (extra_files or {}).items():
-            write_json(os.path.join(tmp, name), value)
         settings = dict(extra_config or {}, **{MAX_SEQ_LENGTH_KEY: int(max_seq_length)})
-        model.save_pretrained(tmp, settings=settings, **save_kwargs)
+        model.save_pretrained(tmp, settings=settings, extra_files=extra_files, **save_kwargs)
 
 
 def warn_cut_examples(tokenizer, texts, pair_texts, features, max_seq_length, split, remedy, what="examples"):
@@ -349,16 +345,34 @@ class FinetuningTask:
     def build_model(self):
         raise NotImplementedError
 
-    def load_model(self, model_class, **head_arguments):
-        """A `model_class` task model (`head_arguments`: its head's, e.g. `num_classes`) on `--init_checkpoint`
-        (`from_pretrained`: with the checkpoint's head when it has a matching one, `--bert_config_file`'s
-        fields replacing the checkpoint's; another task's directory is refused unless --ignore_stored_head,
-        which starts a new head), else on a random backbone of `--bert_config_file`."""
+    def preprocessor_settings(self):
+        """The task's settings of its preprocessor besides the tokenizer and the sequence length (e.g. SQuAD's
+        `doc_stride`); none by default."""
+        return {}
+
+    def run_preprocessor(self, model_class):
+        """The preprocessor of the run: `model_class`'s preprocessor class on the run's tokenizer (its casing
+        and normalization, from --vocab_file / --do_lower_case / --nfkc or the checkpoint's), at
+        --max_seq_length, with the task's `preprocessor_settings`. The model carries it, and its model
+        directory's tokenizer files are written from it. None before `setup` (no tokenizer yet)."""
+        if self.tokenizer is None:
+            return None
+        return model_class.preprocessor_class(self.tokenizer, sequence_length=self.config.max_seq_length,
+                                              **self.preprocessor_settings())
+
+    def load_model(self, model_class, output_hidden_states=False, **head_arguments):
+        """A `model_class` task model (`head_arguments`: its head's, e.g. `num_classes`) with the run's
+        preprocessor (`run_preprocessor`), on `--init_checkpoint` (`from_pretrained`: with the checkpoint's head
+        when it has a matching one, `--bert_config_file`'s fields replacing the checkpoint's; another task's
+        directory is refused unless --ignore_stored_head, which starts a new head), else on a random backbone
+        of `--bert_config_file` (`output_hidden_states`: as `BertBackbone`'s)."""
+        preprocessor = self.run_preprocessor(model_class)
         if self.config.init_checkpoint:
-            return model_class.from_pretrained(self.config.init_checkpoint, **head_arguments,
+            return model_class.from_pretrained(self.config.init_checkpoint, **head_arguments, preprocessor=preprocessor,
                                                ignore_stored_head=self.config.ignore_stored_head,
                                                **config_overrides(self.config))
-        return model_class(load_backbone(self.config), **head_arguments)
+        return model_class(load_backbone(self.config, output_hidden_states=output_hidden_states), **head_arguments,
+                           preprocessor=preprocessor)
 
     def training_loss(self):
         """The loss `run_finetuning` compiles the model with: "auto", the model's own (`default_loss`)."""
@@ -378,9 +392,9 @@ class FinetuningTask:
         return dict(best_metrics)
 
     def save_model(self, model, directory, **save_kwargs):
-        """Writes the fine-tuned model directory (`save_model_directory`, with `save_kwargs`: `extra_config`
-        and the model's `save_pretrained` arguments, e.g. `label_names`)."""
-        save_model_directory(model, self.tokenizer, directory, self.config.max_seq_length, **save_kwargs)
+        """Writes the fine-tuned model directory (`save_model_directory`, with `save_kwargs`: `extra_config`,
+        `extra_files` and the model's `save_pretrained` arguments, e.g. `label_names`)."""
+        save_model_directory(model, directory, self.config.max_seq_length, **save_kwargs)
 
     def predict(self, model, results):
         """Writes the prediction files of --do_predict; returns the results, with any test metrics added."""

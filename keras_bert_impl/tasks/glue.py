@@ -34,7 +34,7 @@ import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching, glue_data, streaming, text_classification_data
-from keras_bert_impl.data.text_classification_data import LONG_INPUT_KEY, LONG_INPUT_MODES
+from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
 from keras_bert_impl.tasks.base import (
@@ -44,7 +44,7 @@ from keras_bert_impl.tasks.base import (
     batching_options,
     warn_cut_examples,
 )
-from keras_bert_impl.tasks.class_scores import class_predictions, window_logits
+from keras_bert_impl.data.class_scores import class_predictions, window_logits
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
@@ -191,7 +191,7 @@ class GlueTask(FinetuningTask):
         examples; `examples`: {"train" / "dev" / "test": examples}."""
         if not self.config.do_train and self.config.init_checkpoint:
             checkpoint = ModelDirectory(self.config.init_checkpoint)
-            if checkpoint.setting("problem_type") == "regression":
+            if checkpoint.problem_type == "regression":
                 return None
             if checkpoint.label_names:
                 return checkpoint.label_names
@@ -271,6 +271,9 @@ class GlueTask(FinetuningTask):
             examples.append(self.train_set.examples)
         return [text for split in examples for e in split for text in (e.text_a, e.text_b) if text]
 
+    def preprocessor_settings(self):
+        return {"long_input": self.config.long_input}
+
     def trained_labels(self):
         """The label names (None: a regression)."""
         return None if self.label_names is None else list(self.label_names)
@@ -312,10 +315,10 @@ class GlueTask(FinetuningTask):
 
     def save_model(self, model, directory):
         """The model directory, its labels' names in config.json's `id2label` (a GLUE task's
-        `glue_data.model_label_names`: SST-2's "negative" and "positive"), the `--long_input` mode."""
-        extra_config = {} if self.config.long_input == "truncate" else {LONG_INPUT_KEY: self.config.long_input}
+        `glue_data.model_label_names`: SST-2's "negative" and "positive"), the `--long_input` mode (the
+        preprocessor's, which the classifier records)."""
         names = glue_data.model_label_names(self.task) if self.task else self.label_names
-        super().save_model(model, directory, label_names=names, extra_config=extra_config)
+        super().save_model(model, directory, label_names=names)
 
     def predict(self, model, results):
         """Writes the GLUE submission file of every test split (CoLA.tsv, ..., MNLI-m.tsv, MNLI-mm.tsv); your

@@ -28,11 +28,8 @@ from keras_bert_impl.tasks.base import (
     FinetuningTask,
     TrainingSet,
     batching_options,
-    config_overrides,
-    load_backbone,
 )
 from keras_bert_impl.utils.errors import UserInputError
-from keras_bert_impl.utils.model_files import read_json_object
 from keras_bert_impl.utils.file_io import atomic_path, write_json
 from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
 
@@ -102,11 +99,8 @@ def labels_from_checkpoint(path):
     """The label list stored in a checkpoint directory written by this task (label_list.json, else
     config.json's `id2label`), or None when it has none or they are not BIO tags (e.g. `LABEL_0`)."""
     checkpoint = ModelDirectory(path)
-    list_path = os.path.join(checkpoint.directory, LABEL_LIST_FILE)
-    if os.path.isfile(list_path):
-        labels = read_json_object(list_path).get("labels")
-    else:
-        labels = checkpoint.label_names
+    label_list = checkpoint.extra_file(LABEL_LIST_FILE)
+    labels = label_list.get("labels") if label_list is not None else checkpoint.label_names
     if not labels or "O" not in labels or not all(conll_data.is_tag(label) for label in labels):
         return None
     return labels
@@ -268,24 +262,15 @@ class NerTask(FinetuningTask):
                 "lstm_units": config.lstm_units,
                 "num_lstm_layers": config.lstm_layers,
             }
-            if config.init_checkpoint:
-                return BertFeatureBasedTagger.from_pretrained(config.init_checkpoint, num_classes=num_classes,
-                                                              dropout=config.classifier_dropout, **tagger_flags,
-                                                              ignore_stored_head=config.ignore_stored_head,
-                                                              **config_overrides(config))
-            defaults = {key: value for key, value in tagger_flags.items() if value is not None}
-            return BertFeatureBasedTagger(load_backbone(config, output_hidden_states=True), num_classes,
-                                          dropout=config.classifier_dropout, **defaults)
-        if config.init_checkpoint:
-            # Loads a fine-tuned classifier (and CRF) head too when the checkpoint has one.
-            return BertTokenClassifier.from_pretrained(config.init_checkpoint, num_classes=num_classes,
-                                                       dropout=config.classifier_dropout,
-                                                       ignore_stored_head=config.ignore_stored_head,
-                                                       use_crf=config.use_crf or None,  # None: the checkpoint's
-                                                       bilstm_units=config.bilstm_units,
-                                                       **config_overrides(config))
-        return BertTokenClassifier(load_backbone(config), num_classes, dropout=config.classifier_dropout,
-                                   use_crf=config.use_crf, bilstm_units=config.bilstm_units)
+            if not config.init_checkpoint:
+                tagger_flags = {key: value for key, value in tagger_flags.items() if value is not None}
+            return self.load_model(BertFeatureBasedTagger, output_hidden_states=True, num_classes=num_classes,
+                                   dropout=config.classifier_dropout, **tagger_flags)
+        # From a checkpoint: its fine-tuned classifier (and CRF) head too when it has one; use_crf None: the
+        # checkpoint's.
+        use_crf = (config.use_crf or None) if config.init_checkpoint else config.use_crf
+        return self.load_model(BertTokenClassifier, num_classes=num_classes, dropout=config.classifier_dropout,
+                               use_crf=use_crf, bilstm_units=config.bilstm_units)
 
     def training_set(self, distribution):
         train = self.splits["train"]

@@ -136,12 +136,13 @@ class SentenceEmbeddingsTask(FinetuningTask):
 
     def build_model(self):
         """A BertSentenceEncoder on --init_checkpoint (its pooling and normalization unless --pooling /
-        --normalize say otherwise; any BERT checkpoint: mean pooling), else on a random backbone of
-        --bert_config_file; with the run's preprocessor."""
+        --normalize say otherwise; any BERT checkpoint: mean pooling; another task's directory with
+        --ignore_stored_head), else on a random backbone of --bert_config_file; with the run's preprocessor."""
         config = self.config
         if config.init_checkpoint:
             return BertSentenceEncoder.from_pretrained(config.init_checkpoint, pooling=config.pooling,
                                                        normalize=config.normalize, preprocessor=self.preprocessor(),
+                                                       ignore_stored_head=config.ignore_stored_head,
                                                        **config_overrides(config))
         return BertSentenceEncoder(load_backbone(config), pooling=config.pooling or "mean",
                                    normalize=bool(config.normalize), preprocessor=self.preprocessor())

@@ -2,7 +2,7 @@
 `BertSpanQA`.
 
 Reads `--train_file` / `--predict_file` (the original SQuAD JSON or the datasets ecosystem's flattened
-records, `data/squad_data.py`), turns the logits into answers (`tasks/squad_postprocessing.py`) and
+records, `data/squad_data.py`), turns the logits into answers (`data/squad_postprocessing.py`) and
 scores them with the official v1.1 / v2.0 evaluation (v2.0 with the null odds as no-answer
 probabilities and `--null_score_diff_threshold` as the threshold), or, for Chinese data, with CMRC 2018's
 character-level F1 and EM (`--eval_metric`: `auto` picks it when the contexts of `--predict_file` are mostly
@@ -18,13 +18,9 @@ from typing import Optional
 from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.metrics.cmrc2018_metrics import cmrc2018_evaluate, mostly_chinese
 from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS, squad_v1_evaluate, squad_v2_evaluate
-from keras_bert_impl.models.span_qa import BertSpanQA
+from keras_bert_impl.models.span_qa import DECODING_DEFAULTS, DECODING_SETTINGS, BertSpanQA
 from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
-from keras_bert_impl.tasks.squad_postprocessing import (
-    compute_predictions,
-    predict_raw_results,
-    write_predictions,
-)
+from keras_bert_impl.data.squad_postprocessing import predict_raw_results, write_predictions
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
@@ -46,12 +42,13 @@ class SquadConfig(FinetuningConfig):
     max_seq_length: int = setting(384, POSITIVE_INT)
     train_file: Optional[str] = None
     predict_file: Optional[str] = None
-    doc_stride: int = setting(128, INTEGER)
-    max_query_length: int = setting(64, INTEGER)
-    n_best_size: int = setting(20, INTEGER)
-    max_answer_length: int = setting(30, INTEGER)
-    version_2_with_negative: bool = setting(False, BOOLEAN)
-    null_score_diff_threshold: float = setting(0.0, NUMBER)
+    # The windows' and the answers' settings: the model's `decoding` (`models.span_qa.DECODING_DEFAULTS`).
+    doc_stride: int = setting(DECODING_DEFAULTS["doc_stride"], INTEGER)
+    max_query_length: int = setting(DECODING_DEFAULTS["max_query_length"], INTEGER)
+    n_best_size: int = setting(DECODING_DEFAULTS["n_best_size"], INTEGER)
+    max_answer_length: int = setting(DECODING_DEFAULTS["max_answer_length"], INTEGER)
+    version_2_with_negative: bool = setting(DECODING_DEFAULTS["version_2_with_negative"], BOOLEAN)
+    null_score_diff_threshold: float = setting(DECODING_DEFAULTS["null_score_diff_threshold"], NUMBER)
     verbose_logging: bool = setting(False, BOOLEAN)
     bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
     eval_metric: str = setting("auto", one_of(EVAL_METRICS))
@@ -62,37 +59,8 @@ def contexts(dataset):
     return [p["context"] for article in dataset["data"] for p in article["paragraphs"]]
 
 
-# The settings a fine-tuned span QA model answers with (config.json's "squad" entry, written by `save_model`).
 # A file of this many questions or more is featurized under a progress bar (about a second on a 2-core CPU).
 FEATURIZING_PROGRESS_MIN_EXAMPLES = 2000
-DECODING_SETTINGS = ("version_2_with_negative", "null_score_diff_threshold", "max_answer_length", "n_best_size",
-                     "doc_stride", "max_query_length")
-
-
-def decoding_settings(stored=None, **given):
-    """The windows' and the answers' settings of a span QA model: those `given` (not None) first, then the
-    model directory's (`stored`: config.json's "squad" entry), then run_squad.py's defaults (`SquadConfig`'s).
-
-    Neither given nor stored, `version_2_with_negative` is whether a null-score threshold is (given or stored).
-
-    Returns:
-        dict of `DECODING_SETTINGS`.
-
-    Examples:
-
-    >>> decoding_settings({"version_2_with_negative": True, "n_best_size": 7}, max_answer_length=5)["n_best_size"]
-    7
-    >>> decoding_settings(null_score_diff_threshold=1.0)["version_2_with_negative"]
-    True
-    """
-    stored = stored or {}
-    defaults = {field.name: field.default for field in dataclasses.fields(SquadConfig) if field.name in DECODING_SETTINGS}
-    settings = {key: next(value for value in (given.get(key), stored.get(key), defaults[key]) if value is not None)
-                for key in DECODING_SETTINGS}
-    if given.get("version_2_with_negative") is None and stored.get("version_2_with_negative") is None:
-        settings["version_2_with_negative"] = any(
-            source.get("null_score_diff_threshold") is not None for source in (given, stored))
-    return settings
 
 
 class SquadTask(FinetuningTask):
@@ -187,10 +155,19 @@ class SquadTask(FinetuningTask):
     def can_evaluate(self):
         return self.eval_dataset is not None and has_answers(self.eval_dataset)
 
+    def preprocessor_settings(self):
+        return {"doc_stride": self.config.doc_stride, "max_query_length": self.config.max_query_length}
+
+    def decoding(self):
+        """The run's windows' and answers' settings (`models.span_qa.DECODING_SETTINGS`), the model's `decoding`."""
+        return {key: getattr(self.config, key) for key in DECODING_SETTINGS}
+
     def build_model(self):
-        """A BertSpanQA on the checkpoint (which may lack the pooler), with its qa_outputs head when it has one."""
+        """A BertSpanQA on the checkpoint (which may lack the pooler), with its qa_outputs head when it has one,
+        answering with the run's settings (its `decoding`, which its directory records in config.json's "squad"
+        entry, for the question-answering pipeline and the export)."""
         # bilstm_units from a checkpoint, None: the checkpoint's.
-        return self.load_model(BertSpanQA, bilstm_units=self.config.bilstm_units)
+        return self.load_model(BertSpanQA, bilstm_units=self.config.bilstm_units, decoding=self.decoding())
 
     def training_set(self, distribution):
         """The training features: length-bucketed batches with --dynamic_padding or where the run trains on
@@ -217,12 +194,8 @@ class SquadTask(FinetuningTask):
                                       pad_to_multiple_of=config.pad_to_multiple_of, progress=config.verbose == 1)
         if config.verbose == 1:
             print(f"decoding the answers of {len(self.eval_examples)} questions ({len(self.eval_features)} windows)")
-        return compute_predictions(
-            self.eval_examples, self.eval_features, results, n_best_size=config.n_best_size,
-            max_answer_length=config.max_answer_length, do_lower_case=self.tokenizer.do_lower_case,
-            version_2_with_negative=config.version_2_with_negative,
-            null_score_diff_threshold=config.null_score_diff_threshold,
-        )
+        return model.answers(self.eval_examples, self.eval_features, results, do_lower_case=self.tokenizer.do_lower_case,
+                             **self.decoding())
 
     def evaluate(self, model):
         """The official v1.1 / v2.0 metrics of the predictions (v2.0 with null odds as na_probs), or CMRC
@@ -241,16 +214,6 @@ class SquadTask(FinetuningTask):
         if metrics[self.main_metric] > self.best_f1:
             self.best_f1, self.best_predictions = metrics[self.main_metric], squad_predictions
         return metrics
-
-    def save_model(self, model, directory):
-        """The model directory, with the windows' and the decoding settings in config.json's "squad" entry,
-        which the question-answering pipeline and `export_from_directory` answer with."""
-        config = self.config
-        squad = {"version_2_with_negative": bool(config.version_2_with_negative), "n_best_size": config.n_best_size,
-                 "max_answer_length": config.max_answer_length,
-                 "null_score_diff_threshold": config.null_score_diff_threshold,
-                 "doc_stride": config.doc_stride, "max_query_length": config.max_query_length}
-        super().save_model(model, directory, extra_config={"squad": squad})
 
     def best_results(self, best_metrics):
         self.latest = self.best_predictions  # the model holds the best epoch's weights: reuse its predictions

@@ -21,13 +21,11 @@ from keras_bert_impl.tasks.base import (
     batching_options,
     warn_cut_examples,
 )
-from keras_bert_impl.tasks.class_scores import class_predictions
+from keras_bert_impl.data.class_scores import class_predictions
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
 
 SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
-# config.json's entry of a multiple-choice model's number of choices (its head scores one choice).
-NUM_CHOICES_KEY = "num_choices"
 # split -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 
@@ -100,10 +98,6 @@ class SwagTask(FinetuningTask):
     def logits(self, model, features, batch_size):
         """The choices' scores [N, 4]."""
         return batching.predict_bucketed(model, features, batch_size=batch_size, **batching_options(self.config))
-
-    def save_model(self, model, directory):
-        """The model directory, with the number of choices (config.json's `num_choices`)."""
-        super().save_model(model, directory, extra_config={NUM_CHOICES_KEY: model.num_choices})
 
     def evaluate(self, model):
         return {"accuracy": accuracy(self.logits(model, self.dev[0], self.config.eval_batch_size), self.dev[1])}
