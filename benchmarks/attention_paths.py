@@ -4,8 +4,8 @@ timed in turn in one process (bert_base, random weights, 8 x 128, `predict_on_ba
     KERAS_BACKEND=tensorflow python benchmarks/attention_paths.py [--rounds 10]
 
 "fused": `keras.ops.dot_product_attention`; "explicit": the einsums, softmax and product with the values
-(`keras_bert_impl/backends`, whose `fused_attention_is_a_kernel` picks between them per backend). Each model
-is traced with its path, then the three run round-robin, so the medians compare runs under the same load.
+(the two `attention` paths of `keras_bert_impl/backends/cpu_paths`, forced in turn). Each model is traced
+with its path, then the three run round-robin, so the medians compare runs under the same load.
 Prints one line of medians and minima in seconds. Not a test.
 """
 
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import bench_case  # noqa: E402
-from keras_bert_impl import backends  # noqa: E402
+from keras_bert_impl.backends import cpu_paths  # noqa: E402
 
 
 def main():
@@ -28,20 +28,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     x = bench_case.random_batch(8, 128)
-    choose = backends.fused_attention_is_a_kernel
-
-    def with_path(model, fused):
+    def with_path(model, path):
         def run():
-            backends.fused_attention_is_a_kernel = lambda: fused  # read while the first call traces
-            try:
+            with cpu_paths.forced(attention=path):  # read while the first call traces (torch: every call)
                 return model.predict_on_batch(x)
-            finally:
-                backends.fused_attention_is_a_kernel = choose
         return run
 
     hub = bench_case.keras_backbone("keras_hub", "bert_base")
-    runs = {"fused": with_path(bench_case.keras_backbone("ours", "bert_base"), True),
-            "explicit": with_path(bench_case.keras_backbone("ours", "bert_base"), False),
+    runs = {"fused": with_path(bench_case.keras_backbone("ours", "bert_base"), "fused"),
+            "explicit": with_path(bench_case.keras_backbone("ours", "bert_base"), "explicit"),
             "keras_hub": lambda: hub.predict_on_batch(x)}
     for run in runs.values():
         run(), run()

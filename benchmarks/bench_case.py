@@ -21,7 +21,8 @@ Workloads (random weights; the speed of a model does not depend on its values):
                the user's own head: a functional `keras.Model` with Dense(2) on the backbone's pooled_output
                (or sequence_output: a label per token), trained with keras.optimizers.AdamW (`user_head`)
 Libraries: ours (keras_bert_impl), keras_hub (keras_hub.models.BertBackbone), transformers (torch only);
-pretrain also the OURS_VARIANTS (ours with one of its accelerator paths replaced).
+pretrain also the OURS_VARIANTS (ours with one of its accelerator paths replaced); every workload also ours with
+CPU paths forced (`keras_bert_impl.backends.cpu_paths`), as `ours@dense=blas@attention=explicit`.
 `--library ours,keras_hub,transformers` builds each library's model in this process and times their steps in
 turn, round by round (`interleaved`): forward, train_step, pretrain and the user_head workloads.
 """
@@ -319,6 +320,39 @@ def _with_path_replaced(variant, step):
     return run
 
 
+def split_library(library):
+    """A library name and the CPU paths it forces: "ours@dense=blas@attention=explicit" -> ("ours",
+    {"dense": "blas", "attention": "explicit"}); "keras_hub" -> ("keras_hub", {})."""
+    name, *entries = library.split("@")
+    return name, dict(entry.partition("=")[::2] for entry in entries)
+
+
+def _with_cpu_paths(paths, step):
+    """`step` as a callable that runs with `paths` forced (`cpu_paths.forced`; torch reads them at every
+    step, JAX and TensorFlow when they trace the first)."""
+    if not paths:
+        return step
+    from keras_bert_impl.backends import cpu_paths
+
+    def run():
+        with cpu_paths.forced(**paths):
+            return step()
+
+    return run
+
+
+def cpu_record(library, backend):
+    """What a RESULT says about the CPU: its model and instruction set, and for ours the CPU paths it took."""
+    from keras_bert_impl.backends import cpu_paths
+
+    name, paths = split_library(library)
+    record = {"cpu": cpu_paths.describe_cpu()}
+    if name == "ours" or name in OURS_VARIANTS:
+        with cpu_paths.forced(**paths):
+            record["cpu_paths"] = cpu_paths.chosen_paths(backend)
+    return record
+
+
 def pretrain_run(args, library, steps_per_execution=None):
     """The masked LM + NSP training step at a fixed shape under the dtype policy `--policy`, as a callable:
     ours `BertPretrainer` with BERT's AdamW; keras-hub's backbone with its `MaskedLMHead` (tied to the token
@@ -483,7 +517,8 @@ def interleaved(workload, libraries, args):
             import keras
 
             keras.utils.set_random_seed(0)
-        runs[library] = STEPS[workload](args, library)
+        name, paths = split_library(library)
+        runs[library] = _with_cpu_paths(paths, STEPS[workload](args, name))
         for _ in range(args.warmup):
             runs[library]()
     times = {library: [] for library in libraries}
@@ -519,10 +554,11 @@ def main():
     workloads = args.workload.split(",")
     libraries = args.library.split(",")
     unknown = [w for w in workloads if w not in WORKLOADS] + [
-        lib for lib in libraries if lib not in ("ours", "keras_hub", "transformers", *OURS_VARIANTS)]
+        lib for lib in libraries if split_library(lib)[0] not in ("ours", "keras_hub", "transformers", *OURS_VARIANTS)
+        or (split_library(lib)[1] and split_library(lib)[0] != "ours")]
     if unknown:
         p.error(f"unknown workload(s) or library(ies) {unknown}; workloads {sorted(WORKLOADS)}, libraries "
-                f"ours, keras_hub, transformers and (pretrain) {', '.join(OURS_VARIANTS)}")
+                f"ours (or ours@operation=path@...), keras_hub, transformers and (pretrain) {', '.join(OURS_VARIANTS)}")
     if len(libraries) > 1 and any(w not in STEPS for w in workloads):
         p.error(f"several libraries are timed in turn for {sorted(STEPS)} only, not {workloads}")
     if libraries != ["transformers"]:
@@ -537,8 +573,9 @@ def main():
             all_times = None
         for library in libraries:
             if all_times is None:
+                args.library, paths = split_library(library)
+                result = _with_cpu_paths(paths, lambda: WORKLOADS[workload](args))()
                 args.library = library
-                result = WORKLOADS[workload](args)
             else:
                 result = {"times": all_times[library], "interleaved_with": [lib for lib in libraries if lib != library]}
             backend = "torch" if library == "transformers" else keras.backend.backend()
@@ -550,7 +587,8 @@ def main():
             # largest of them.
             result.update(workload=workload, library=library, backend=backend, size=args.size, batch=args.batch,
                           seq=args.seq, median_s=statistics.median(result["times"]),
-                          peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+                          peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                          **({} if library == "transformers" else cpu_record(library, backend)))
             if "float32_times" in result:
                 result["float32_median_s"] = statistics.median(result["float32_times"])
             print("RESULT " + json.dumps(result), flush=True)

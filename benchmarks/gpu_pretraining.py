@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from bench_case import SIZES, VOCAB  # noqa: E402
-from run_benchmarks import _run_bench_case, versions, write_text  # noqa: E402
+from run_benchmarks import _run_bench_case, machine, machine_line, versions, write_text  # noqa: E402
 
 BACKENDS = ("jax", "torch", "tensorflow")
 # (batch, seq, masked positions a sequence): the sequence lengths of the paper's two pretraining phases, at
@@ -143,6 +143,7 @@ def markdown(report):
              f"Date: {report['date']}  ",
              f"GPU: {report['gpu']}; dense bf16 peak {report['peak_tflops']} TFLOP/s (datasheet), "
              f"measured 8192^3 bf16 matmul {report['matmul_tflops']} TFLOP/s  ",
+             *([machine_line(report["machine"]) + "  "] if "machine" in report else []),
              "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v), "",
              "MLM+NSP training step, mixed_bfloat16, median of the timed steps; MFU against the datasheet peak and "
              "against the measured matmul. Timing `train_on_batch`: one step a call, its losses read each step; "
@@ -204,8 +205,8 @@ def main(argv=None):
     report = {"command": "python benchmarks/gpu_pretraining.py " + shlex.join(argv if argv is not None else sys.argv[1:]),
               "date": datetime.datetime.now().isoformat(timespec="seconds"), "gpu": name or "none (CPU)",
               "peak_tflops": args.peak_tflops or peak_tflops(name),
-              "matmul_tflops": matmul_tflops() if name else None, "versions": versions(), "rows": [],
-              "failures": [], "complete": False}
+              "matmul_tflops": matmul_tflops() if name else None, "machine": machine(), "versions": versions(),
+              "rows": [], "failures": [], "complete": False}
     backends = []
     for backend in args.backends.split(","):
         if importlib.util.find_spec(backend) is None:  # the backends' modules are named as the backends

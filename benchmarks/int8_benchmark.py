@@ -102,6 +102,9 @@ def speed(args):
         if proc.returncode != 0 or len(results) != 2:
             raise RuntimeError(f"{backend} failed:\n{proc.stderr[-3000:]}")
         rows += results
+    from run_benchmarks import machine, machine_line
+
+    print(machine_line(machine()))
     print("| model | shape | backend | fp32 s | int8 s | fp32 s / int8 s | max abs diff (output std) |")
     print("|---|---|---|---:|---:|---:|---|")
     for r in rows:

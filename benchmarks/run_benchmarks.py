@@ -12,7 +12,7 @@ memory. With `--interleave`, the forward and step workloads instead build every 
 per backend and time one step of each in turn, round by round: a drift of the machine's speed during the run
 then falls on every library alike, which matters where two libraries differ by a few percent. The ratios are "their seconds / our
 seconds" (> 1 means we are faster) between cases of the same run on the same machine. Writes
-`benchmarks/results/results.json` and `benchmarks/results/results.md` (the table the README links), with
+`benchmarks/results/results.json` and `benchmarks/results/results.md` (the table docs/performance.md links), with
 the machine, the versions and the command line. Not a test: CI runs only `--smoke` (tests/test_benchmarks.py).
 
 Targets (issue 7), each checked in the table:
@@ -188,15 +188,35 @@ def versions():
     return out
 
 
+def cpu_paths_module():
+    """`keras_bert_impl/backends/cpu_paths.py` (standard library only), loaded from its file: importing the
+    package would import Keras into the process that only starts the measuring ones."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("keras_bert_impl_cpu_paths",
+                                                  os.path.join(REPO, "keras_bert_impl", "backends", "cpu_paths.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def machine():
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
+    """The machine a benchmark ran on, for its JSON: the platform, the CPU's model, kind ("avx512", "avx2",
+    "other") and instruction-set flags (`keras_bert_impl.backends.cpu_paths`, which chooses the CPU paths from
+    them), the cores and the load average."""
+    cpu = cpu_paths_module().describe_cpu()
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "load_average_at_start": load}
+    return {"platform": platform.platform(), "cpu": cpu["model"], "cpu_kind": cpu["kind"], "cpu_flags": cpu["flags"],
+            "cpu_count": os.cpu_count(), "load_average_at_start": load}
+
+
+def machine_line(machine_record):
+    """A results table's "Machine:" line from `machine()`'s record."""
+    cpu = {"model": machine_record["cpu"], "kind": machine_record.get("cpu_kind", "other"),
+           "flags": machine_record.get("cpu_flags", [])}
+    load = machine_record.get("load_average_at_start")
+    load = "" if load is None else f" (load average at start: {', '.join(f'{x:.2f}' for x in load)})"
+    return f"Machine: {cpu_paths_module().describe_cpu_line(cpu)}; {machine_record['cpu_count']} cores{load}"
 
 
 def write_text(path, text):
@@ -206,6 +226,12 @@ def write_text(path, text):
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def write_report(output_dir, name, report, table):
+    """`report` as `output_dir/name.json` and its markdown `table` as `name.md`, each written whole."""
+    for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", table)):
+        write_text(os.path.join(output_dir, f"{name}.{ext}"), text)
 
 
 def fmt(seconds):
@@ -219,8 +245,7 @@ def markdown(report):
         "",
         f"Command: `{report['command']}`  ",
         f"Date: {report['date']}  ",
-        f"Machine: {report['machine']['cpu']}, {report['machine']['cpu_count']} cores "
-        f"(load average at start: {report['machine']['load_average_at_start']})  ",
+        machine_line(report["machine"]) + "  ",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
         "",
         "Seconds are medians per step (per epoch for `epoch`) after warm-up; a ratio is their time / our time "
@@ -244,6 +269,13 @@ def markdown(report):
             f"{fmt(hub and hub['median_s'])} | {row.get('ratio_vs_keras_hub') or ''} | {fmt(hf and hf['median_s'])} | "
             f"{row.get('ratio_vs_transformers') or ''} | {row.get('ratio_vs_our_fp32') or ''} | {target} | {met} | {memory} |"
         )
+    paths = {}
+    for row in report["rows"]:
+        paths.setdefault(row["backend"], row["ours"].get("cpu_paths"))
+    if any(paths.values()):
+        lines += ["", "CPU paths ours took (`keras_bert_impl/backends/cpu_paths.py`): " + "; ".join(
+            f"{backend} " + ", ".join(f"{op}={path}" for op, path in chosen.items())
+            for backend, chosen in paths.items() if chosen) + "."]
     epochs = [r for r in report["rows"] if r["workload"] == "epoch"]
     if epochs:
         e = epochs[0]
@@ -295,9 +327,7 @@ def main(argv=None):
     }
     report["rows"] = run_suite(args)
     report["tokenization"] = tokenization(args)
-    name = "results_smoke" if args.smoke else "results"
-    for ext, text in (("json", json.dumps(report, indent=1) + "\n"), ("md", markdown(report))):
-        write_text(os.path.join(args.output_dir, f"{name}.{ext}"), text)
+    write_report(args.output_dir, "results_smoke" if args.smoke else "results", report, markdown(report))
     print(markdown(report))
     return report
 

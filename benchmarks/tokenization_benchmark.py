@@ -27,6 +27,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
+from run_benchmarks import machine, machine_line  # noqa: E402  (this script's folder is on sys.path)
+
 
 def build_texts(n_lines):
     import argparse as argparse_mod
@@ -160,7 +162,8 @@ def main():
         print(f"transformers BertTokenizerFast skipped: {e}")
 
     print(f"\n{len(texts)} lines, {n_chars} characters, {n_tokens} tokens (untruncated), batch {args.batch_size}, "
-          f"max_length {args.max_length}, median of {args.repeats} after warm-up, {os.cpu_count()} CPU cores\n")
+          f"max_length {args.max_length}, median of {args.repeats} after warm-up, {os.cpu_count()} CPU cores")
+    print(machine_line(machine()) + "\n")
     print("| method | seconds | tokens/s |")
     print("|---|---:|---:|")
     for r in results:
@@ -169,7 +172,7 @@ def main():
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump({"lines": len(texts), "characters": n_chars, "tokens": n_tokens, "batch_size": args.batch_size,
                    "max_length": args.max_length, "repeats": args.repeats, "cpu_count": os.cpu_count(),
-                   "python": platform.python_version(), "results": results}, f, indent=2)
+                   "machine": machine(), "python": platform.python_version(), "results": results}, f, indent=2)
     print(f"\nWrote {args.output}")
     if args.table:
         write_table(args, texts, n_chars, n_tokens, results)

@@ -4,7 +4,10 @@ The subpackages form tiers; a module imports only from lower tiers (and, within 
 folder), which `tests/test_architecture.py` checks:
 
     utils, backends < config, metrics < layers, tokenizers < checkpoints < data < preprocessors < models
-    < training < tasks < pipelines < export < runners
+    < training < tasks < pipelines < export < runners < experiments
+
+`runners/` holds the recipes' logic (their flags, made from typed configs, and one run each); `experiments/`
+the application above them: the ablation tables, planned as steps that run the recipes.
 
 `backends/` holds the backend-specific fast paths: one function per operation (`backends.dense`,
 `backends.attention`, ...) chooses the path, the fast paths are one module per backend, imported only under
@@ -14,10 +17,20 @@ tf.data pipelines, TFRecords, TF1 checkpoints, tf.distribute, SavedModel export)
 `tf_*` and in `export/`, `training/distribute.py` and `checkpoints/tf1_checkpoint.py`, imported on demand.
 The public classes below are backend-neutral; `pipeline(task, model)` answers raw inputs with a fine-tuned
 model (`keras_bert_impl.pipelines`).
+
+`import keras_bert_impl` imports none of the package's modules (nor Keras, TensorFlow, JAX or torch): an export
+loads on first use (`keras_bert_impl.BertClassifier`, PEP 562's module `__getattr__`), so a recipe's `--help`
+answers at once. A `.keras` file still loads after it: the package's Keras classes (`_KERAS_CLASSES`) are known
+to Keras' registry as soon as Keras is imported, before or after the package, and load their modules when a
+file names them (`utils/keras_registration.py`). The package's messages go to the logger "keras_bert_impl"
+and its children, configured as any logger (the recipes show them as their one-line output:
+`runners.cli.recipe_logging`).
 """
 
 import importlib
-import os
+import logging
+
+from keras_bert_impl.utils import keras_registration
 
 from keras_bert_impl.utils.tensorflow_logs import import_keras_quietly
 
@@ -63,15 +76,19 @@ _EXPORTS = {
     "create_optimizer": "keras_bert_impl.training.optimization",
 }
 
-# Set (to anything but "" or "0") by the recipes before they import the package: the exports are then imported
-# on first use (PEP 562), or all at once by `import_exports()`, which `runners.cli.run_main` calls once the
-# flags are parsed, so that `--help` and a flag's error answer without importing Keras and TensorFlow.
-# Otherwise they are imported now, registering every class with Keras and with the model directory's registry
-# (what loading a `.keras` file or a model directory needs).
-LAZY_IMPORT_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_LAZY_IMPORT"
+# The exports Keras saves and loads by their registered name "keras_bert_impl>Name": every class the package
+# registers with `keras.saving.register_keras_serializable` (tests/test_serialization.py checks it).
+_KERAS_CLASSES = (
+    "CRF", "BertDense", "BertDropout", "BertEinsumDense", "BertEmbeddings", "BertEncoderBlock", "BertSelfAttention",
+    "MaskedLMHead", "ScalarMix", "BertBackbone", "BertClassifier", "BertFeatureBasedTagger", "BertMultipleChoice",
+    "BertPretrainer", "BertSpanQA", "BertTokenClassifier", "BertMaskedLMPreprocessor", "BertMultipleChoicePreprocessor",
+    "BertSpanQAPreprocessor", "BertTextClassifierPreprocessor", "BertTokenClassifierPreprocessor", "AdamWeightDecay",
+    "Lamb", "WarmupLinearDecay", "OptimizerStepSchedule",
+)
 
 
 def __getattr__(name):
+    """An export, imported from its module on first use."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'keras_bert_impl' has no attribute {name!r}")
     import_keras_quietly()  # TensorFlow's start-up lines off stderr (utils.tensorflow_logs)
@@ -80,14 +97,13 @@ def __getattr__(name):
     return value
 
 
-def import_exports():
-    """Imports every export now (a no-op when they are)."""
-    for name in _EXPORTS:
-        __getattr__(name)
+def __dir__():
+    return sorted({*globals(), *_EXPORTS})
 
 
-if os.environ.get(LAZY_IMPORT_ENVIRONMENT_VARIABLE, "") in ("", "0"):
-    import_exports()
+# A library's logger: no output of its own (the application, or the recipes' CLI, configures it).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+keras_registration.register_when_keras_is_imported({name: _EXPORTS[name] for name in _KERAS_CLASSES})
 
 __version__ = "0.1.0"
 

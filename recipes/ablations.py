@@ -9,24 +9,20 @@ run_glue.py / run_ner.py / run_squad.py) with the same data, steps and seeds acr
 work_dir/table_N.md (the table in the paper's layout, the commands and their run times) and table_N.json.
 The same command run again skips the finished steps. Tables 5 and 8 share the corpus, vocabulary and
 80/10/10 model when run in one work_dir. `--smoke`: the same pipelines at toy size. The steps are
-listed in keras_bert_impl/runners/ablations.py; docs/experiments.md says what each table measures.
+listed in keras_bert_impl/experiments/ablations.py; docs/experiments.md says what each table measures.
 """
 
 import os
 
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.ablations import build_parser, run_table  # noqa: E402
-from keras_bert_impl.runners.cli import run_main  # noqa: E402
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.experiments.ablations import build_parser, run
+from keras_bert_impl.runners.cli import run_main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(argv=None):
     """Runs the table; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(lambda: build_parser(REPO), lambda args: run_table(args, REPO), argv)
+    return run_main(lambda: build_parser(REPO), lambda args: run(args, REPO), argv)
 
 
 if __name__ == "__main__":

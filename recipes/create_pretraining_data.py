@@ -16,13 +16,7 @@ Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_
 `</doc>` lines are dropped (each ends a document); the summary says how many.
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.create_pretraining_data import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.create_pretraining_data import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,8 @@
 
 The directory is one written by `save_pretrained` (BertBackbone, BertClassifier, BertTokenClassifier,
 BertSpanQA) under any Keras backend, with the tokenizer's `save_pretrained` (vocab.txt,
-tokenizer_config.json); this script always exports under TensorFlow. A directory without what the export
+tokenizer_config.json); this script exports under TensorFlow (`--format=onnx`: under KERAS_BACKEND when it is
+set, since that file is written from the weights). A directory without what the export
 needs (config.json's architectures / id2label, vocab.txt, tokenizer_config.json's do_lower_case) is refused
 unless `--vocab_file` / `--do_lower_case` say it. A token classifier keeps its CRF. A span QA model answers
 by the rule of recipes/run_squad.py: `--n_best_size`, `--max_answer_length`, and for SQuAD v2.0
@@ -17,13 +18,25 @@ flag or in the model directory stops the run with one line and exit status 2 (--
 """
 
 import os
+import sys
 
-os.environ["KERAS_BACKEND"] = "tensorflow"  # the export is a TensorFlow graph, whatever trained the model
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
+
+def _requested_format(argv):
+    """The value of --format in `argv` (the flags are parsed later, once the backend is set)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--format="):
+            return arg.split("=", 1)[1]
+        if arg == "--format" and i + 1 < len(argv):
+            return argv[i + 1]
+    return "savedmodel"
+
+
+if _requested_format(sys.argv[1:]) == "onnx":
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # written from the weights under any backend
+else:
+    os.environ["KERAS_BACKEND"] = "tensorflow"  # a TensorFlow graph, whatever trained the model
 
 from keras_bert_impl.runners.export_savedmodel import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
 
 if __name__ == "__main__":
     main()

@@ -17,13 +17,7 @@ written under a temporary name renamed once complete: a mistake or a full disk l
 A mistake in a flag or a file stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.extract_features import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.extract_features import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

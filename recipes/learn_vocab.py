@@ -8,14 +8,9 @@ The vocabulary is written under a temporary name and renamed once complete. A mi
 input file stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
-import os
 import sys
 
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.learn_vocab import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.learn_vocab import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -81,9 +81,7 @@ def main(argv=None):
 if __name__ == "__main__":
     # TensorFlow's C++ start-up lines kept off stderr, as in the recipes (unless TF_CPP_MIN_LOG_LEVEL is set):
     # the filter is in place before the package (and with it TensorFlow) is imported.
-    os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"
     from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
-    del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]
     with filtered_stderr(enabled=not wants_tensorflow_logs()):
         main()

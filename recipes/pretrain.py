@@ -41,13 +41,7 @@ Differences from the original: `--config` (a `BertConfig` preset name) may repla
 and `--tpu_name` select the TPU strategy. `--train_batch_size` is the global batch (split over replicas).
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.pretrain import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.pretrain import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -39,13 +39,7 @@ keras_bert_impl.runners.run_sentence_embeddings`): its flags set the fields of `
 and from Python `run_finetuning(SentenceEmbeddingsTask(SentenceEmbeddingsConfig(...)))` runs it.
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.run_sentence_embeddings import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.run_sentence_embeddings import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,7 @@ run_squad.py, for Keras 3 on any backend).
 
 Flags are the original's (`--train_file`, `--predict_file`, `--version_2_with_negative`, `--doc_stride`,
 `--max_query_length`, `--n_best_size`, `--max_answer_length`, `--null_score_diff_threshold`,
-`--verbose_logging`, and the common ones of keras_bert_impl/runners/finetuning.py). `--train_file` and
+`--verbose_logging`, and the common ones of `FinetuningConfig`, keras_bert_impl/tasks/configs.py). `--train_file` and
 `--predict_file` are the original SQuAD JSON or Hugging Face datasets' flattened records (JSON lines, JSON,
 CSV, parquet with id, title, context, question, answers {"text": [...], "answer_start": [...]}; no answers:
 an impossible question); the first answer of each question is trained on, at its answer_start. Every CJK
@@ -33,20 +33,15 @@ threshold to use next time. Batches are padded to their own longest feature and 
 keras_bert_impl/tasks/squad.py.
 
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
-checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py, on the
+training driver of keras_bert_impl/training/resumable.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 
 The recipe is keras_bert_impl/runners/run_squad.py (also `python -m keras_bert_impl.runners.run_squad`): its
 flags set the fields of `SquadConfig`, and from Python `run_finetuning(SquadTask(SquadConfig(...)))` runs it.
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.run_squad import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.run_squad import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

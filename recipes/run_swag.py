@@ -14,20 +14,15 @@ Hugging Face BertForMultipleChoice directory, with vocab.txt, tokenizer_config.j
 in config.json) and test_predictions.csv (`id,label`). The task itself is keras_bert_impl/tasks/swag.py.
 
 Every training run also leaves train_log.jsonl, train_steps_log.jsonl, logs/ (TensorBoard) and
-checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py).
+checkpoints/; the same command resumes an interrupted run (keras_bert_impl/runners/finetuning.py, on the
+training driver of keras_bert_impl/training/resumable.py).
 A mistake in a flag or a file stops the run with one line (--debug: the traceback).
 
 The recipe is keras_bert_impl/runners/run_swag.py (also `python -m keras_bert_impl.runners.run_swag`): its
 flags set the fields of `SwagConfig`, and from Python `run_finetuning(SwagTask(SwagConfig(...)))` runs it.
 """
 
-import os
-
-os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"] = "1"  # the package's exports load once the flags are parsed
-
-from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: E402, F401
-
-del os.environ["KERAS_BERT_IMPL_LAZY_IMPORT"]  # the processes this one starts import it as usual
+from keras_bert_impl.runners.run_swag import build_parser, main, run  # noqa: F401
 
 if __name__ == "__main__":
     main()

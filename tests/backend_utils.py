@@ -78,3 +78,40 @@ def compiled_gradient_hlo(model, inputs):
 
         return gradients.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
     raise NotImplementedError(f"no compiled graph on the {backend} backend")
+
+
+def value_and_input_gradients(function, inputs, upstream, differentiated):
+    """`function(*inputs)` and the gradients of sum(function(*inputs) * upstream) with respect to the inputs
+    at the indices `differentiated`, through the backend's autodiff, as numpy (the other inputs are
+    constants; on torch the call records the gradient, as a training step's)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tensors = [tf.constant(a) for a in inputs]
+        with tf.GradientTape() as tape:
+            tape.watch([tensors[i] for i in differentiated])
+            value = function(*tensors)
+            loss = tf.reduce_sum(value * upstream)
+        grads = tape.gradient(loss, [tensors[i] for i in differentiated])
+    elif backend == "jax":
+        import jax
+
+        def loss(chosen):
+            values = list(inputs)
+            for i, value in zip(differentiated, chosen):
+                values[i] = value
+            output = function(*values)
+            return (output * upstream).sum(), output
+
+        grads, value = jax.grad(loss, has_aux=True)([inputs[i] for i in differentiated])
+    elif backend == "torch":
+        import torch
+
+        tensors = [torch.tensor(a, requires_grad=i in differentiated) for i, a in enumerate(inputs)]
+        value = function(*tensors)
+        (value * torch.tensor(upstream)).sum().backward()
+        value, grads = value.detach(), [tensors[i].grad for i in differentiated]
+    else:
+        raise NotImplementedError(backend)
+    return to_numpy(value), [to_numpy(g) for g in grads]

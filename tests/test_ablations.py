@@ -1,4 +1,4 @@
-"""recipes/ablations.py (keras_bert_impl/runners/ablations.py, ablation_plan.py, experiment_steps.py): every step
+"""recipes/ablations.py (keras_bert_impl/experiments/ablations.py, ablation_plan.py, experiment_steps.py): every step
 of Tables 5, 8 and 7 is a command its recipe accepts, runs the package module that recipe calls, with the same data,
 steps and seeds across a table's rows; and `--smoke` runs Tables 5 and 7 end to end at toy size (a corpus
 written here, a tiny model, 2 pretraining steps, one epoch on a few examples of each shipped set; Table 7 on
@@ -25,8 +25,8 @@ import pytest
 
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
-from keras_bert_impl.runners import ablation_plan, ablations, experiment_steps
-from keras_bert_impl.runners.experiment_steps import Step
+from keras_bert_impl.experiments import ablation_plan, ablations, experiment_steps
+from keras_bert_impl.experiments.experiment_steps import Step
 from tests.finetuning_files import REPO, load_recipe, subprocess_env
 
 TOPICS = [

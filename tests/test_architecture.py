@@ -29,6 +29,7 @@ TIERS = [
     ("pipelines",),
     ("export",),
     ("runners",),
+    ("experiments",),
 ]
 TIER_OF = {part: level for level, parts in enumerate(TIERS) for part in parts}
 
@@ -295,7 +296,7 @@ PRIVATE_KERAS_NAMES = {
     "_inbound_nodes", "_nodes_by_depth", "_flatten_layers", "_seed_generators", "_maybe_symbolic_build",
     "_distribute_strategy", "_clip_gradients", "_backend_update_step", "_get_variable_index", "_save_state",
     "H5IOStore", "_get_h5_file", "_collective_all_reduce_multi_worker", "get_global_attribute",
-    "global_seed_generator", "reduce_per_replica",
+    "global_seed_generator", "reduce_per_replica", "_keras_history",
 }
 # Calls that load a Python file by its path.
 PATH_LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader", "SourcelessFileLoader"}
@@ -374,6 +375,51 @@ def test_the_checks_find_a_private_keras_use_and_a_recipe_loaded_by_path():
     assert sorted(private_keras_uses(source)) == ["1: from keras.src.saving", "4: _maybe_symbolic_build",
                                                   "5: _distribute_strategy", "5: _inbound_nodes"]
     assert recipe_loads_by_path(source) == ["6: spec_from_file_location", "7: run_path", "8: exec", "8: open"]
+
+
+# --- Settings declared once: the recipes' flags are made from their typed configs (`runners.flags`), so the
+# --- runners hold few `add_argument` calls.
+MAX_RUNNER_ADD_ARGUMENT_CALLS = 40
+
+
+def add_argument_calls(source, path="<source>"):
+    """The lines of `source` that call `.add_argument(...)` or `.add_bool_flag(...)` (a flag declared by hand)."""
+    return [node.lineno for node in ast.walk(ast.parse(source, path)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr in ("add_argument", "add_bool_flag")]
+
+
+def test_the_runners_declare_at_most_40_flags_by_hand():
+    calls = {name: len(lines) for name, path in sorted(_modules().items()) if name.startswith(PACKAGE + ".runners.")
+             and (lines := add_argument_calls(open(path, encoding="utf-8").read(), path))}
+    assert sum(calls.values()) <= MAX_RUNNER_ADD_ARGUMENT_CALLS, (
+        f"{sum(calls.values())} add_argument calls in runners/ (declare settings as config fields instead): {calls}")
+
+
+def test_the_flag_count_sees_add_argument_and_add_bool_flag_calls():
+    source = ("p = FlagParser()\np.add_argument('--a', type=int)\nif x:\n    p.add_bool_flag('b', False, 'B.')\n"
+              "add_argument('--c')\n")
+    assert add_argument_calls(source) == [2, 4]
+
+
+# --- Library and application apart: below the runners the package prints nothing; its messages go to its logger
+# --- (`logging.getLogger(__name__)`), which a recipe shows in its one-line form (`runners.cli.recipe_logging`).
+def print_calls(source, path="<source>"):
+    """The lines of `source` that call `print(...)` (in code: a docstring's examples are text)."""
+    return [node.lineno for node in ast.walk(ast.parse(source, path)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and node.func.id == "print"]
+
+
+def test_no_module_below_the_runners_prints():
+    below = {name: path for name, path in _modules().items()
+             if name == PACKAGE or TIER_OF[_folder(name)] < TIER_OF["runners"]}
+    found = {name: lines for name, path in sorted(below.items())
+             if (lines := print_calls(open(path, encoding="utf-8").read(), path))}
+    assert not found, f"print() below the runners (log to logging.getLogger(__name__) instead): {found}"
+
+
+def test_the_print_check_sees_a_print_call_and_not_a_docstring_example():
+    source = '"""Example:\n\n>>> print(1)\n1\n"""\n\ndef f(x):\n    print(x)\n    logger.info(x)\n'
+    assert print_calls(source) == [8]
 
 
 # --- A task is one unit: its model class carries its loading, saving, decoding and identity (the task registry),

@@ -4,6 +4,7 @@ timings themselves mean nothing here (the real numbers are in benchmarks/results
 
 import doctest
 import importlib.util
+import itertools
 import json
 import os
 
@@ -57,6 +58,42 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
     table = (tmp_path / "results_smoke.md").read_text()
     assert "| forward | bert_tiny 8×32 ↔ | " + backend in table and "× keras-hub" in table
     assert "| epoch | bert_tiny 8×32 | " + backend in table
+    # The CPU's instruction set and the CPU paths ours took are recorded beside the figures.
+    from keras_bert_impl.backends import cpu_paths
+
+    cpu = cpu_paths.describe_cpu()
+    assert (stored["machine"]["cpu_kind"], stored["machine"]["cpu_flags"]) == (cpu["kind"], cpu["flags"])
+    assert f"; instruction set: {cpu['kind']} (" in table
+    assert rows["forward"]["ours"]["cpu_paths"] == cpu_paths.chosen_paths(backend)
+    assert "CPU paths ours took" in table
+
+
+@pytest.mark.slow
+def test_cpu_paths_smoke_times_every_combination_of_paths_against_keras_hub_and_marks_the_chosen_one(tmp_path):
+    from keras_bert_impl.backends import cpu_paths
+
+    spec = importlib.util.spec_from_file_location("cpu_paths_benchmark",
+                                                  os.path.join(REPO, "benchmarks", "cpu_paths_benchmark.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    backend = keras.backend.backend()
+    report = module.main(["--smoke", f"--backends={backend}", "--warmup=1", "--repeats=2", f"--output_dir={tmp_path}"])
+    assert report["failures"] == [] and report["backends_done"] == [backend]
+    paths = cpu_paths.PATHS[backend]
+    for workload, (*_, timed) in module.WORKLOADS.items():
+        operations = [op for op in timed if op in paths]  # the operations of this backend the workload times
+        rows = [r for r in report["rows"] if r["workload"] == workload]
+        expected = {tuple(combination) for combination in itertools.product(*(paths[op] for op in operations))}
+        assert {tuple(r["paths"].values()) for r in rows} == expected
+        for r in rows:  # the forced paths reached the measuring process
+            assert {op: r["cpu_paths_taken"][op] for op in r["paths"]} == r["paths"]
+            assert len(r["times"]) == 2 and r["round_ratio_min"] <= r["round_ratio_median"] <= r["round_ratio_max"]
+        chosen = [r for r in rows if r["chosen_here"]]
+        assert len(chosen) == 1 and chosen[0] is rows[0]
+        assert chosen[0]["paths"] == {op: cpu_paths.chosen_paths(backend)[op] for op in operations}
+    table = (tmp_path / "results.md").read_text()
+    assert f"; instruction set: {cpu_paths.describe_cpu()['kind']} (" in table and "Incomplete" not in table
+    assert json.load(open(tmp_path / "results.json"))["machine"]["cpu_kind"] == cpu_paths.describe_cpu()["kind"]
 
 
 def _bench_case():
@@ -174,23 +211,30 @@ def test_a_variant_replaces_its_path_during_each_step_only():
 
 @pytest.mark.slow
 @pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
-def test_serving_latency_smoke_times_every_path_of_this_backend_and_writes_its_report(tmp_path):
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
+                    reason="the command starts each group's process under its own backend: one run covers them")
+def test_serving_latency_smoke_times_every_path_of_its_groups_against_the_reference_and_writes_the_table(tmp_path):
     spec = importlib.util.spec_from_file_location("serving_latency", os.path.join(REPO, "benchmarks", "serving_latency.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    backend = keras.backend.backend()
-    report = module.main(["--smoke", f"--output_dir={tmp_path}"])
-    paths = set(report["lengths"]["8"])
-    expected = {"ours_predict", "ours_compiled", "keras_hub_predict", "keras_hub_compiled"}
-    expected |= {"tensorflow": {"ours_xla", "ours_savedmodel", "ours_litert", "ours_onnx", "ours_onnx_fused"},
-                 "torch": {"hf_eager", "hf_onnx_fused"}}.get(backend, set())  # --smoke: no torch.compile
-    assert paths == expected
-    for timing in report["lengths"]["8"].values():
-        assert 0 < timing["p50_ms"] <= timing["p99_ms"]
-    if backend == "tensorflow":  # the deployable files compute the Keras model's logits
-        assert all(report["notes"][f"{name}_max_abs_diff"] < 1e-4 for name in ("ours_litert", "ours_onnx", "ours_onnx_fused"))
-    assert json.load(open(tmp_path / f"latency_{backend}.json"))["backend"] == backend
-    assert f"| {backend} | ours_predict |" in module.main(["--table", f"--output_dir={tmp_path}"])
+    text = module.main(["--smoke", "--groups=runtimes,keras_tensorflow", f"--work_dir={tmp_path / 'work'}",
+                        f"--output_dir={tmp_path}"])
+    runtimes = json.load(open(tmp_path / "latency_bert_tiny_runtimes.json"))
+    keras_group = json.load(open(tmp_path / "latency_bert_tiny_keras_tensorflow.json"))
+    assert set(runtimes["shapes"]["1x8"]) == {"ours_onnx", "ours_onnx_int8", "hf_onnx_fused", "hf_onnx_fused_int8",
+                                              "ours_litert", "ours_litert_int8"}
+    assert set(keras_group["shapes"]["1x8"]) == {"ours_predict", "ours_compiled", "ours_xla", "ours_savedmodel",
+                                                 "keras_hub_predict", "keras_hub_compiled"}
+    for report in (runtimes, keras_group):
+        assert report["machine"]["isa"]
+        for timings in report["shapes"].values():
+            assert all(0 < t["p50_ms"] <= t["p99_ms"] for t in timings.values())
+    # Float paths compute our Keras model's logits (transformers' on the same weights); int8 within 0.05.
+    for key, diff in {**runtimes["max_abs_diff"], **keras_group["max_abs_diff"]}.items():
+        if not key.startswith("keras_hub"):
+            assert diff < (0.05 if "int8" in key else 1e-4), key
+    assert runtimes["gemm_gflops"]["float32"] > 0 and runtimes["gemm_gflops"]["int8"] > 0
+    assert "| runtimes | ours_onnx |" in text and "hf_onnx_fused p50 / ours_onnx p50" in text
 
 
 @pytest.mark.slow

@@ -110,7 +110,7 @@ def test_bilstm_heads_reload_from_keras_files_and_pretrained_directories(models,
 
 
 def test_ner_and_squad_recipes_build_the_bilstm_head_from_the_flag(tmp_path, capsys):
-    from keras_bert_impl.runners.finetuning_flags import config_from_flags
+    from keras_bert_impl.runners.flags import config_from_flags
     from keras_bert_impl.tasks.ner import NerConfig, NerTask
     from keras_bert_impl.tasks.squad import SquadConfig, SquadTask
     from tests.finetuning_files import load_recipe

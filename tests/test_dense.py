@@ -139,57 +139,11 @@ def test_dense_equals_keras_dense_in_values_and_gradients(input_shape, use_bias)
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
-def test_torch_dense_runs_in_onednn_and_equals_a_float64_product():
-    """`backends.dense` in float32 on torch's CPU is the oneDNN autograd function; its output and the gradients
-    of its input, kernel (here a transposed view, as the masked-LM head passes the word embeddings) and
-    bias equal a float64 matmul's to float32 rounding. A frozen kernel gets no gradient; bfloat16 takes
-    torch.matmul."""
-    if keras.backend.backend() != "torch":
-        pytest.skip("backends/torch_ops: the torch backend's fast path")
-    import torch
-
-    from keras_bert_impl import backends
-
-    rng = np.random.RandomState(3)
-    x64 = torch.tensor(rng.normal(size=(3, 7, 16)), requires_grad=True)
-    table64 = torch.tensor(rng.normal(size=(10, 16)), requires_grad=True)  # [out, in]: kernel = table.T
-    bias64 = torch.tensor(rng.normal(size=(10,)), requires_grad=True)
-    upstream = torch.tensor(rng.normal(size=(3, 7, 10)))
-    x, table, bias = (t.detach().float().requires_grad_() for t in (x64, table64, bias64))
-
-    y = backends.dense(x, table.t(), bias)
-    assert any("OneDNN" in type(node).__name__ for node in _graph(y.grad_fn))
-    (y * upstream.float()).sum().backward()
-    y64 = torch.matmul(x64, table64.t()) + bias64
-    (y64 * upstream).sum().backward()
-    for ours, reference in ((y, y64), (x.grad, x64.grad), (table.grad, table64.grad), (bias.grad, bias64.grad)):
-        np.testing.assert_allclose(ours.detach().numpy(), reference.detach().numpy(), rtol=1e-5, atol=1e-5)
-
-    frozen = table.detach()
-    x.grad = None
-    backends.dense(x, frozen.t()).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(frozen.sum(0).numpy(), x.shape), rtol=1e-5)
-
-    xb, kb = x.detach().bfloat16(), table.detach().t().bfloat16()
-    assert torch.equal(backends.dense(xb, kb), torch.matmul(xb, kb))
-
-
-def _graph(grad_fn):
-    """Every autograd node reachable from `grad_fn`."""
-    seen, stack = [], [grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or any(node is n for n in seen):
-            continue
-        seen.append(node)
-        stack.extend(next_node for next_node, _ in node.next_functions)
-    return seen
-
-
 @pytest.mark.parametrize("fan_in, fan_out", [(8, 16), (8, 8), (16, 8)])
 @pytest.mark.tensorflow
 def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_in_at_most_out(fan_in, fan_out):
-    """`backends.dense` in float32 on TensorFlow's CPU (`tf_ops.dense_with_transposed_gradient`): its output
+    """`backends.dense` in float32 on TensorFlow's CPU (`tf_ops.dense_with_transposed_gradient`, the path
+    `cpu_paths` chooses on both kinds of CPU, forced here; tests/test_cpu_paths.py forces the other): its output
     and the gradients of its input, kernel and bias equal a float64 product's; where in <= out the input's
     gradient multiplies by a transpose of the kernel computed first (a Transpose op in the gradient's graph,
     3D so that TensorFlow's optimizer keeps it), elsewhere by the kernel read transposed (`transpose_b`,
@@ -199,6 +153,7 @@ def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_
     import tensorflow as tf
 
     from keras_bert_impl import backends
+    from keras_bert_impl.backends import cpu_paths
 
     rng = np.random.RandomState(4)
     x, kernel = rng.normal(size=(3, 5, fan_in)), rng.normal(size=(fan_in, fan_out))
@@ -206,7 +161,7 @@ def test_tensorflow_dense_gradient_reads_the_kernel_transpose_written_out_where_
 
     @tf.function
     def forward_backward(x, kernel, bias, upstream):
-        with tf.GradientTape() as tape:
+        with tf.GradientTape() as tape, cpu_paths.forced(dense="transposed_gradient"):
             tape.watch([x, kernel, bias])
             y = backends.dense(x, kernel, bias)
         return [y] + tape.gradient(y, [x, kernel, bias], output_gradients=upstream)

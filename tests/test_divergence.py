@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.runners import cli
-from keras_bert_impl.runners.finetuning import BEST_WEIGHTS, BestCheckpoint
 from keras_bert_impl.training import checkpoint_store, divergence
 from keras_bert_impl.training.divergence import DivergenceGuard
+from keras_bert_impl.training.epoch_schedule import BEST_WEIGHTS, BestCheckpoint
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
 from tests.finetuning_files import load_run_glue, run_glue_flags, write_sst2_task

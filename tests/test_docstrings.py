@@ -2,7 +2,7 @@
 backend KERAS_BACKEND names.
 
 One test per module, so that a failure names the module. Every example runs here except those marked
-`# doctest: +SKIP`, whose docstring says why (the README lists them). The modules that import TensorFlow, or
+`# doctest: +SKIP`, whose docstring says why (docs/testing.md lists them). The modules that import TensorFlow, or
 whose examples use it, are marked `tensorflow` (deselected in an environment without it).
 """
 

@@ -6,14 +6,16 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.runners import finetuning
-from keras_bert_impl.runners.finetuning_flags import config_from_flags, finetuning_flag_parser
+from keras_bert_impl.runners.cli import recipe_logging
+from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.tasks.base import FinetuningConfig
+from keras_bert_impl.training.epoch_schedule import BestCheckpoint
 from keras_bert_impl.training.optimization import AdamWeightDecay
 from keras_bert_impl.utils.errors import UserInputError
 
 
 def _parse(*argv):
-    return finetuning_flag_parser("test").parse_args(["--output_dir=/tmp/x", *argv])
+    return settings_parser(FinetuningConfig, "test").parse_args(["--output_dir=/tmp/x", *argv])
 
 
 def _config(*argv):
@@ -68,7 +70,7 @@ def test_optimizer_schedule_warms_up_over_the_proportion_then_decays_to_zero():
     np.testing.assert_allclose(rates, [0.5e-4, 0.9e-4, 0.45e-4, 0.0], rtol=1e-5, atol=1e-9)
 
 
-def test_best_checkpoint_keeps_the_weights_of_the_best_epoch(tmp_path):
+def test_best_checkpoint_keeps_the_weights_of_the_best_epoch(tmp_path, capsys):
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     scores = iter([0.2, 0.9, 0.5])
     snapshots = []
@@ -77,9 +79,13 @@ def test_best_checkpoint_keeps_the_weights_of_the_best_epoch(tmp_path):
         snapshots.append(keras.ops.convert_to_numpy(m.layers[0].kernel).copy())
         return {"accuracy": next(scores)}
 
-    callback = finetuning.BestCheckpoint(evaluate, "accuracy", str(tmp_path))
+    callback = BestCheckpoint(evaluate, "accuracy", str(tmp_path))
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    model.fit(np.ones((4, 2)), np.arange(4.0), epochs=3, verbose=0, callbacks=[callback])
+    with recipe_logging():
+        model.fit(np.ones((4, 2)), np.arange(4.0), epochs=3, verbose=0, callbacks=[callback])
+    # A recipe's lines: every epoch's dev metrics, each after the progress bar's line.
+    assert capsys.readouterr().out == ("\nepoch 1: dev accuracy=0.2000\n\nepoch 2: dev accuracy=0.9000\n"
+                                       "\nepoch 3: dev accuracy=0.5000\n")
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(model.layers[0].kernel), snapshots[1])
     assert callback.best_metrics == {"accuracy": 0.9, "epoch": 2}
     history = json.loads((tmp_path / "dev_metrics_per_epoch.json").read_text())

@@ -1,7 +1,7 @@
 """The typed task configs (`tasks.base.FinetuningConfig`, `GlueConfig`, `NerConfig`, `SquadConfig`,
 `SwagConfig`): every flag of a fine-tuning recipe is a config field of the same name and default; a config
 refuses the values its flag refuses, naming the field; `config_from_flags` refuses a flag without a field; a
-task refuses another task's config; and a GLUE task runs from Python without argparse (README.md's
+task refuses another task's config; and a GLUE task runs from Python without argparse (docs/training_in_python.md's
 `run_finetuning(GlueTask(GlueConfig(...)))`) as the recipe runs it from the same settings."""
 
 import dataclasses
@@ -18,7 +18,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.runners import run_glue, run_ner, run_squad, run_swag
 from keras_bert_impl.runners.finetuning import run_finetuning
-from keras_bert_impl.runners.finetuning_flags import config_from_flags
+from keras_bert_impl.runners.flags import config_from_flags
 from keras_bert_impl.tasks.glue import GlueConfig, GlueTask
 from keras_bert_impl.tasks.ner import NerConfig, NerTask
 from keras_bert_impl.tasks.squad import SquadConfig
@@ -113,7 +113,7 @@ def test_a_glue_task_runs_from_python_without_argparse_as_the_recipe_runs_it(tmp
     checkpoint = _tiny_checkpoint(data, str(tmp_path / "checkpoint"))
     python_dir, recipe_dir = str(tmp_path / "python"), str(tmp_path / "recipe")
 
-    # README.md's example, with the tiny checkpoint and task.
+    # docs/training_in_python.md's example, with the tiny checkpoint and task.
     results = run_finetuning(GlueTask(GlueConfig(task_name="sst2", data_dir=data, init_checkpoint=checkpoint,
                                                  output_dir=python_dir, do_train=True, do_eval=True)))
     recipe_results = run_glue.main(["--task_name=sst2", f"--data_dir={data}", f"--init_checkpoint={checkpoint}",

@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from keras_bert_impl.runners import finetuning
-from keras_bert_impl.training import checkpoint_store, metrics_log
+from keras_bert_impl.training import checkpoint_store, epoch_schedule, metrics_log, resumable
 from keras_bert_impl.utils import file_io
 from tests.tensorboard_reading import tensorboard_scalars
 from tests.finetuning_files import (
@@ -40,12 +39,12 @@ from tests.finetuning_files import (
 # middle of an epoch, after optimizer steps that no checkpoint holds; with 0.3 it can signal it at a known step.
 STALLING_RUN = """
 import os, runpy, sys, time
-from keras_bert_impl.runners import finetuning
+from keras_bert_impl.training import epoch_schedule
 
 marker, pause, first_batch = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 
 
-class Stall(finetuning.EpochSeed):
+class Stall(epoch_schedule.EpochSeed):
     def on_epoch_begin(self, epoch, logs=None):
         super().on_epoch_begin(epoch, logs)
         self.epoch = epoch
@@ -57,7 +56,7 @@ class Stall(finetuning.EpochSeed):
             os.replace(marker + ".tmp", marker)
             time.sleep(pause)
 
-finetuning.EpochSeed = Stall
+epoch_schedule.EpochSeed = Stall
 sys.argv = sys.argv[4:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -94,8 +93,8 @@ def _read(output_dir):
         results = json.load(f)
     with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
         history = json.load(f)
-    log = metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
-    log += metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.STEPS_LOG))
+    log = metrics_log.read_metrics_log(os.path.join(output_dir, resumable.TRAIN_LOG))
+    log += metrics_log.read_metrics_log(os.path.join(output_dir, resumable.STEPS_LOG))
     weights = load_file(os.path.join(output_dir, "model", "model.safetensors"))
     return results, history, log, weights
 
@@ -149,7 +148,7 @@ def test_killed_run_resumes_at_its_last_epoch_and_ends_as_the_uninterrupted_run(
 
 def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(uninterrupted):
     output_dir, stdout = uninterrupted
-    log = metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))
+    log = metrics_log.read_metrics_log(os.path.join(output_dir, resumable.TRAIN_LOG))
     assert [(r["epoch"], r["step"]) for r in log] == [(1, 10), (2, 20), (3, 30)]
     assert all({"loss", "accuracy", "dev_accuracy"} <= set(r) for r in log)
     with open(os.path.join(output_dir, "dev_metrics_per_epoch.json")) as f:
@@ -161,7 +160,7 @@ def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(unint
     tags = {(tag, step) for tag, values in scalars.items() for step in values}
     assert scalars["loss"] == {r["step"]: pytest.approx(r["loss"]) for r in log}
     assert {("loss", 10), ("loss", 30), ("dev_accuracy", 20), ("steps/loss", 4), ("steps/loss", 28)} <= tags
-    with open(os.path.join(output_dir, "checkpoints", finetuning.STATE_FILE)) as f:
+    with open(os.path.join(output_dir, "checkpoints", epoch_schedule.STATE_FILE)) as f:
         states = json.load(f)
     assert sorted(states) == ["30"] and states["30"]["epoch"] == 3  # --keep_checkpoint_max=1, the default
     assert [step for step, _ in checkpoint_store.list_checkpoints(os.path.join(output_dir, "checkpoints"))] == [30]
@@ -176,7 +175,7 @@ def test_a_run_leaves_its_logs_tensorboard_events_and_prints_what_it_wrote(unint
 
 def test_best_weights_hold_the_model_without_optimizer_state(uninterrupted):
     output_dir = uninterrupted[0]
-    path = os.path.join(output_dir, finetuning.BEST_WEIGHTS)
+    path = os.path.join(output_dir, epoch_schedule.BEST_WEIGHTS)
     names = []
     with h5py.File(path) as f:
         f.visititems(lambda name, item: names.append(name) if isinstance(item, h5py.Dataset) else None)
@@ -197,18 +196,18 @@ def test_a_finished_run_started_again_trains_nothing_and_keeps_its_best_results(
 
     shutil.copytree(uninterrupted[0], output_dir)
     os.remove(os.path.join(output_dir, "eval_results.json"))
-    log_before = open(os.path.join(output_dir, finetuning.TRAIN_LOG)).read()
+    log_before = open(os.path.join(output_dir, resumable.TRAIN_LOG)).read()
     load_run_glue().main(run_glue_flags(task_files, output_dir))
     out = capsys.readouterr().out
     assert "nothing left to train" in out
-    assert open(os.path.join(output_dir, finetuning.TRAIN_LOG)).read() == log_before
+    assert open(os.path.join(output_dir, resumable.TRAIN_LOG)).read() == log_before
     with open(os.path.join(output_dir, "eval_results.json")) as f, \
             open(os.path.join(uninterrupted[0], "eval_results.json")) as g:
         assert json.load(f) == json.load(g)
 
 
 def test_the_log_of_a_killed_run_loses_only_its_partial_line_and_the_repeated_epochs(tmp_path):
-    path = str(tmp_path / finetuning.TRAIN_LOG)
+    path = str(tmp_path / resumable.TRAIN_LOG)
     with open(path, "w") as f:
         f.write('{"step": 10, "loss": 0.7}\n{"step": 20, "loss": 0.6}\n{"step": 30, "lo')  # killed mid-append
     assert metrics_log.read_metrics_log(path) == [{"step": 10, "loss": 0.7}, {"step": 20, "loss": 0.6}]
@@ -271,7 +270,7 @@ def test_a_finished_run_refuses_other_training_settings_naming_each_and_writes_n
     output_dir = str(tmp_path / "out")
     shutil.copytree(uninterrupted[0], output_dir)
     before = {name: open(os.path.join(output_dir, *name.split("/")), "rb").read()
-              for name in ("model/config.json", "eval_results.json", finetuning.TRAIN_LOG, "run_settings.json")}
+              for name in ("model/config.json", "eval_results.json", resumable.TRAIN_LOG, "run_settings.json")}
     argv = run_glue_flags(task_files, output_dir)
     changed = {"--learning_rate=5e-3": "--learning_rate 0.02 -> 0.005",
                "--train_batch_size=2": "--train_batch_size 4 -> 2",
@@ -304,7 +303,7 @@ def test_overwrite_output_dir_trains_afresh_and_keeps_the_users_files(task_files
         assert f.read() == "mine"
     checkpoint_dir = os.path.join(output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
     assert [step for step, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [10]
-    assert [r["step"] for r in metrics_log.read_metrics_log(os.path.join(output_dir, finetuning.TRAIN_LOG))] == [10]
+    assert [r["step"] for r in metrics_log.read_metrics_log(os.path.join(output_dir, resumable.TRAIN_LOG))] == [10]
     with open(os.path.join(output_dir, "run_settings.json")) as f:
         recorded = json.load(f)
     assert recorded["learning_rate"] == 1e-2 and recorded["num_train_epochs"] == 1.0

@@ -197,3 +197,22 @@ def test_average_multi_worker_metrics_replaces_the_trainers_reduction_once(monke
     strategy = tf.distribute.get_strategy()
     value = {"loss": tf.constant(2.0)}
     assert float(replaced(value, strategy, "auto")["loss"]) == float(original(value, strategy, "auto")["loss"])
+
+
+def test_functional_call_gives_each_calls_arguments_and_outputs_and_tells_nested_models_apart():
+    inner_input = keras.Input((4,), name="inner_x")
+    inner = keras.Model(inner_input, keras.layers.Dense(3, name="inner_dense")(inner_input), name="inner")
+    x = keras.Input((4,), name="x")
+    shared = keras.layers.Dense(4, name="shared")
+    first, second = shared(x), shared(x)
+    y = inner(keras.ops.concatenate([first, second], axis=-1)[:, :4], training=False)
+    call, index = keras_compat.functional_call(y)
+    assert call.operation is inner and keras_compat.is_functional(call.operation) and index == 0
+    assert call.kwargs["training"] is False
+    sliced, _ = keras_compat.functional_call(call.args[0])
+    assert type(sliced.operation).__name__ == "GetItem" and not keras_compat.is_functional(sliced.operation)
+    concatenated, _ = keras_compat.functional_call(sliced.args[0])
+    calls = [keras_compat.functional_call(t)[0] for t in concatenated.args[0]]
+    assert [c.operation for c in calls] == [shared, shared] and calls[0].key != calls[1].key
+    assert calls[0].outputs == [first] and calls[1].outputs == [second]
+    assert keras_compat.functional_call(inner.output)[0].operation.name == "inner_dense"

@@ -62,19 +62,18 @@ def test_attention_bias_is_finite_and_zero_on_real_tokens():
 
 
 @pytest.mark.parametrize("path", ["fused", "einsums", "explicit_with_dropout_layer"])
-def test_self_attention_matches_modeling_py(path, monkeypatch):
-    """Every path of the attention, on every backend: keras.ops.dot_product_attention ("fused", the path
-    where the backend has a fused kernel), the einsums at inference (JAX on a CPU), the einsums with the
-    dropout layer in training."""
-    from keras_bert_impl import backends
+def test_self_attention_matches_modeling_py(path):
+    """Every path of the attention, on every backend, forced with `cpu_paths.forced`: keras.ops.dot_product_attention
+    ("fused"), the explicit products at inference ("explicit"), and the explicit products with the dropout
+    layer in training."""
+    from keras_bert_impl.backends import cpu_paths
 
-    if path != "explicit_with_dropout_layer":
-        monkeypatch.setattr(backends, "fused_attention_is_a_kernel", lambda: path == "fused")
     layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.3 if path == "explicit_with_dropout_layer" else 0.0)
     x = _random_hidden()
     bias = attention_bias_from_padding_mask(PADDING_MASK)
     if path != "explicit_with_dropout_layer":
-        out = layer(x, bias, training=False)
+        with cpu_paths.forced(attention="fused" if path == "fused" else "explicit"):
+            out = layer(x, bias, training=False)
     else:
         layer(x, bias)  # build
         layer.probs_dropout.rate = 0.0  # keep the explicit (non-fused) branch but make dropout the identity

@@ -14,7 +14,7 @@ import pytest
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.data import conll_data, conll_features, squad_data, squad_features
 from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
-from keras_bert_impl.runners.finetuning_flags import config_from_flags
+from keras_bert_impl.runners.flags import config_from_flags
 from keras_bert_impl.tasks.ner import NerConfig, NerTask
 from keras_bert_impl.tasks.squad import SquadTask
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from keras_bert_impl.preprocessors.token_classifier_preprocessor import BertTokenClassifierPreprocessor
-from keras_bert_impl.runners.finetuning_flags import config_from_flags
+from keras_bert_impl.runners.flags import config_from_flags
 from keras_bert_impl.runners.run_ner import build_parser
 from keras_bert_impl.tasks.base import load_tokenizer
 from keras_bert_impl.tasks.ner import NerConfig

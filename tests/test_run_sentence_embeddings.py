@@ -115,6 +115,13 @@ def test_cosent_and_simcse_train_from_csv_and_write_a_directory_sentence_transfo
                                _sentence_transformer(output_dir / "model").encode(texts), atol=1e-5)
 
 
+def test_pooling_flag_offers_exactly_the_pooling_layers_modes():
+    from keras_bert_impl.layers.sentence_pooling import POOLING_MODES
+    from keras_bert_impl.tasks.configs import POOLING_CHOICES
+
+    assert sorted(POOLING_CHOICES) == sorted(POOLING_MODES)
+
+
 def test_mistakes_in_files_and_flags_are_one_line_naming_file_line_and_column(model_dir, tmp_path):
     train = _write_jsonl(tmp_path / "train.jsonl", [{"anchor": "hello", "positive": "world"},
                                                     {"anchor": "w1", "positive": ""}])

@@ -1,6 +1,6 @@
 """The sentence encoder served: its SavedModel takes raw strings and returns the L2-normalized embeddings of
 `BertSentenceEncoder.encode(..., normalize=True)`, packed at the directory's sentence_bert_config.json length.
-(LiteRT and ONNX exports of the encoder on token ids: tests/test_portable_export.py.)"""
+(The LiteRT export of the encoder on token ids, and the refusal of its ONNX export: tests/test_portable_export.py.)"""
 
 import keras
 import numpy as np

@@ -1,7 +1,8 @@
 """Every class registered under the package "keras_bert_impl" round-trips through a `.keras` file after only
 `import keras_bert_impl`: the reloaded object computes the same outputs (atol 1e-6), in this process and,
-for every task model (compiled, with its preprocessor), in a fresh interpreter. The preprocessors (plain
-objects, not layers) round-trip through their config."""
+for every task model (compiled, with its preprocessor), in a fresh interpreter that imports Keras before the
+package or after it (the package imports its modules lazily; Keras' registry knows its classes either way).
+The preprocessors (plain objects, not layers) round-trip through their config."""
 
 import json
 import os
@@ -248,12 +249,19 @@ TASK_MODELS = ["BertClassifier", "BertFeatureBasedTagger", "BertMultipleChoice",
                "BertSpanQA", "BertTokenClassifier"]
 
 
-def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importing_the_package(tmp_path):
+def test_every_registered_class_is_an_export_that_keras_knows_before_its_module_is_imported():
+    assert _registered_names() == sorted(keras_bert_impl._KERAS_CLASSES)
+    assert set(keras_bert_impl._KERAS_CLASSES) <= set(keras_bert_impl.__all__)
+
+
+@pytest.mark.parametrize("keras_first", [True, False], ids=["keras_first", "package_first"])
+def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importing_the_package(tmp_path, keras_first):
     """Saved after a bare `compile()`: the fresh interpreter gets the model, its outputs and its compiled
     loss and optimizer back (one interpreter for all of them)."""
+    from keras_bert_impl.models.task_model import BertTaskModel
+
     assert sorted(TASK_MODELS) == sorted(n for n in _registered_names() if n.startswith("Bert") and
-                                         issubclass(keras.saving.get_registered_object(f"keras_bert_impl>{n}"),
-                                                    keras_bert_impl.models.task_model.BertTaskModel))
+                                         issubclass(getattr(keras_bert_impl, n), BertTaskModel))
     raw = {}
     for name in TASK_MODELS:
         model, (x,) = CASES[name]()
@@ -269,10 +277,11 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
         np.savez(tmp_path / f"{name}.npz", **arrays)
     with open(tmp_path / "raw.json", "w") as f:
         json.dump(raw, f)
+    imports = "import keras, numpy as np\nimport keras_bert_impl" if keras_first else (
+        "import keras_bert_impl\nimport keras, numpy as np")
     script = textwrap.dedent(f"""
         import json
-        import keras, numpy as np
-        import keras_bert_impl
+        # the imports
         raw = json.load(open(f"{tmp_path}/raw.json"))
         raw = {{k: tuple(v) if k in ("BertClassifier", "BertMultipleChoice", "BertSpanQA", "BertPretrainer",
                                      "BertSentenceEncoder") else v
@@ -296,6 +305,7 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
                     np.testing.assert_allclose(np.asarray(on_raw[k[4:]]), data[k], atol=1e-6, err_msg=name)
             print("reloaded", name)
     """)
+    script = script.replace("# the imports", imports)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -171,8 +171,9 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
     model = compiled_model(num_train_steps=12)
     with pytest.raises(KeyboardInterrupt):
         resumable.run_training(
-            model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, iterations_per_loop=4,
-            keep_checkpoint_max=2, verbose=0, callbacks=[Crash()],
+            model, tiny_dataset(data["train"]), resumable.StepSchedule(12, save_checkpoints_steps=2,
+                                                                       iterations_per_loop=4),
+            out, keep_checkpoint_max=2, verbose=0, callbacks=[Crash()],
         )
     checkpoint_dir = os.path.join(out, checkpoint_store.CHECKPOINT_SUBDIR)
     assert [s for s, _ in checkpoint_store.list_checkpoints(checkpoint_dir)] == [4, 6]
@@ -187,8 +188,8 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = resumable.run_training(
-            model, dataset_fn, 12, out, save_checkpoints_steps=2, iterations_per_loop=4, keep_checkpoint_max=2,
-            verbose=0
+            model, dataset_fn, resumable.StepSchedule(12, save_checkpoints_steps=2, iterations_per_loop=4), out,
+            keep_checkpoint_max=2, verbose=0
         )
     assert not [w for w in caught if "shuffle" in str(w.message)]  # no `shuffle` passed for a dataset
     assert seen_steps == [6]
@@ -208,14 +209,14 @@ def test_run_training_resumes_to_the_same_total_step_count(data, tmp_path):
 
     # Running again once finished trains nothing and keeps the step.
     model = compiled_model(num_train_steps=12)
-    again = resumable.run_training(model, tiny_dataset(data["train"]), 12, out, save_checkpoints_steps=2, verbose=0)
+    again = resumable.run_training(model, tiny_dataset(data["train"]), resumable.StepSchedule(12, 2), out, verbose=0)
     assert again["initial_step"] == 12 and again["global_step"] == 12 and again["history"] == {}
 
 
 def test_steps_must_be_multiples_of_steps_per_execution(data, tmp_path):
     with pytest.raises(ValueError, match="multiple of steps_per_execution"):
-        resumable.run_training(compiled_model(), tiny_dataset(data["train"]), 10, str(tmp_path),
-                              save_checkpoints_steps=3, steps_per_execution=2)
+        resumable.run_training(compiled_model(), tiny_dataset(data["train"]),
+                               resumable.StepSchedule(10, save_checkpoints_steps=3, steps_per_execution=2), str(tmp_path))
 
 
 def test_write_json_atomic(tmp_path):

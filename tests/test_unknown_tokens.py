@@ -6,6 +6,7 @@ import warnings
 
 import pytest
 
+from keras_bert_impl.runners.cli import recipe_logging
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.unknown_tokens import UnknownTokenWarning, report_unknown_tokens, unknown_token_stats
 from tests.finetuning_files import load_run_glue, run_glue_flags, write_sst2_task
@@ -26,6 +27,12 @@ def test_the_report_counts_tokens_and_unknown_characters_and_words():
 
 
 def test_it_warns_above_one_percent_and_prints_one_line(capsys):
+    """A recipe's line (the package's logger in the recipes' form, `runners.cli.recipe_logging`)."""
+    with recipe_logging():
+        _check_one_line_reports(capsys)
+
+
+def _check_one_line_reports(capsys):
     tokenizer = BertTokenizer(VOCAB)
     known = ["the movie was good"] * 25  # 100 tokens
     with warnings.catch_warnings():

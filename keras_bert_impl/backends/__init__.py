@@ -1,5 +1,5 @@
 """The operations whose fastest form depends on the backend: one function per operation, which chooses the
-path (backend, device, dtype, whether a kernel is there) in one place and computes it.
+path (backend, device, dtype, whether a kernel is there, the kind of CPU) in one place and computes it.
 
 The layers and the optimizers call these functions and never branch on the backend themselves. Each
 function computes what its keras.ops path computes (the last lines of its body); the fast paths sit in one
@@ -8,27 +8,31 @@ path. Why each path is faster, with the measurements and their commands, is in d
 
 | operation | function | fast paths |
 | --- | --- | --- |
-| dense product x @ kernel + bias | `dense` | torch: oneDNN's float32 products on an x86-64 CPU (`torch_ops.onednn_dense`); TensorFlow: float32 on a machine without GPUs or TPUs, the input's gradient reading the kernel's transpose written out (`tf_ops.dense_with_transposed_gradient`) |
+| dense product x @ kernel + bias | `dense` | torch: float32 on an x86-64 CPU, oneDNN's products (`torch_ops.onednn_dense`), MKL's `addmm` without a recorded gradient on AVX2 (`torch_ops.blas_dense`); TensorFlow: float32 on a machine without GPUs or TPUs, the input's gradient reading the kernel's transpose written out (`tf_ops.dense_with_transposed_gradient`) |
 | x @ matrix^T (the masked-LM head's tied vocabulary product) | `dense_transposed` | torch: `dense`'s |
 | bfloat16 product with a float32 result | `float32_epilogue`, `einsum_float32_result` | JAX's CPU: XLA's dot asked for a float32 result; TensorFlow at inference |
 | the dense layers' path | `dense_runs_over_rows` | torch in every dtype, float32 everywhere |
 | exact GELU | `gelu` | JAX: the erf form (`jax_ops.gelu`); TensorFlow: its derivative written out (`tf_ops.gelu`) |
 | dropout | `dropout` | torch: its mask from float32 uniforms on the CPU, CUDA's kernel on a GPU (`torch_ops.dropout`); JAX's CPU in one process: the original threefry layout (`jax_ops.unpartitioned_threefry`) |
-| scaled dot-product attention | `attention`, `fused_attention_is_a_kernel` | torch: SDPA, and SDPA with its dropout on a CUDA GPU, the products as `torch.matmul` elsewhere; JAX on a CUDA GPU without dropout in bfloat16 or float16: cuDNN's fused attention (`jax_ops.dot_product_attention`); JAX off its CPU otherwise: the fused op; JAX's CPU: the probabilities kept out of the next dot's fusion |
+| scaled dot-product attention | `attention`, `fused_attention_applies` | torch: SDPA, and SDPA with its dropout on a CUDA GPU, the products as `torch.matmul` elsewhere; JAX on a CUDA GPU without dropout in bfloat16 or float16: cuDNN's fused attention (`jax_ops.dot_product_attention`); JAX off its CPU otherwise: the fused op; JAX's CPU: the probabilities kept out of the next dot's fusion |
 | the first rows of a sequence and the rest | `split_rows` | TensorFlow: `tf.split` for any length (`tf_ops.split_rows`) |
 | an encoder block asked for two parts of its rows | `computes_whole_then_splits` | torch outside training: the block once, sliced |
 | global-norm gradient clipping | `clip_by_global_norm` | torch: `torch._foreach_norm` (`torch_adamw`) |
 | AdamW's update | `adam_weight_decay_update` | torch: the fused AdamW kernel (`torch_adamw`) |
 | the backend's own random generators | `random_generator_states`, `set_random_generator_states` | torch: its CPU and CUDA generators, which its dropout draws from |
 
+Where a CPU's kind decides between two paths (torch's dense product, in training and at inference; the
+attention without dropout on every backend; TensorFlow's dense gradient), `cpu_paths` says which, from the
+CPU's instruction set read once, and lets a user force one (`KERAS_BERT_IMPL_CPU_PATHS`, `cpu_paths.forced`).
+
 `tf_replicas` (sums and gathers over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
 
-Exports (keras_bert_impl/export/) trace the model under `export_target("litert" | "onnx")`, in which the
-functions choose forms the target's runtime computes with its own operators, the same outputs to float
-tolerance: for LiteRT `gelu` is `tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU (the fast
-path's erf is a TensorFlow (Flex) op there, which the stock interpreter lacks); for ONNX `split_rows` is two
-slices (tf2onnx writes tf.split's size -1 as a negative ONNX Split size, which onnxruntime refuses).
+The LiteRT export (keras_bert_impl/export/tf_litert.py) traces the model under `export_target("litert")`, in
+which the functions choose forms LiteRT computes with its own operators, the same outputs to float tolerance:
+`gelu` is `tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU (the fast path's erf is a
+TensorFlow (Flex) op there, which the stock interpreter lacks). The ONNX export traces nothing: it writes the
+graph's nodes from the layers' weights (keras_bert_impl/export/onnx_export.py).
 """
 
 import contextlib
@@ -38,16 +42,18 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_impl.backends import cpu_paths
+
 
 # ------------------------------------------------------------------------------------------------ exports
 _EXPORT_TARGET = contextvars.ContextVar("export_target", default=None)
-EXPORT_TARGETS = ("litert", "onnx")
+EXPORT_TARGETS = ("litert",)
 
 
 @contextlib.contextmanager
 def export_target(target):
-    """Within it, the functions compute the forms the runtime of `target` ("litert" or "onnx") computes
-    with its own operators (see the module docstring); the model traced in it is the exported graph.
+    """Within it, the functions compute the forms the runtime of `target` ("litert") computes with its own
+    operators (see the module docstring); the model traced in it is the exported graph.
 
     Examples:
 
@@ -75,9 +81,11 @@ def current_export_target():
 def dense(x, kernel, bias=None):
     """x @ kernel + bias over x's last axis: [..., I] x [I, O] (+ [O]) -> [..., O], differentiable.
 
-    One 2D product over [rows, I]: on torch oneDNN's float32 products on an x86-64 CPU, else `torch.matmul`;
-    on TensorFlow float32 on a machine without GPUs or TPUs, with an input gradient that reads the kernel's
-    transpose written out where I <= O, else TensorFlow's matmul; on JAX keras.ops.matmul over the rows.
+    One 2D product over [rows, I]. torch: float32 on an x86-64 CPU through the path `cpu_paths` chooses
+    (`dense` where a gradient is recorded, `dense_inference` where none is), oneDNN's products or MKL's
+    `torch.addmm`, else `torch.matmul`. TensorFlow: float32 on a machine without GPUs or TPUs, where
+    `cpu_paths` chooses it (both kinds of CPU), with an input gradient that reads the kernel's transpose
+    written out where I <= O, else TensorFlow's matmul. JAX: keras.ops.matmul over the rows.
 
     Examples:
 
@@ -91,13 +99,16 @@ def dense(x, kernel, bias=None):
 
         kernel, bias = ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias)
         if torch_ops.onednn_dense_applies(x, kernel, bias):
-            return torch_ops.onednn_dense(x, kernel, bias)
+            operation = "dense" if torch_ops.records_gradient(x, kernel, bias) else "dense_inference"
+            if cpu_paths.path(backend, operation) == "onednn":
+                return torch_ops.onednn_dense(x, kernel, bias)
+            return torch_ops.blas_dense(x, kernel, bias)
         return torch_ops.matmul_dense(x, kernel, bias)
     if backend == "tensorflow":
         from keras_bert_impl.backends import tf_ops
 
         kernel, bias = ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias)
-        if tf_ops.transposed_gradient_applies(x, kernel):
+        if tf_ops.transposed_gradient_applies(x, kernel) and cpu_paths.path(backend, "dense") == "transposed_gradient":
             return tf_ops.dense_with_transposed_gradient(x, kernel, bias)
         return tf_ops.matmul_dense(x, kernel, bias)
     y = over_rows(ops.matmul, x, kernel, 1)  # [..., O]
@@ -184,8 +195,7 @@ def gelu(x):
 
     JAX: the erf form (`jax_ops.gelu`; Keras' is JAX's erfc form); TensorFlow: its derivative
     Phi(x) + x * phi(x) written out (`tf_ops.gelu`), and for a LiteRT export Keras' exact GELU
-    (`tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU; tf2onnx has no ONNX form of its
-    erfc, so an ONNX export keeps `tf_ops.gelu`); torch: Keras' exact GELU.
+    (`tf.nn.gelu`, which LiteRT's converter writes as its builtin GELU); torch: Keras' exact GELU.
 
     Examples:
 
@@ -233,20 +243,25 @@ def dropout(x, rate, keras_dropout):
 
 
 # --------------------------------------------------------------------------------------------- attention
-def fused_attention_is_a_kernel():
-    """Whether `keras.ops.dot_product_attention` runs as one fused kernel: on torch (its SDPA kernel) and on
-    JAX off its CPU.
+def fused_attention_applies(q):
+    """Whether attention without dropout on the probabilities calls `keras.ops.dot_product_attention` for
+    queries `q`: where it runs as one fused kernel off the CPU (torch on a CUDA GPU: SDPA; JAX off its CPU),
+    and elsewhere where `cpu_paths` chooses "fused" (torch's CPU: SDPA's CPU kernel, on both kinds of CPU).
 
-    Elsewhere it is a composition of the same products and softmax: TensorFlow's (on every device) transposes
-    to [batch, heads, seq, head_size] and back; JAX's on its CPU lays the probabilities and the context out
-    through extra transposes and copies. There `attention` computes the products itself.
+    Elsewhere `dot_product_attention` is a composition of the same products and softmax: TensorFlow's (on
+    every device, where `cpu_paths`' choice applies as well) transposes to [batch, heads, seq, head_size] and
+    back; JAX's on its CPU lays the probabilities and the context out through extra transposes and copies.
+    There `attention` computes the products itself.
     """
     backend = keras.backend.backend()
+    if backend == "torch" and q.is_cuda:
+        return True
     if backend == "jax":
         from keras_bert_impl.backends import jax_ops
 
-        return not jax_ops.on_cpu()
-    return backend == "torch"
+        if not jax_ops.on_cpu():
+            return True
+    return cpu_paths.path(backend, "attention") == "fused"
 
 
 def attention(q, k, v, bias, dropout=None, training=None):
@@ -262,10 +277,10 @@ def attention(q, k, v, bias, dropout=None, training=None):
     The paths: with dropout on a CUDA GPU (torch) one SDPA kernel that applies it
     (`torch_ops.attention_with_dropout`); without dropout on a CUDA GPU under JAX in bfloat16 or float16,
     cuDNN's fused attention (`jax_ops.cudnn_attention_applies`; `jax.nn.dot_product_attention` takes no
-    dropout); without dropout, where the backend has a fused kernel
-    (`fused_attention_is_a_kernel`), `keras.ops.dot_product_attention`; else the queries scaled (before the
-    product: [B, R, A, d] is half as many numbers as the logits at R = T), the product with the keys, softmax
-    in float32 (for mixed precision), dropout, the product with the values; on torch the products are
+    dropout); without dropout, where `fused_attention_applies`, `keras.ops.dot_product_attention`; else the
+    queries scaled (before the product: [B, R, A, d] is half as many numbers as the logits at R = T), the
+    product with the keys, softmax in float32 (for mixed precision), dropout, the product with the values
+    (the "explicit" path of `cpu_paths`); on torch the products are
     `torch.matmul` over [B, A, ...] views, and on JAX without dropout the probabilities are kept out of the
     next dot's fusion (`jax_ops.unfused`).
 
@@ -286,7 +301,7 @@ def attention(q, k, v, bias, dropout=None, training=None):
 
         if jax_ops.cudnn_attention_applies(q):
             return jax_ops.dot_product_attention(q, k, v, bias, implementation="cudnn")  # [B, R, A, d]
-    if dropout is None and fused_attention_is_a_kernel():
+    if dropout is None and fused_attention_applies(q):
         return ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
     q = q * ops.cast(1.0 / math.sqrt(q.shape[-1]), q.dtype)
     logits = _attention_logits(k, q) + bias  # [B, A, R, T]
@@ -323,8 +338,7 @@ def split_rows(hidden_states, split_at):
 
     TensorFlow: `tf_ops.split_rows` (keras.ops.split there needs a static T, which a functional graph or a
     SavedModel signature leaves unknown); elsewhere keras.ops.split. One split rather than two slices: its
-    gradient is one concatenation. For an ONNX export: two slices (tf2onnx writes tf.split's size -1 as a
-    negative ONNX Split size).
+    gradient is one concatenation.
 
     Examples:
 
@@ -332,8 +346,6 @@ def split_rows(hidden_states, split_at):
     >>> tuple(first.shape), tuple(rest.shape)
     ((2, 1, 3), (2, 4, 3))
     """
-    if current_export_target() == "onnx":
-        return hidden_states[:, :split_at], hidden_states[:, split_at:]
     if keras.backend.backend() == "tensorflow":
         from keras_bert_impl.backends import tf_ops
 

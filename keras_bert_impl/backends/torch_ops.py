@@ -30,6 +30,22 @@ def onednn_dense(x, kernel, bias=None):
     return y.reshape(*x.shape[:-1], kernel.shape[-1])
 
 
+def records_gradient(*tensors):
+    """Whether autograd records a product of `tensors` (None for an absent one): grad mode on and one of them
+    requiring a gradient (training; Keras' predict runs under `torch.no_grad`)."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def blas_dense(x, kernel, bias=None):
+    """x @ kernel + bias over x's last axis as one `torch.addmm` (`torch.mm` without a bias) over [rows, I]:
+    MKL's sgemm with the bias in its epilogue, and MKL's products for the two gradients (autograd's). Faster
+    than `onednn_dense` without a gradient on the AVX2 CPU of docs/performance.md, slower on the AVX-512 ones
+    (docs/performance.md, "Paths chosen by the CPU")."""
+    rows = x.reshape(-1, x.shape[-1])  # [N, I]
+    y = torch.mm(rows, kernel) if bias is None else torch.addmm(bias, rows, kernel)  # [N, O]
+    return y.reshape(*x.shape[:-1], kernel.shape[-1])
+
+
 def matmul_dense(x, kernel, bias=None):
     """x @ kernel + bias over x's last axis through `torch.matmul` (torch's bfloat16 CPU matmul calls oneDNN)."""
     y = torch.matmul(x, kernel)

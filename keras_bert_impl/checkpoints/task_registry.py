@@ -19,6 +19,7 @@ asked of the class. Pipelines and export look classes up here instead of keeping
 
 import copy
 import dataclasses
+import importlib
 from typing import Callable, Optional
 
 from keras_bert_impl.utils.errors import UserInputError
@@ -80,8 +81,18 @@ def unregister(cls):
     _ENTRIES.pop(_key(cls), None)
 
 
+def _import_task_models():
+    """Imports the package's model classes (its exports from `keras_bert_impl.models`): the package imports
+    lazily, and a class registers when its module is imported."""
+    package = importlib.import_module(__name__.split(".")[0])
+    for name in package._EXPORTS:
+        if package._EXPORTS[name].startswith(package.__name__ + ".models."):
+            getattr(package, name)
+
+
 def entries():
     """The registered `TaskEntry`s, in registration order."""
+    _import_task_models()
     return list(_ENTRIES.values())
 
 

@@ -17,7 +17,7 @@ schedule knows its total.
 The batches are not those of the same examples in memory (there, the windows are drawn from the whole
 shuffled set), so the fine-tuning tasks stream a training file from `STREAMING_MIN_BYTES` up (or on request,
 `--stream_train_data`): the small sets train as in memory. Which tasks stream: `tasks.glue` (TSV, JSON
-lines); the others read their files whole (README.md, "Large training files").
+lines); the others read their files whole (docs/own_data.md, "Large training files").
 
 `StreamedBatches` is an epoch as a Keras `PyDataset` (JAX and PyTorch); `tf_batching.streamed_dataset` the
 same as a `tf.data.Dataset` (TensorFlow); `runners.finetuning.training_batches` picks per backend.

@@ -1,8 +1,9 @@
 """What the export of a model directory reads from it: the serving kind of the class it holds (its
 registration, `checkpoints.task_registry`), its labels and tokenizer settings (`read_export_settings`), the
 model itself (`load_model`), and the SQuAD windows and answer rule of a span QA model (`squad_settings`);
-`check_export_source` keeps an export off the model directory it reads, `check_export_dir` off files that are
-not an earlier export. Shared by the SavedModel export
+what a LiteRT or ONNX export folder holds beside its model file (`write_runtime_files`; the outputs'
+names, `named_outputs`); `check_export_source` keeps an export off the model directory it reads; `check_export_dir`, whether an
+export may replace a directory. Shared by the SavedModel export
 (`export.tf_saved_model.export_from_directory`) and the LiteRT / ONNX exports of recipes/export_savedmodel.py;
 no TensorFlow here.
 
@@ -16,12 +17,16 @@ import os
 from typing import Callable
 
 from keras_bert_impl.checkpoints import model_io, task_registry
+from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY
+from keras_bert_impl.layers.crf import CRF
 from keras_bert_impl.models.backbone import BertBackbone
 from keras_bert_impl.models.span_qa import decoding_settings
+from keras_bert_impl.pipelines.runtime_model import EXPORT_CONFIG_FILE
+from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils import file_io, model_files
 from keras_bert_impl.utils.errors import UserInputError
 
-# The file, in the SavedModel directory, that records the export's settings.
+# The settings file of every export directory: what an export holds (and, present, that a directory is one).
 EXPORT_CONFIG_NAME = "export_config.json"
 
 
@@ -39,6 +44,7 @@ class ServingKind:
             windows and answer rule).
         sequence_length: (model, its directory) -> the packed length the directory records, or None (the
             directory's `max_seq_length`; a sentence encoder's preprocessor's, from sentence_bert_config.json).
+        onnx: the ONNX writer (`export.onnx_export`) writes it; False: its ONNX export is refused in one line.
     """
 
     needs_labels: bool = False
@@ -47,6 +53,7 @@ class ServingKind:
     record: Callable = lambda model: {}
     settings: Callable = lambda model, checkpoint, given: {}
     sequence_length: Callable = lambda model, checkpoint: checkpoint.max_seq_length
+    onnx: bool = True
 
 
 def _long_input(model, checkpoint, given):
@@ -63,8 +70,34 @@ SERVING_KINDS = {
     "span_qa": ServingKind(settings=lambda model, checkpoint, given: served_decoding(model.decoding_settings(**given))),
     "multiple_choice": ServingKind(record=lambda model: {"num_choices": int(model.num_choices)}),
     "sentence_encoder": ServingKind(sequence_length=lambda model, checkpoint: (
-        checkpoint.max_seq_length if model.preprocessor is None else model.preprocessor.sequence_length)),
+        checkpoint.max_seq_length if model.preprocessor is None else model.preprocessor.sequence_length), onnx=False),
 }
+
+
+def named_outputs(model):
+    """{name: output tensor} of `model`: the keys of a dict of outputs, else each output named by the layer that
+    computes it, looking through a CRF (which passes its input on): a classifier's and a tagger's "logits".
+
+    Examples:
+
+    >>> from keras_bert_impl import BertBackbone, BertClassifier, BertConfig
+    >>> model = BertClassifier(BertBackbone(BertConfig.preset("bert_tiny", vocab_size=8)), num_classes=2)
+    >>> list(named_outputs(model))
+    ['logits']
+    """
+    if isinstance(model.output, dict):
+        return dict(model.output)
+    named = {}
+    for tensor in (model.output if isinstance(model.output, (list, tuple)) else [model.output]):
+        layer = _layer_computing(model, tensor)
+        while isinstance(layer, CRF):
+            layer = _layer_computing(model, layer.input)
+        named[layer.name] = tensor
+    return named
+
+
+def _layer_computing(model, tensor):
+    return next(layer for layer in model.layers if layer.output is tensor)
 
 
 def serving_kind(model):
@@ -185,6 +218,35 @@ def load_model(settings):
     arguments = {"num_classes": len(labels)} if kind.needs_labels else {}
     model = settings["model_class"].from_pretrained(checkpoint, **arguments)
     return model, serving_kind(model)
+
+
+def write_runtime_files(export_dir, model, settings, task, max_seq_length, extra=None):
+    """Writes beside an exported token-id model (model.onnx / model.tflite) what its runtime's callers read, as
+    a model directory has it, so one reader (`checkpoints.model_directory.ModelDirectory`) serves both:
+    config.json (the source's: architectures, id2label, max_position_embeddings, ..., with `max_seq_length`),
+    vocab.txt and tokenizer_config.json (casing, normalization, max length: `BertTokenizer.save_pretrained`),
+    and export_config.json (format, task, labels, do_lower_case, max_seq_length, max_position_embeddings,
+    the model's inputs and its `named_outputs`, and `extra`).
+
+    Args:
+        export_dir: the export's folder.
+        model: the exported model.
+        settings: what `read_export_settings` read from the model directory.
+        task: the export task (`load_model`'s).
+        max_seq_length: tokens per input the callers pack.
+        extra: more entries of export_config.json.
+    """
+    checkpoint = settings["checkpoint"]
+    tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
+                              normalize=settings["normalize"])
+    tokenizer.save_pretrained(export_dir, sequence_length=max_seq_length)
+    config = {**checkpoint.config, MAX_SEQ_LENGTH_KEY: int(max_seq_length)}
+    file_io.write_json(os.path.join(export_dir, model_files.CONFIG_FILE), config)
+    positions = checkpoint.bert_config().max_position_embeddings
+    file_io.write_json(os.path.join(export_dir, EXPORT_CONFIG_FILE), {
+        **(extra or {}), "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
+        "max_seq_length": int(max_seq_length), "max_position_embeddings": positions,
+        "inputs": sorted(model.input), "outputs": list(named_outputs(model))})
 
 
 def check_export_dir(export_dir, overwrite=False):

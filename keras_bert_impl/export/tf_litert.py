@@ -14,7 +14,8 @@ batch size: LiteRT lowers Keras' LSTM loop to builtins only when the loop's per-
 default `batch_size` is then 1 (one query at a time, as on a device); the sequence length stays dynamic.
 
 The inputs are the model's own (`token_ids`, `segment_ids`, `padding_mask` [B, T] int32, plus
-`masked_lm_positions` for the pretrainer; [B, C, T] for multiple choice), the outputs its raw outputs.
+`masked_lm_positions` for the pretrainer; [B, C, T] for multiple choice), the outputs its raw outputs, the
+signature's outputs named for what they are (`export_settings.named_outputs`: `logits`, `start_logits`, ...).
 
 `export_litert_text_model` writes instead a model on one raw text, its tokenizer inside
 (`tokenizers.tf_litert_tokenizer.LiteRTTextPacker`: tensorflow-text's two LiteRT custom ops, which the
@@ -33,6 +34,7 @@ require("LiteRT export", "export", ("tensorflow",))
 import tensorflow as tf
 
 from keras_bert_impl import backends
+from keras_bert_impl.export.export_settings import named_outputs
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.file_io import atomic_path
 
@@ -76,9 +78,12 @@ def export_litert(model, path, batch_size=None, quantization=None):
     converter_settings = {"target_spec": {"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]}}
     if quantization == "dynamic_int8":
         converter_settings["optimizations"] = [tf.lite.Optimize.DEFAULT]
+    # A model of one output is served as a dict naming it: the signature's output is "logits", not "output_0".
+    served = model if isinstance(model.output, dict) else keras.Model(model.input, named_outputs(model),
+                                                                        name=model.name)
     with backends.export_target("litert"), atomic_path(path) as tmp:
-        model.export(tmp, format="litert", verbose=False, input_signature=[input_signature(model, batch_size)],
-                     **converter_settings)
+        keras.Model.export(served, tmp, format="litert", verbose=False,
+                           input_signature=[input_signature(model, batch_size)], **converter_settings)
     return path
 
 

@@ -93,7 +93,7 @@ require("SavedModel export", "tensorflow")
 import tensorflow as tf
 
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
-from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_settings, check_export_dir: this module's API too)
+from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_settings, check_export_dir: API too)
     EXPORT_CONFIG_NAME,
     SERVING_KINDS,
     check_export_dir,
@@ -143,7 +143,7 @@ def best_span(start_logits, end_logits, allowed, max_answer_length, n_best_size=
     (the first in (i, j) order on a tie).
 
     Args:
-        start_logits, end_logits: float [B, T].
+        start_logits: float [B, T]; `end_logits` the same.
         allowed: bool [B, T], the positions an answer may cover (context tokens).
         max_answer_length: longest answer in tokens.
         n_best_size: None, or only the n_best_size best starts and the n_best_size best ends among the
@@ -505,8 +505,8 @@ def export_saved_model(
             None for a v1.1 model, which always answers.
         n_best_size: QA candidates: the n_best_size best starts x the n_best_size best ends (the original
             run_squad.py's `--n_best_size`); None: every start and end.
-        doc_stride, max_query_length: QA windows: the question cut to `max_query_length` tokens, the context
-            cut into windows of `max_seq_length` tokens every `doc_stride` tokens (run_squad.py's flags).
+        doc_stride: QA: the context's windows of `max_seq_length` tokens, one every `doc_stride` tokens.
+        max_query_length: QA: the question cut to `max_query_length` tokens (both run_squad.py's flags).
         long_input: a classifier of single texts: "truncate" (the first `max_seq_length` tokens), or "mean" /
             "max": a text's windows of `max_seq_length` tokens, their logits pooled (run_glue.py's flag).
         overwrite: replace `export_dir` even when it is not an earlier export (`check_export_dir`).

@@ -10,6 +10,7 @@ from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, c
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
+from keras_bert_impl.models.portable_export import PortableExport
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.errors import UserInputError, describe
 
@@ -17,7 +18,7 @@ from keras_bert_impl.utils.errors import UserInputError, describe
 @model_io.register_task(architectures=("BertModel",), pipeline="feature-extraction", serving="backbone",
                         backbone_source=True)
 @keras.saving.register_keras_serializable(package="keras_bert_impl")
-class BertBackbone(keras.Model):
+class BertBackbone(PortableExport, keras.Model):
     """The BERT encoder of Devlin et al. (2018): embeddings, L post-LN Transformer blocks, tanh pooler.
 
     A functional Keras model with no backend-specific code: it runs unchanged on TensorFlow, JAX and

@@ -94,6 +94,9 @@ class BertClassifier(ClassAnswers, BertTaskModel):
         backbone: a `BertBackbone`.
         num_classes: number of classes (1 for regression).
         dropout: dropout rate before the dense layer (the original's 0.1).
+        **kwargs: `preprocessor` (below) and the arguments of `BertTaskModel`.
+
+    Keyword Args:
         preprocessor: a `BertTextClassifierPreprocessor`, for raw text in fit/evaluate/predict (or None).
 
     Examples:

@@ -50,6 +50,9 @@ class BertMultipleChoice(BertTaskModel):
         backbone: a `BertBackbone`.
         num_choices: choices per example (4 for SWAG).
         dropout: dropout rate before the scoring layer.
+        **kwargs: `preprocessor` (below) and the arguments of `BertTaskModel`.
+
+    Keyword Args:
         preprocessor: a `BertMultipleChoicePreprocessor`, for raw text in fit/evaluate/predict (or None).
 
     Examples:

@@ -87,6 +87,9 @@ class BertSentenceEncoder(BertTaskModel):
         backbone: a `BertBackbone`.
         pooling: "mean" (default), "cls", "max", "mean_sqrt_len_tokens", or a list of them (concatenated).
         normalize: L2-normalize the embeddings (a sentence-transformers Normalize module).
+        **kwargs: `preprocessor` (below) and the arguments of `BertTaskModel`.
+
+    Keyword Args:
         preprocessor: a `BertSentenceEncoderPreprocessor`, for raw text (or None).
 
     Examples:

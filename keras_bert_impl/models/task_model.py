@@ -12,11 +12,12 @@ from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.models.backbone import BertBackbone, serialize_dtype_policy
+from keras_bert_impl.models.portable_export import PortableExport
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils import keras_compat
 
 
-class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
+class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras.Model):
     """Base class of the task models (pretrainer, classifier, span QA, ...): a functional model built on a
     `BertBackbone`, whose config is the serialized backbone plus the task's own arguments.
 
@@ -31,6 +32,7 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, keras.Model):
     from the directory's vocabulary), `fit`, `evaluate`, `predict` and the `*_on_batch` methods take raw
     text, and `tf.data` datasets of raw text, as the preprocessor's docstring describes; token-id inputs
     (the backbone's dict) work as without one. `.keras` files and `save_pretrained` keep the preprocessor.
+    `export(path, format="litert" | "onnx")` writes the package's exports (`PortableExport`).
     """
 
     # The `BertPreprocessor` subclass that turns this task's raw text into its inputs.

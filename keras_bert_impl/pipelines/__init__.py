@@ -7,10 +7,11 @@
 
 `pipeline(task, model, **options)` builds the pipeline of a task family; `model` is a model directory (as
 the recipes write it), a model name (a Hugging Face hub name, `checkpoints.model_directory.ModelDirectory`),
-or an already built task model. A pipeline runs the model classes registered with its name
-(`checkpoints.task_registry`: a new head registered with "text-classification" is answered by that pipeline,
-with its own decoding methods), and transformers' other names of a task are those the classes declare. One
-module per task family:
+an already built task model, or an ONNX or LiteRT export folder (recipes/export_savedmodel.py --format=onnx |
+litert), run by onnxruntime or LiteRT under the same decoding (`runtime_model.RuntimeModel`). A pipeline runs
+the model classes registered with its name (`checkpoints.task_registry`: a new head registered with
+"text-classification" is answered by that pipeline, with its own decoding methods), and transformers' other
+names of a task are those the classes declare. One module per task family:
 
 | task | module | model | answer |
 | --- | --- | --- | --- |
@@ -60,7 +61,7 @@ def pipeline(task, model=None, tokenizer=None, **options):
     Args:
         task: "text-classification" (or "sentiment-analysis"), "token-classification" (or "ner"),
             "question-answering", "multiple-choice", "fill-mask", "feature-extraction" or "sentence-similarity".
-        model: a model directory, a model name, or a built task model.
+        model: a model directory, a model name, a built task model, or an ONNX or LiteRT export folder.
         tokenizer: a `BertTokenizer` or a directory holding vocab.txt; default: the model's.
         **options: the pipeline's settings, by the recipes' flag names (see each pipeline's module).
 

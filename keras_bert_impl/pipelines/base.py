@@ -27,6 +27,7 @@ import numpy as np
 from keras_bert_impl.checkpoints import task_registry
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching
+from keras_bert_impl.pipelines.runtime_model import RuntimeModel, export_file
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.utils.errors import UserInputError, describe
@@ -105,8 +106,11 @@ class Pipeline:
                                  f"pipeline({self.task!r}) runs a {self.class_names()}.")
 
     def load_model(self, checkpoint):
-        """The task model of a `ModelDirectory` (`from_pretrained`)."""
+        """The task model of a `ModelDirectory` (`from_pretrained`), or of an ONNX or LiteRT export folder its
+        runtime's stand-in (`RuntimeModel`)."""
         self.check_checkpoint(checkpoint)
+        if export_file(checkpoint.directory) is not None:
+            return RuntimeModel(checkpoint, self.model_class(checkpoint))
         return self.model_class(checkpoint).from_pretrained(checkpoint)
 
     def load_tokenizer(self, tokenizer, options):

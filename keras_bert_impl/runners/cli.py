@@ -19,22 +19,29 @@ traceback. Any other exception is a bug and keeps its traceback. A Python warnin
 abbreviated, a bad value) is one line and exit status 2 as well (`FlagParser.error`). TensorFlow's C++ log
 lines are kept off stderr (`utils.tensorflow_logs`) unless the user set `TF_CPP_MIN_LOG_LEVEL` or passed
 `--debug`.
+
+The package writes its messages to the logger "keras_bert_impl" and its children (`logging.getLogger(__name__)`
+in each module); a library user configures them as any logger's. While a recipe runs, `recipe_logging` gives
+them the recipes' one-line form: an INFO message is its line on stdout, a WARNING one `warning: <message>` on
+stderr.
 """
 
 import contextlib
 import errno
+import logging
 import os
 import signal
 import sys
 import threading
 import warnings
 
-from keras_bert_impl import import_exports
 from keras_bert_impl.utils.errors import RunInterrupted, TrainingDivergedError, UserInputError
 from keras_bert_impl.utils.optional_dependencies import MissingDependencyError
 from keras_bert_impl.utils.tensorflow_logs import filtered_stderr, wants_tensorflow_logs
 
 DEBUG_ENVIRONMENT_VARIABLE = "KERAS_BERT_IMPL_DEBUG"
+# The logger of the package's messages: every module's `logging.getLogger(__name__)` is its child.
+PACKAGE_LOGGER = "keras_bert_impl"
 # The `OSError`s of a file system that refuses a write: reported in one line naming the path.
 FILE_SYSTEM_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -66,10 +73,10 @@ def run_main(build_parser, run, argv=None, before_import=None):
     args.debug = debug
     try:
         with stop_on_signals(), filtered_stderr(enabled=not wants_tensorflow_logs(debug)), \
-                one_line_warnings(enabled=not debug):
+                one_line_warnings(enabled=not debug), recipe_logging():
             if before_import is not None:
                 before_import(args)
-            import_keras_backend_or_explain(import_exports)  # the package's classes, registered (lazily imported)
+            import_keras_backend_or_explain(_import_keras)  # the backend, or one line naming its extra
             return run(args)
     except UserInputError as error:
         if debug:
@@ -96,6 +103,58 @@ def run_main(build_parser, run, argv=None, before_import=None):
             raise
         print(f"error: {file_system_error(error)}", file=sys.stderr)
         sys.exit(2)
+
+
+class _ConsoleHandler(logging.Handler):
+    """Writes a record as one line to `sys.stdout` (below WARNING) or `sys.stderr`, the streams of the moment it is
+    written (so that a redirection, e.g. `contextlib.redirect_stdout`, takes the package's lines too)."""
+
+    def emit(self, record):
+        try:
+            stream = sys.stdout if record.levelno < logging.WARNING else sys.stderr
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:  # noqa: BLE001 (logging's own rule: a failing handler reports, never raises)
+            self.handleError(record)
+
+
+class _RecipeFormatter(logging.Formatter):
+    """A message as the recipes print it: an INFO message as it is, a WARNING (or above) as "warning: <message>"."""
+
+    def format(self, record):
+        message = record.getMessage()
+        return message if record.levelno < logging.WARNING else f"{record.levelname.lower()}: {message}"
+
+
+@contextlib.contextmanager
+def recipe_logging():
+    """Within: the messages of the package's logger (`PACKAGE_LOGGER` and its children) from INFO up are the
+    recipes' lines, INFO on stdout as they are, WARNING and above on stderr as "warning: <message>", and go
+    nowhere else (not to the root logger's handlers). Nested (a recipe run in the process of another), the
+    outer one's form stays.
+
+    Examples:
+
+    >>> with recipe_logging():
+    ...     logging.getLogger("keras_bert_impl.tasks").info("wrote 3 test predictions to out/SST-2.tsv")
+    wrote 3 test predictions to out/SST-2.tsv
+    """
+    logger = logging.getLogger(PACKAGE_LOGGER)
+    if any(isinstance(handler, _ConsoleHandler) for handler in logger.handlers):
+        yield
+        return
+    handler = _ConsoleHandler()
+    handler.setFormatter(_RecipeFormatter())
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 # The signals that stop a run: each raises `RunInterrupted` in the main thread (`stop_on_signals`).
@@ -136,11 +195,16 @@ def stop_on_signals():
             signal.signal(signum, handler)
 
 
-def import_keras_backend_or_explain(import_exports):
-    """Calls `import_exports()`; a Keras backend that is not installed (KERAS_BACKEND=tensorflow, Keras' default,
-    without TensorFlow) is a `MissingDependencyError`: one line naming the backend and its extra."""
+def _import_keras():
+    import keras  # noqa: F401 (its backend with it)
+
+
+def import_keras_backend_or_explain(import_keras):
+    """Calls `import_keras()` (a function importing Keras); a Keras backend that is not installed
+    (KERAS_BACKEND=tensorflow, Keras' default, without TensorFlow) is a `MissingDependencyError`: one line naming
+    the backend and its extra."""
     try:
-        import_exports()
+        import_keras()
     except ModuleNotFoundError as error:
         module = (error.name or "").partition(".")[0]
         if module not in ("tensorflow", "jax", "torch"):

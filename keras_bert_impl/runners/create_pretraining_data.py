@@ -19,69 +19,58 @@ Extra flags: `--sentence_order` (ALBERT sentence-order labels in `next_sentence_
 `</doc>` lines are dropped (each ends a document); the summary says how many.
 """
 
+import dataclasses
 import os
 import random
 import sys
 import time
+from typing import Optional
 
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.flags import FlagParser
+from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.utils import file_io
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, one_of, optional, setting
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingDataConfig:
+    """The settings of the script, one per flag, with the original's flag names and defaults."""
+
+    input_file: str = setting(help="Input raw text file(s): comma-separated list of files or globs.")
+    output_file: str = setting(help="Output TFRecord file(s), comma-separated; instances go round-robin.")
+    vocab_file: str = setting(help="The vocabulary file that the BERT model was trained on.")
+    do_lower_case: bool = setting(True, BOOLEAN, "Lower case the input (True for uncased models, False for cased).")
+    do_whole_word_mask: bool = setting(False, BOOLEAN, "Mask whole words rather than single WordPieces.")
+    word_segmenter: Optional[str] = setting(None, optional(one_of(("jieba",))), "With --do_whole_word_mask: the words "
+                                            "of Chinese text from this segmenter (all characters of a word masked "
+                                            "together, as HFL's Chinese-BERT-wwm); needs the jieba package. Default: "
+                                            "none (words are WordPieces and their ## pieces, the original's rule).")
+    max_seq_length: int = setting(128, INTEGER, "Maximum sequence length.")
+    max_predictions_per_seq: int = setting(20, INTEGER, "Maximum masked-LM predictions per sequence.")
+    random_seed: int = setting(12345, INTEGER, "Random seed for data generation.")
+    dupe_factor: int = setting(10, INTEGER, "Number of times to duplicate the input data (with different masks).")
+    masked_lm_prob: float = setting(0.15, NUMBER, "Masked LM probability.")
+    mask_token_prob: float = setting(0.8, NUMBER, "Of the chosen tokens, the share replaced by [MASK] (paper Table "
+                                     "8's MASK; 0.8).")
+    keep_token_prob: float = setting(0.1, NUMBER, "Of the chosen tokens, the share kept unchanged (SAME; 0.1).")
+    random_token_prob: float = setting(0.1, NUMBER, "Of the chosen tokens, the share replaced by a random vocabulary "
+                                       "token (RND; 0.1). The three sum to 1; with --dynamic_masking they are not "
+                                       "used (the reader masks).")
+    short_seq_prob: float = setting(0.1, NUMBER, "Probability of sequences shorter than the maximum length.")
+    sentence_order: bool = setting(False, BOOLEAN, "ALBERT sentence-order prediction pairs (label 1 = swapped) "
+                                   "instead of NSP.")
+    shard_size_documents: int = setting(1000, INTEGER, "Documents read, paired and shuffled at a time: the memory "
+                                        "bound (about shard_size_documents x dupe_factor x instances per document "
+                                        "are held for the shuffle; 0 = the whole corpus, as the original). The random "
+                                        "next-sentence document is drawn within the shard.")
+    dynamic_masking: bool = setting(False, BOOLEAN, "Write unmasked pairs (with word_starts) for on-the-fly masking.")
+    progress_every: int = setting(10000, INTEGER, "Instances between two progress lines.")
 
 
 def build_parser():
-    """The argument parser, with the original's flag names and defaults."""
-    p = FlagParser(description=__doc__.split("\n")[0])
-    flag_bool = p.add_bool_flag
-
-    p.add_argument(
-        "--input_file", required=True, help="Input raw text file(s): comma-separated list of files or globs."
-    )
-    p.add_argument(
-        "--output_file", required=True, help="Output TFRecord file(s), comma-separated; instances go round-robin."
-    )
-    p.add_argument("--vocab_file", required=True, help="The vocabulary file that the BERT model was trained on.")
-    flag_bool("do_lower_case", True, "Lower case the input (True for uncased models, False for cased).")
-    flag_bool("do_whole_word_mask", False, "Mask whole words rather than single WordPieces.")
-    p.add_argument("--word_segmenter", default=None, choices=("jieba",),
-                   help="With --do_whole_word_mask: the words of Chinese text from this segmenter (all characters "
-                   "of a word masked together, as HFL's Chinese-BERT-wwm); needs the jieba package. Default: none "
-                   "(words are WordPieces and their ## pieces, the original's rule).")
-    p.add_argument("--max_seq_length", type=int, default=128, help="Maximum sequence length.")
-    p.add_argument(
-        "--max_predictions_per_seq", type=int, default=20, help="Maximum masked-LM predictions per sequence."
-    )
-    p.add_argument("--random_seed", type=int, default=12345, help="Random seed for data generation.")
-    p.add_argument(
-        "--dupe_factor",
-        type=int,
-        default=10,
-        help="Number of times to duplicate the input data (with different masks).",
-    )
-    p.add_argument("--masked_lm_prob", type=float, default=0.15, help="Masked LM probability.")
-    p.add_argument("--mask_token_prob", type=float, default=0.8,
-                   help="Of the chosen tokens, the share replaced by [MASK] (paper Table 8's MASK; 0.8).")
-    p.add_argument("--keep_token_prob", type=float, default=0.1,
-                   help="Of the chosen tokens, the share kept unchanged (SAME; 0.1).")
-    p.add_argument("--random_token_prob", type=float, default=0.1,
-                   help="Of the chosen tokens, the share replaced by a random vocabulary token (RND; 0.1). "
-                   "The three sum to 1; with --dynamic_masking they are not used (the reader masks).")
-    p.add_argument(
-        "--short_seq_prob", type=float, default=0.1, help="Probability of sequences shorter than the maximum length."
-    )
-    flag_bool("sentence_order", False, "ALBERT sentence-order prediction pairs (label 1 = swapped) instead of NSP.")
-    p.add_argument(
-        "--shard_size_documents",
-        type=int,
-        default=1000,
-        help="Documents read, paired and shuffled at a time: the memory bound (about shard_size_documents x "
-        "dupe_factor x instances per document are held for the shuffle; 0 = the whole corpus, as the original). "
-        "The random next-sentence document is drawn within the shard.",
-    )
-    flag_bool("dynamic_masking", False, "Write unmasked pairs (with word_starts) for on-the-fly masking.")
-    p.add_argument("--progress_every", type=int, default=10000, help="Instances between two progress lines.")
-    return p
+    """The argument parser: a flag per field of `PretrainingDataConfig`."""
+    return settings_parser(PretrainingDataConfig, __doc__.split("\n")[0])
 
 
 def _glob_inputs(input_file):
@@ -102,22 +91,27 @@ def main(argv=None, tokenizer=None):
 
 
 def run(args, tokenizer=None):
-    """Writes the TFRecords of the parsed flags (without TensorFlow: `data/pretraining_records.py`); returns the
-    number of instances written."""
+    """Writes the TFRecords of the parsed flags; returns the number of instances written."""
+    return create_pretraining_data(config_from_flags(PretrainingDataConfig, args), tokenizer)
+
+
+def create_pretraining_data(config, tokenizer=None):
+    """Writes the TFRecords `config` (a `PretrainingDataConfig`) asks for (without TensorFlow:
+    `data/pretraining_records.py`); returns the number of instances written."""
     from keras_bert_impl.data import pretraining_documents, pretraining_instances, pretraining_records
     from keras_bert_impl.data.masked_lm_predictions import check_masking_split
 
-    check_masking_split(args.mask_token_prob, args.keep_token_prob, args.random_token_prob)
+    check_masking_split(config.mask_token_prob, config.keep_token_prob, config.random_token_prob)
     if tokenizer is None:
         from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 
-        tokenizer = BertTokenizer(args.vocab_file, do_lower_case=args.do_lower_case)
+        tokenizer = BertTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
     if "[MASK]" not in tokenizer.vocab:
-        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', args.vocab_file)}: no [MASK] token; pretraining "
+        raise UserInputError(f"{getattr(tokenizer, 'vocab_file', config.vocab_file)}: no [MASK] token; pretraining "
                              "data masks tokens with it (else they would be written as [UNK]).")
 
-    input_files = _glob_inputs(args.input_file)
-    output_files = [f for f in args.output_file.split(",") if f]
+    input_files = _glob_inputs(config.input_file)
+    output_files = [f for f in config.output_file.split(",") if f]
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     log("*** Reading from input files ***")
     for f in input_files:
@@ -130,24 +124,24 @@ def run(args, tokenizer=None):
             file_io.makedirs(parent)
 
     segmenter = None
-    if args.word_segmenter:
-        if not args.do_whole_word_mask:
+    if config.word_segmenter:
+        if not config.do_whole_word_mask:
             raise UserInputError("--word_segmenter groups the characters of whole words for --do_whole_word_mask; "
                                  "pass --do_whole_word_mask too.")
         from keras_bert_impl.data.word_segmentation import get_segmenter
 
-        segmenter = get_segmenter(args.word_segmenter)
+        segmenter = get_segmenter(config.word_segmenter)
     stats = {}
     documents = pretraining_documents.read_documents(
         input_files, tokenizer, stats=stats, word_segmenter=segmenter)
     instances = pretraining_instances.create_training_instances(
-        documents, list(tokenizer.vocab.keys()), random.Random(args.random_seed),
-        max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor, short_seq_prob=args.short_seq_prob,
-        masked_lm_prob=args.masked_lm_prob, max_predictions_per_seq=args.max_predictions_per_seq,
-        do_whole_word_mask=args.do_whole_word_mask, sentence_order=args.sentence_order,
-        shard_size_documents=args.shard_size_documents or None, do_masking=not args.dynamic_masking, stats=stats,
-        mask_token_prob=args.mask_token_prob, keep_token_prob=args.keep_token_prob,
-        random_token_prob=args.random_token_prob,
+        documents, list(tokenizer.vocab.keys()), random.Random(config.random_seed),
+        max_seq_length=config.max_seq_length, dupe_factor=config.dupe_factor, short_seq_prob=config.short_seq_prob,
+        masked_lm_prob=config.masked_lm_prob, max_predictions_per_seq=config.max_predictions_per_seq,
+        do_whole_word_mask=config.do_whole_word_mask, sentence_order=config.sentence_order,
+        shard_size_documents=config.shard_size_documents or None, do_masking=not config.dynamic_masking, stats=stats,
+        mask_token_prob=config.mask_token_prob, keep_token_prob=config.keep_token_prob,
+        random_token_prob=config.random_token_prob,
     )
     start = time.time()
 
@@ -161,12 +155,12 @@ def run(args, tokenizer=None):
         instances,
         tokenizer,
         output_files,
-        args.max_seq_length,
-        args.max_predictions_per_seq,
-        with_masks=not args.dynamic_masking,
+        config.max_seq_length,
+        config.max_predictions_per_seq,
+        with_masks=not config.dynamic_masking,
         progress_fn=progress,
-        progress_every=args.progress_every,
-        source=f"--input_file {args.input_file}",
+        progress_every=config.progress_every,
+        source=f"--input_file {config.input_file}",
     )
     log(f"Wrote {total} total instances from {stats.get('documents_read', 0)} documents; dropped "
         f"{stats.get('markup_lines_dropped', 0)} WikiExtractor <doc ...>/</doc> lines")

@@ -19,26 +19,39 @@ written under a temporary name renamed once complete: a mistake or a full disk l
 A mistake in a flag or a file stops the run with one line and exit status 2 (--debug: the traceback).
 """
 
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.flags import FlagParser, positive_int
+import dataclasses
+import logging
+from typing import Optional
+
 from keras_bert_impl.models.feature_modes import FEATURE_MODES
+from keras_bert_impl.runners.cli import run_main
+from keras_bert_impl.runners.flags import config_from_flags, settings_parser
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.settings import BOOLEAN, POSITIVE_INT, one_of, setting
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FeatureExtractionConfig:
+    """The settings of the recipe, one per flag, with the original's flag names and defaults."""
+
+    input_file: str = setting(help="Text lines: `text_a` or `text_a ||| text_b`.")
+    output_file: str = setting(help="Where the JSON Lines go.")
+    layers: str = setting("-1,-2,-3,-4", help="Comma-separated encoder layer indices.")
+    feature_mode: str = setting("", one_of(("", *FEATURE_MODES)), "A Table 7 row written instead of --layers (the "
+                                "sum_ rows: the plain average of their layers).")
+    bert_config_file: Optional[str] = setting(None, help="bert_config.json; default: the checkpoint's own.")
+    max_seq_length: int = setting(128, POSITIVE_INT, "Sequence length after WordPiece.")
+    init_checkpoint: str = setting(help="The pretrained checkpoint.")
+    vocab_file: Optional[str] = setting(None, help="vocab.txt; default: the checkpoint directory's.")
+    do_lower_case: bool = setting(True, BOOLEAN, "Lower-case the input (uncased models).")
+    batch_size: int = setting(32, POSITIVE_INT, "Lines per forward pass.")
 
 
 def build_parser():
-    p = FlagParser(description=__doc__)
-    p.add_argument("--input_file", required=True, help="Text lines: `text_a` or `text_a ||| text_b`.")
-    p.add_argument("--output_file", required=True, help="Where the JSON Lines go.")
-    p.add_argument("--layers", default="-1,-2,-3,-4", help="Comma-separated encoder layer indices.")
-    p.add_argument("--feature_mode", default="", choices=["", *FEATURE_MODES],
-                   help="A Table 7 row written instead of --layers (the sum_ rows: the plain average of their layers).")
-    p.add_argument("--bert_config_file", default=None, help="bert_config.json; default: the checkpoint's own.")
-    p.add_argument("--max_seq_length", type=positive_int, default=128, help="Sequence length after WordPiece.")
-    p.add_argument("--init_checkpoint", required=True, help="The pretrained checkpoint.")
-    p.add_argument("--vocab_file", default=None, help="vocab.txt; default: the checkpoint directory's.")
-    p.add_bool_flag("do_lower_case", True, "Lower-case the input (uncased models).")
-    p.add_argument("--batch_size", type=positive_int, default=32, help="Lines per forward pass.")
-    return p
+    """The argument parser: a flag per field of `FeatureExtractionConfig`."""
+    return settings_parser(FeatureExtractionConfig, __doc__)
 
 
 def parse_layers(value):
@@ -54,25 +67,31 @@ def parse_layers(value):
 
 def run(args):
     """Checks the flags and the input, loads the checkpoint, writes --output_file; returns the line count."""
-    from keras_bert_impl.runners.finetuning import load_backbone, load_tokenizer  # Keras: after the flags
+    return extract(config_from_flags(FeatureExtractionConfig, args))
+
+
+def extract(config):
+    """Checks `config` (a `FeatureExtractionConfig`) and the input, loads the checkpoint, writes --output_file;
+    returns the line count."""
+    from keras_bert_impl.tasks.base import load_backbone, load_tokenizer  # Keras: after the flags
     from keras_bert_impl.tasks.feature_extraction import extract_features, read_input_lines, write_features
 
-    layer_indexes = parse_layers(args.layers)
-    if args.max_seq_length < 3:
-        raise UserInputError(f"--max_seq_length: expected at least 3 ([CLS] a [SEP]), got {args.max_seq_length}.")
-    lines = read_input_lines(args.input_file)
-    tokenizer = load_tokenizer(args)
-    backbone = load_backbone(args, output_hidden_states=True)
-    if args.max_seq_length > backbone.config.max_position_embeddings:
-        raise UserInputError(f"--max_seq_length: {args.max_seq_length} exceeds the model's max_position_embeddings "
+    layer_indexes = parse_layers(config.layers)
+    if config.max_seq_length < 3:
+        raise UserInputError(f"--max_seq_length: expected at least 3 ([CLS] a [SEP]), got {config.max_seq_length}.")
+    lines = read_input_lines(config.input_file)
+    tokenizer = load_tokenizer(config)
+    backbone = load_backbone(config, output_hidden_states=True)
+    if config.max_seq_length > backbone.config.max_position_embeddings:
+        raise UserInputError(f"--max_seq_length: {config.max_seq_length} exceeds the model's max_position_embeddings "
                              f"({backbone.config.max_position_embeddings}).")
     try:
-        records = extract_features(backbone, tokenizer, lines, layer_indexes, args.max_seq_length, args.batch_size,
-                                   feature_mode=args.feature_mode or None)
+        records = extract_features(backbone, tokenizer, lines, layer_indexes, config.max_seq_length, config.batch_size,
+                                   feature_mode=config.feature_mode or None)
     except UserInputError as error:
         raise UserInputError(f"--layers: {error}") from None
-    count = write_features(args.output_file, records)
-    print(f"wrote features of {count} lines to {args.output_file}")
+    count = write_features(config.output_file, records)
+    logger.info(f"wrote features of {count} lines to {config.output_file}")
     return count
 
 

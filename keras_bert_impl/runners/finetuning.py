@@ -3,7 +3,7 @@ tokenizer, model, BERT's optimizer schedule, `fit` keeping the best checkpoint b
 the model directory, eval_results.json, predictions) under `--strategy` and `--mixed_precision`.
 
 The task recipes (`keras_bert_impl.runners.run_glue`, `run_ner`, `run_squad`, `run_swag`; `recipes/run_*.py`)
-are their flags (`runners.finetuning_flags`) and `finetuning_recipe`: the task's config made from the flags,
+are their flags (the fields of `tasks.configs`) and `finetuning_recipe`: the task's config made from the flags,
 and one call of `run_finetuning`. The settings are a task's config (`tasks.base.FinetuningConfig`), one
 field per flag of the same name; the flag names below are those fields.
 
@@ -31,6 +31,8 @@ Divergence: a NaN or infinite train loss or metric, or a loss above 100 x max(1,
 the epoch's checkpoint, best.weights.h5 and model/ are not written from it, so the newest checkpoint and
 best.weights.h5 stay finite.
 
+The training is the package's one resumable driver (`training.resumable.run_training`, on fine-tuning's
+`training.epoch_schedule.EpochSchedule`: epoch checkpoints, the best epoch on dev), as pretraining's is.
 Resuming: when `output_dir/checkpoints` holds a checkpoint, the same command restores the latest one
 (weights, optimizer state and step, the best epoch so far) and trains the remaining epochs; every epoch
 sees the batches an uninterrupted run would have seen (the shuffle is seeded with `--seed` + epoch), so
@@ -43,7 +45,7 @@ refused in one line when a file the run reads (--init_checkpoint, --vocab_file, 
 One run per output_dir, bound to its settings (`training.run_directory`): the run holds `output_dir/.lock`
 while it lives, and a second run on the directory is refused, naming the process that holds it; a training
 run records the settings that shape the trained weights in `output_dir/run_settings.json`
-(`finetuning_flags.run_settings`), and while output_dir holds checkpoints, a training run with other values
+(`utils.settings.run_settings`), and while output_dir holds checkpoints, a training run with other values
 (e.g. another --learning_rate, --train_batch_size or --max_seq_length) is refused before it reads anything,
 in one line naming each setting with its two values.
 
@@ -68,10 +70,9 @@ such run per (learning rate, seed) in `output_dir/runs/lr=...,seed=.../`, select
 
 import contextlib
 import dataclasses
-import json
+import logging
 import math
 import os
-import sys
 import time
 import warnings
 
@@ -80,28 +81,21 @@ import keras
 from keras_bert_impl.checkpoints import model_directory
 from keras_bert_impl.data import batching, streaming
 from keras_bert_impl.runners import protocol
-from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.finetuning_flags import config_from_flags, run_settings
-from keras_bert_impl.runners.flags import accumulation_options
 from keras_bert_impl.tasks.base import (  # noqa: F401 (load_backbone: part of this module's API)
     check_model_flags,
     load_backbone,
     load_tokenizer,
 )
 from keras_bert_impl.tokenizers.unknown_tokens import report_unknown_tokens
-from keras_bert_impl.training import checkpoint_store, distribute, divergence, metrics_log, run_directory
-from keras_bert_impl.training.interrupts import StopOnSignal
-from keras_bert_impl.training.optimization import create_optimizer
-from keras_bert_impl.training.out_of_memory import explain_out_of_memory
-from keras_bert_impl.utils.errors import TrainingDivergedError, UserInputError
-from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.progress import FitProgress
+from keras_bert_impl.training import checkpoint_store, distribute, run_directory
+from keras_bert_impl.training.epoch_schedule import BEST_WEIGHTS, DEV_METRICS, BestCheckpoint, EpochSchedule
+from keras_bert_impl.training.optimization import accumulation_options, create_optimizer
+from keras_bert_impl.training.resumable import STEPS_LOG, TENSORBOARD_DIR, TRAIN_LOG, run_training
+from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.settings import run_settings
 
-TRAIN_LOG = "train_log.jsonl"
-STEPS_LOG = "train_steps_log.jsonl"
-TENSORBOARD_DIR = "logs"
-STATE_FILE = "state.json"
-BEST_WEIGHTS = "best.weights.h5"
+logger = logging.getLogger(__name__)
+
 LORA_WEIGHTS = "adapters.lora.h5"
 # What a resumed run reads back from --output_dir (a multi-worker job's other workers read the chief's).
 READ_BACK = (checkpoint_store.CHECKPOINT_SUBDIR, BEST_WEIGHTS)
@@ -114,7 +108,7 @@ OUTPUT_DESCRIPTIONS = {
     checkpoint_store.CHECKPOINT_SUBDIR: "model + optimizer state per epoch: the same command resumes from it",
     BEST_WEIGHTS: "the best epoch's weights (model.load_weights)",
     LORA_WEIGHTS: "--lora_rank: the LoRA adapters (backbone.load_lora_weights)",
-    "dev_metrics_per_epoch.json": "dev metrics of every epoch",
+    DEV_METRICS: "dev metrics of every epoch",
     "eval_results.json": "the final dev metrics",
     "model": "the fine-tuned model directory (from_pretrained, export_savedmodel.py)",
     "train_data_stats.json": "counts of the training examples and features",
@@ -153,8 +147,8 @@ def setup_distribution(config):
         distribution.keras_distribution.auto_shard_dataset = False
     if distribution.num_replicas > 1 and config.do_train:
         per_replica = distribution.per_replica_batch_size(config.train_batch_size)
-        print(f"{distribution.name}: {distribution.num_replicas} replicas x {per_replica} = global batch "
-              f"{config.train_batch_size}")
+        logger.info(f"{distribution.name}: {distribution.num_replicas} replicas x {per_replica} = global batch "
+                    f"{config.train_batch_size}")
     return distribution
 
 
@@ -163,7 +157,7 @@ def distributed_config(config, distribution, output_dir):
     job's other workers a temporary directory, `Distribution.write_dir`), on a TPU without
     `--dynamic_padding` (static shapes)."""
     if distribution.is_tpu and config.dynamic_padding:
-        print("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
+        logger.info("TPU: every batch is padded to --max_seq_length (static shapes); --dynamic_padding is off.")
         config = dataclasses.replace(config, dynamic_padding=False)
     return dataclasses.replace(config, output_dir=output_dir)
 
@@ -228,194 +222,17 @@ def training_batches(features, labels, config, distribution=None, initial_epoch=
     return batching.BucketedBatches(features, labels, config.train_batch_size, **epochs)
 
 
-class BestCheckpoint(keras.callbacks.Callback):
-    """Evaluates on the dev set after every epoch and keeps the weights with the best dev metric.
-
-    `evaluate_fn(model) -> dict` computes the task's metrics (the paper's metric, on the real dev
-    examples, e.g. SQuAD F1 after post-processing); `metric` names the key to maximize. The best weights
-    are written to `output_dir/best.weights.h5` (atomically, without the optimizer's state), every
-    epoch's metrics to `output_dir/dev_metrics_per_epoch.json` and, as `dev_<name>`, into the epoch's
-    logs (for `metrics_log.MetricsLogger`); at the end of training the model holds the best weights.
-    `state()` / `restore(state)` carry the best value and the history across a resumed run.
-
-    Args:
-        evaluate_fn: callable taking the model and returning a dict of dev metrics.
-        metric: the key of that dict to maximize.
-        output_dir: where the best weights and the per-epoch metrics go.
-
-    Examples:
-
-    >>> import tempfile
-    >>> import numpy as np
-    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> dev_scores = iter([0.5, 0.8, 0.6])
-    >>> callback = BestCheckpoint(lambda model: {"accuracy": next(dev_scores)}, "accuracy", tempfile.mkdtemp())
-    >>> _ = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=3, verbose=0, callbacks=[callback])
-    <BLANKLINE>
-    epoch 1: dev accuracy=0.5000
-    <BLANKLINE>
-    epoch 2: dev accuracy=0.8000
-    <BLANKLINE>
-    epoch 3: dev accuracy=0.6000
-    >>> callback.best_metrics
-    {'accuracy': 0.8, 'epoch': 2}
-    """
-
-    def __init__(self, evaluate_fn, metric, output_dir):
-        super().__init__()
-        self.evaluate_fn = evaluate_fn
-        self.metric = metric
-        self.output_dir = output_dir
-        self.best_value = -math.inf
-        self.best_metrics = None
-        self.history = []
-        self.path = os.path.join(output_dir, BEST_WEIGHTS)
-
-    def state(self):
-        """What a resumed run needs: {"best_metrics": dict or None, "history": [per-epoch dicts]}."""
-        return {"best_metrics": self.best_metrics, "history": list(self.history)}
-
-    def restore(self, state):
-        """Takes back a `state()` written at a checkpoint."""
-        self.best_metrics = state.get("best_metrics")
-        self.history = list(state.get("history", []))
-        self.best_value = -math.inf if self.best_metrics is None else self.best_metrics[self.metric]
-
-    def on_epoch_end(self, epoch, logs=None):
-        metrics = self.evaluate_fn(self.model)
-        if self.metric not in metrics:
-            raise KeyError(f"evaluate_fn returned {sorted(metrics)}, without the metric {self.metric!r}.")
-        numbers = {k: float(v) for k, v in sorted(metrics.items()) if isinstance(v, (int, float))}
-        print(f"\nepoch {epoch + 1}: dev {metrics_log.metrics_text(metrics)}")
-        main_value = numbers.get(self.metric, math.nan)
-        if not math.isfinite(main_value):
-            # `nan > best` is False, so a NaN epoch would never be best, and the run would end with no best
-            # epoch at all: it is stopped here instead, before this epoch's checkpoint is written.
-            raise TrainingDivergedError(
-                f"epoch {epoch + 1}: dev {self.metric} is {metrics[self.metric]} (the model's dev predictions are "
-                "not finite, or all equal).")
-        # Another metric can be undefined where the main one is not (e.g. Pearson's r of a constant
-        # prediction): it is recorded as null, which strict JSON (and `write_json`) accepts.
-        finite = {k: v for k, v in numbers.items() if math.isfinite(v)}
-        self.history.append({"epoch": epoch + 1, **{k: (None if k in numbers and k not in finite else v)
-                                                    for k, v in metrics.items()}})
-        write_json(os.path.join(self.output_dir, "dev_metrics_per_epoch.json"), self.history)
-        if logs is not None:
-            logs.update({f"dev_{k}": v for k, v in finite.items()})
-        if main_value > self.best_value:
-            divergence.check_finite_weights(self.model, f"epoch {epoch + 1}")
-            self.best_value = metrics[self.metric]
-            self.best_metrics = dict(metrics, epoch=epoch + 1)
-            checkpoint_store.save_model_weights(self.model, self.path)
-
-    def on_train_end(self, logs=None):
-        if os.path.isfile(self.path):
-            checkpoint_store.load_model_weights(self.model, self.path)
-
-
-class EpochCheckpoint(keras.callbacks.Callback):
-    """At every epoch end: writes the driver's state for the step (`STATE_FILE`: epochs done, the
-    `BestCheckpoint` state, the labels the head is trained on), then the model + optimizer checkpoint
-    (`checkpoint_store.save_checkpoint`).
-
-    The state is written first, so every checkpoint has its state; a kill between the two leaves the
-    previous checkpoint the latest, whose state is still there.
-    """
-
-    def __init__(self, directory, best=None, keep_checkpoint_max=1, labels=None):
-        super().__init__()
-        self.directory = directory
-        self.best = best
-        self.keep_checkpoint_max = keep_checkpoint_max
-        self.labels = labels
-
-    def on_epoch_end(self, epoch, logs=None):
-        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        states = read_checkpoint_states(self.directory)
-        states[str(step)] = {"epoch": epoch + 1, "best": None if self.best is None else self.best.state(),
-                             "labels": self.labels}
-        os.makedirs(self.directory, exist_ok=True)
-        write_json(os.path.join(self.directory, STATE_FILE), states)
-        checkpoint_store.save_checkpoint(self.model, self.directory, self.keep_checkpoint_max)
-        kept = {str(s) for s, _ in checkpoint_store.list_checkpoints(self.directory)}
-        if set(states) - kept:
-            write_json(os.path.join(self.directory, STATE_FILE), {k: v for k, v in states.items() if k in kept})
-
-
-class EpochSeed(keras.callbacks.Callback):
-    """Seeds Python, NumPy and the backend with `seed + epoch` at the start of every epoch, so that what
-    `fit` shuffles itself (arrays, `shuffle=True`) is the same in a resumed epoch as in an uninterrupted run."""
-
-    def __init__(self, seed):
-        super().__init__()
-        self.seed = seed
-
-    def on_epoch_begin(self, epoch, logs=None):
-        keras.utils.set_random_seed(self.seed + epoch)
-
-
-def read_checkpoint_states(directory):
-    """{str(step): {"epoch": epochs done, "best": BestCheckpoint state or None}} of `directory` ({} if none)."""
-    path = os.path.join(directory, STATE_FILE)
-    if not os.path.isfile(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def restore_training(model, directory, best=None, labels=None):
-    """Restores the latest checkpoint of `directory` into the compiled `model` (and its state into `best`);
-    returns the number of epochs it completed (0 when there is none). `labels`: the label names the model's
-    head is trained on now (`task.trained_labels()`).
-
-    Raises:
-        UserInputError: the checkpoints were trained on other labels (naming both sets), do not fit the model
-            (another run's output_dir) or lack their state.
-    """
-    checkpoints = checkpoint_store.list_checkpoints(directory)
-    if not checkpoints:
-        return 0
-    run_directory.check_trained_labels(directory, read_checkpoint_states(directory).get(str(checkpoints[-1][0]), {}),
-                                       labels)
-    try:
-        step = checkpoint_store.restore_latest_checkpoint(model, directory)
-    except (OSError, ValueError) as error:
-        first_line = str(error).splitlines()[-1]
-        raise UserInputError(f"{directory}: cannot resume from these checkpoints ({first_line}); they belong to "
-                             "another model or run: use another --output_dir, or --overwrite_output_dir") from error
-    state = read_checkpoint_states(directory).get(str(step))
-    if state is None:
-        raise UserInputError(f"{os.path.join(directory, STATE_FILE)}: no entry for the checkpoint of step {step}; "
-                             "pass --overwrite_output_dir to train from the start")
-    if best is not None and state.get("best"):
-        best.restore(state["best"])
-    return int(state["epoch"])
-
-
-def epoch_resume_point(directory, step):
-    """Where the same command resumes a fine-tuning run stopped after `step` (`StopOnSignal`'s line): the
-    newest epoch checkpoint of `directory`, and how many steps after it are trained again."""
-    checkpoints = checkpoint_store.list_checkpoints(directory)
-    if not checkpoints:
-        return f"no epoch had ended: the same command starts from the beginning (its {step} steps are trained again)"
-    saved = checkpoints[-1][0]
-    epoch = read_checkpoint_states(directory).get(str(saved), {}).get("epoch", "?")
-    lost = "nothing is trained again" if saved == step else f"the {step - saved} steps after it are trained again"
-    return f"the same command resumes from the checkpoint of epoch {epoch} (step {saved}): {lost}"
-
-
 def warn_untrained_heads(model, config):
-    """Before an evaluation-only run: one warning on stderr when the model's task head (e.g. the
-    classifier) holds its random initialization, because the checkpoint had none for it."""
+    """Before an evaluation-only run: one warning (logged: a recipe's line `warning: ...` on stderr) when the
+    model's task head (e.g. the classifier) holds its random initialization, because the checkpoint had none."""
     heads = getattr(model, "newly_initialized_heads", [])
     if not heads:
         return
     source = (f"--init_checkpoint {config.init_checkpoint}" if config.init_checkpoint
               else "the model (no --init_checkpoint)")
-    print(f"warning: {source} has no trained {' or '.join(heads)} head: it is randomly initialized, so this "
-          f"evaluation scores an untrained head. Pass a fine-tuned model (an output_dir/model of a --do_train run) "
-          f"as --init_checkpoint.", file=sys.stderr)
+    logger.warning(f"{source} has no trained {' or '.join(heads)} head: it is randomly initialized, so this "
+                   f"evaluation scores an untrained head. Pass a fine-tuned model (an output_dir/model of a --do_train "
+                   f"run) as --init_checkpoint.")
 
 
 # ------------------------------------------------------------------------------------------- the driver
@@ -428,7 +245,7 @@ def run_finetuning(task):
     one `finetune` per (learning rate, seed) in output_dir/runs/, the best on dev selected; returns the
     selected run's results.
 
-    From Python (README.md, "Fine-tuning from Python"), e.g.:
+    From Python (docs/training_in_python.md, "Fine-tuning from Python"), e.g.:
 
         run_finetuning(GlueTask(GlueConfig(task_name="sst2", data_dir="data/sentiment", init_checkpoint=...,
                                            output_dir="output/sst2", do_train=True, do_eval=True)))
@@ -451,7 +268,7 @@ def run_finetuning(task):
             removed = run_directory.remove_run_outputs(config.output_dir, OUTPUT_DESCRIPTIONS,
                                                        dataclasses.asdict(config))
             if removed:
-                print(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
+                logger.info(f"--overwrite_output_dir: removed {', '.join(removed)} from {config.output_dir}")
         task = task.with_config(distributed_config(config, distribution, write_dir))
         if protocol_settings is None:
             return finetune(task, distribution)
@@ -496,7 +313,7 @@ def finetune(task, distribution, select_on_dev=False):
         if "initialized randomly" not in str(warning.message):
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
         elif config.do_train:
-            print(f"{str(warning.message).rstrip('.')} (a new head: training sets its weights).")
+            logger.info(f"{str(warning.message).rstrip('.')} (a new head: training sets its weights).")
     if config.lora_rank:
         try:
             model.backbone.enable_lora(config.lora_rank)
@@ -523,9 +340,10 @@ def finetune(task, distribution, select_on_dev=False):
 
 def fit_task(task, model, train, distribution, predictions):
     """Compiles and fits `model` on `train` (a `tasks.base.TrainingSet`) for `num_train_epochs` of the task's
-    config, resuming from output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or
-    {} when the task has no dev set. `predictions`: what the dev set is scored with after every epoch,
-    `model` or `predictor(model, distribution)`."""
+    config with the training driver (`training.resumable.run_training` on an `EpochSchedule`), resuming from
+    output_dir/checkpoints; returns the best epoch's results (`task.best_results`), or {} when the task has no
+    dev set. `predictions`: what the dev set is scored with after every epoch, `model` or
+    `predictor(model, distribution)`."""
     config = task.config
     epochs = math.ceil(config.num_train_epochs)
     # Gradient accumulation: batches of train_batch_size / N, an update every N of them; steps count updates.
@@ -538,53 +356,27 @@ def fit_task(task, model, train, distribution, predictions):
     # The task's loss, by default the model's own with its metrics (`BertTaskModel.compile`'s defaults).
     model.compile(optimizer=create_finetuning_optimizer(config, total_steps), loss=task.training_loss(),
                   steps_per_execution=config.steps_per_execution)
-    checkpoint_dir = os.path.join(config.output_dir, checkpoint_store.CHECKPOINT_SUBDIR)
     # `fit` hands the callback `model` itself; `predictions` computes its outputs.
     best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, config.output_dir)
             if task.can_evaluate else None)
-    initial_epoch = restore_training(model, checkpoint_dir, best, task.trained_labels())
-    log_path = os.path.join(config.output_dir, TRAIN_LOG)
-    initial_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if initial_epoch else 0
-    if initial_epoch >= epochs:
-        print(f"{checkpoint_dir} holds a finished run ({initial_epoch} of {epochs} epochs): nothing left to train; "
-              "continuing with its best weights. Pass --overwrite_output_dir (or use another --output_dir) to train "
-              "again.")
-        if best is not None and os.path.isfile(best.path):
-            checkpoint_store.load_model_weights(model, best.path)
-    else:
-        if initial_epoch:
-            print(f"resuming from {checkpoint_dir} at epoch {initial_epoch + 1} of {epochs} (step {initial_step})")
-        steps_log_path = os.path.join(config.output_dir, STEPS_LOG)
-        for path in (log_path, steps_log_path):
-            metrics_log.truncate_metrics_log(path, initial_step)
-        if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
-            data = training_batches(train.features, train.labels, batch_config, distribution,
+    if train.bucketed:  # shuffle=False: the batches are shuffled (within length buckets) already
+        def data(initial_epoch):
+            return training_batches(train.features, train.labels, batch_config, distribution,
                                     initial_epoch=initial_epoch, **train.batching_options)
-            fit_kwargs = {"shuffle": False, **train.fit_kwargs}
-            if hasattr(data, "element_spec"):  # a tf.data.Dataset, already shuffled: Keras ignores `shuffle`
-                fit_kwargs["shuffle"] = False
-        else:
-            data = train.features
-            fit_kwargs = {"y": train.labels, "batch_size": batch_config.train_batch_size, "shuffle": True,
-                          **train.fit_kwargs}
-        print(f"{task.name}: {train.description}, {epochs} epoch{'s' * (epochs != 1)}, {total_steps} steps")
-        run_directory.record_run_settings(config.output_dir, run_settings(config))
-        # The guard comes first: a non-finite or grown loss stops the run before anything of that batch or
-        # epoch is logged or saved. The signal check comes last, after the epoch's checkpoint.
-        guard = divergence.DivergenceGuard(checkpoint_dir, divergence.first_logged_loss(log_path))
-        stop = StopOnSignal(lambda model, step: epoch_resume_point(checkpoint_dir, step))
-        callbacks = [guard, EpochSeed(config.seed)] + ([] if best is None else [best]) + [
-            metrics_log.MetricsLogger(log_path, initial_step, os.path.join(config.output_dir, TENSORBOARD_DIR, "train"),
-                                    steps_path=steps_log_path, log_every_steps=config.log_every_steps,
-                                    accumulation_steps=accumulation, initial_batches=initial_epoch * batches_per_epoch),
-            EpochCheckpoint(checkpoint_dir, best, config.keep_checkpoint_max, task.trained_labels()),
-            FitProgress(config.verbose), stop,
-        ]
-        with stop, explain_out_of_memory(model, config.train_batch_size, config.max_seq_length), \
-                streaming.raising_stream_errors(train.features):
-            model.fit(data, epochs=epochs, initial_epoch=initial_epoch, callbacks=callbacks, verbose=0, **fit_kwargs)
-    # The model now holds the best epoch's weights, or the last epoch's without a dev set: never save NaN.
-    divergence.check_finite_weights(model, "the end of training")
+
+        fit_kwargs = {"shuffle": False, **train.fit_kwargs}
+    else:
+        data = train.features
+        fit_kwargs = {"y": train.labels, "batch_size": batch_config.train_batch_size, "shuffle": True,
+                      **train.fit_kwargs}
+    with streaming.raising_stream_errors(train.features):  # a streamed file that changed: its own one line
+        run_training(model, data, EpochSchedule(epochs, config.seed, batches_per_epoch, best, task.trained_labels()),
+                     config.output_dir, keep_checkpoint_max=config.keep_checkpoint_max, verbose=config.verbose,
+                     fit_kwargs=fit_kwargs, log_every_steps=config.log_every_steps, run_settings=run_settings(config),
+                     announcement=f"{task.name}: {train.description}, {epochs} epoch{'s' * (epochs != 1)}, "
+                                  f"{total_steps} steps",
+                     batch_size=config.train_batch_size, sequence_length=config.max_seq_length)
+    # The model now holds the best epoch's weights, or the last epoch's without a dev set (checked finite).
     if best is None or best.best_metrics is None:
         return {}
     return task.best_results(best.best_metrics)

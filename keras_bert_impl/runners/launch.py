@@ -35,6 +35,7 @@ PyTorch is refused with a one-line error: it trains on one device of one process
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -46,7 +47,9 @@ import tempfile
 import threading
 import time
 
+from keras_bert_impl.runners.flags import add_setting_flags
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, one_of, optional, setting
 
 BACKENDS = ("tensorflow", "jax", "torch")
 # The --strategy the launcher adds to the recipe's flags, unless it has one.
@@ -244,17 +247,25 @@ def _worker_address(worker):
     return env["KERAS_DISTRIBUTION_JOB_ADDRESSES"].split(",")[int(env["KERAS_DISTRIBUTION_PROCESS_ID"])]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LaunchFlags:
+    """The launcher's own flags (those before `--`)."""
+
+    num_workers: int = setting(kind=INTEGER, help="Worker processes to start on this machine.")
+    backend: str = setting(kind=one_of(BACKENDS), default_factory=lambda: os.environ.get("KERAS_BACKEND", "tensorflow"),
+                           help="Keras backend of the workers (default: $KERAS_BACKEND, else tensorflow).")
+    port: int = setting(None, optional(INTEGER), "Port of worker 0 (JAX's coordinator); worker i gets port + i. "
+                        "Default: free ports.")
+    stop_timeout: float = setting(30.0, NUMBER, "After Ctrl-C or SIGTERM: seconds the workers get to stop before they "
+                                  "are killed.")
+    dry_run: bool = setting(False, BOOLEAN, "Print each worker's environment and command; run nothing.", switch=True)
+
+
 def build_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], usage="%(prog)s [options] -- recipe.py [flags]")
-    p.add_argument("--num_workers", type=int, required=True, help="Worker processes to start on this machine.")
-    p.add_argument("--backend", default=os.environ.get("KERAS_BACKEND", "tensorflow"), choices=BACKENDS,
-                   help="Keras backend of the workers (default: $KERAS_BACKEND, else tensorflow).")
-    p.add_argument("--port", type=int, default=None,
-                   help="Port of worker 0 (JAX's coordinator); worker i gets port + i. Default: free ports.")
-    p.add_argument("--stop_timeout", type=float, default=30.0,
-                   help="After Ctrl-C or SIGTERM: seconds the workers get to stop before they are killed.")
-    p.add_argument("--dry_run", action="store_true", help="Print each worker's environment and command; run nothing.")
-    return p
+    """The launcher's argument parser: a flag per field of `LaunchFlags`."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     usage="%(prog)s [options] -- recipe.py [flags]")
+    return add_setting_flags(parser, LaunchFlags)
 
 
 def main(argv=None):

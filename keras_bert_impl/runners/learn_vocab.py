@@ -9,31 +9,41 @@ input file stops the run with one line and exit status 2 (--debug: the traceback
 """
 
 import argparse
+import dataclasses
+import logging
 import sys
 
 from keras_bert_impl.runners.cli import run_main
-from keras_bert_impl.runners.flags import positive_int
+from keras_bert_impl.runners.flags import add_setting_flags, config_from_flags
 from keras_bert_impl.tokenizers.vocabulary import RESERVED_TOKENS
+from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, POSITIVE_INT, setting
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VocabLearningConfig:
+    """The settings of the recipe, one per flag."""
+
+    input_files: str = setting(help="Comma-separated paths or globs of UTF-8 text files.")
+    output_file: str = setting("vocab.txt", help="Where to write the vocabulary.")
+    vocab_size: int = setting(30522, POSITIVE_INT, "Vocabulary size, reserved tokens included.")
+    do_lower_case: bool = setting(True, BOOLEAN, "Lower-case and strip accents (uncased); --no-do_lower_case for "
+                                  "cased.", negatable=True)
+    min_frequency: int = setting(2, INTEGER, "Lowest frequency threshold of a piece.")
+    reserved_tokens: str = setting(",".join(RESERVED_TOKENS), help="Comma-separated tokens written first.")
+    max_unique_words: int = setting(5_000_000, POSITIVE_INT, "Bound of the word counter.")
+    max_unique_chars: int = setting(1000, POSITIVE_INT, "Alphabet size.")
+    max_token_length: int = setting(50, POSITIVE_INT, "Longest piece, in characters.")
+    num_iterations: int = setting(4, POSITIVE_INT, "Iterations of the WordPiece learner.")
+    quiet: bool = setting(False, BOOLEAN, "No progress output.", switch=True)
 
 
 def build_parser():
+    """The argument parser: a flag per field of `VocabLearningConfig` (without the defaults in `--help`)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
-    parser.add_argument("--input_files", required=True, help="Comma-separated paths or globs of UTF-8 text files.")
-    parser.add_argument("--output_file", default="vocab.txt", help="Where to write the vocabulary.")
-    parser.add_argument("--vocab_size", type=positive_int, default=30522,
-                        help="Vocabulary size, reserved tokens included.")
-    parser.add_argument("--do_lower_case", action=argparse.BooleanOptionalAction, default=True,
-                        help="Lower-case and strip accents (uncased); --no-do_lower_case for cased.")
-    parser.add_argument("--min_frequency", type=int, default=2, help="Lowest frequency threshold of a piece.")
-    parser.add_argument("--reserved_tokens", default=",".join(RESERVED_TOKENS),
-                        help="Comma-separated tokens written first.")
-    parser.add_argument("--max_unique_words", type=positive_int, default=5_000_000, help="Bound of the word counter.")
-    parser.add_argument("--max_unique_chars", type=positive_int, default=1000, help="Alphabet size.")
-    parser.add_argument("--max_token_length", type=positive_int, default=50, help="Longest piece, in characters.")
-    parser.add_argument("--num_iterations", type=positive_int, default=4, help="Iterations of the WordPiece learner.")
-    parser.add_argument("--quiet", action="store_true", help="No progress output.")
-    return parser
+    return add_setting_flags(parser, VocabLearningConfig)
 
 
 def parse_args(argv=None):
@@ -42,23 +52,28 @@ def parse_args(argv=None):
 
 def run(args):
     """Learns the vocabulary of the flags and writes --output_file; returns 0."""
+    return learn(config_from_flags(VocabLearningConfig, args))
+
+
+def learn(config):
+    """Learns the vocabulary `config` (a `VocabLearningConfig`) asks for and writes its output_file; returns 0."""
     from keras_bert_impl.tokenizers.tf_vocab_learning import learn_vocab, write_vocab  # TensorFlow: after the flags
 
     vocab = learn_vocab(
-        args.input_files,
-        args.vocab_size,
-        do_lower_case=args.do_lower_case,
-        reserved_tokens=[t for t in args.reserved_tokens.split(",") if t],
-        min_frequency=args.min_frequency,
-        max_unique_words=args.max_unique_words,
-        verbose=not args.quiet,
-        max_unique_chars=args.max_unique_chars,
-        max_token_length=args.max_token_length,
-        num_iterations=args.num_iterations,
+        config.input_files,
+        config.vocab_size,
+        do_lower_case=config.do_lower_case,
+        reserved_tokens=[t for t in config.reserved_tokens.split(",") if t],
+        min_frequency=config.min_frequency,
+        max_unique_words=config.max_unique_words,
+        verbose=not config.quiet,
+        max_unique_chars=config.max_unique_chars,
+        max_token_length=config.max_token_length,
+        num_iterations=config.num_iterations,
     )
-    write_vocab(vocab, args.output_file)
-    if not args.quiet:
-        print(f"Wrote {len(vocab)} tokens to {args.output_file}")
+    write_vocab(vocab, config.output_file)
+    if not config.quiet:
+        logger.info(f"Wrote {len(vocab)} tokens to {config.output_file}")
     return 0
 
 

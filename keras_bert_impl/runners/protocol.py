@@ -14,7 +14,7 @@ Every (learning rate, seed) run is `runners.finetuning.finetune` with its own ou
 eval_results.json, prediction files, run_settings.json). A run is complete once `finetune` has returned:
 then `run_complete.json` (its settings and results) is written into its directory, last. The same command
 started again skips every complete run and resumes an interrupted one from its checkpoints (`finetune`'s
-resume). The protocol's settings (`finetuning_flags.run_settings`: the grid, the restarts and every setting
+resume). The protocol's settings (`utils.settings.run_settings`: the grid, the restarts and every setting
 that shapes the trained weights) are recorded in `output_dir/run_settings.json`; once output_dir/runs/ holds
 a run, a protocol with other values is refused in one line naming each (`training.run_directory`), before
 any run is touched; `--overwrite_output_dir` starts it afresh.
@@ -39,6 +39,7 @@ protocol_results.json is not a finished protocol's (its copies may be another se
 
 import dataclasses
 import json
+import logging
 import math
 import numbers
 import os
@@ -46,10 +47,12 @@ import shutil
 
 import numpy as np
 
-from keras_bert_impl.runners.finetuning_flags import run_settings
 from keras_bert_impl.training import checkpoint_store, run_directory
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, atomic_path, write_json
+from keras_bert_impl.utils.settings import run_settings
+
+logger = logging.getLogger(__name__)
 
 RUNS_DIR = "runs"
 RUN_COMPLETE = "run_complete.json"
@@ -206,10 +209,10 @@ def run_protocol(task, distribution, finetune):
             flags = run_settings(run_config)
             record_path = os.path.join(run_config.output_dir, RUN_COMPLETE)
             record = _read_json(record_path)
-            print(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate!r}, seed {seed} "
-                  f"({run_config.output_dir})")
+            logger.info(f"\n=== run {len(runs) + 1} of {total}: learning rate {learning_rate!r}, seed {seed} "
+                        f"({run_config.output_dir})")
             if record is not None and record.get("flags") == flags:
-                print(f"complete ({record_path}): not trained again")
+                logger.info(f"complete ({record_path}): not trained again")
                 results = record["results"]
             else:
                 # select_on_dev: finetune refuses a run without dev metrics before training.
@@ -240,8 +243,8 @@ def run_protocol(task, distribution, finetune):
     with atomic_open(os.path.join(output_dir, RESULTS_MD)) as f:
         f.write(markdown_table(report))
     write_json(os.path.join(output_dir, RESULTS_JSON), report)
-    print(f"\nselected {chosen['output_dir']}: dev {metric} = {chosen['dev'][metric]:.4f}; at its learning rate "
-          f"{chosen['learning_rate']!r}: mean {selected_rate['mean']:.4f}, std {selected_rate['std']:.4f} over "
-          f"{selected_rate['num_runs']} run(s). Wrote {os.path.join(output_dir, RESULTS_JSON)} and "
-          f"{RESULTS_MD}; copied {', '.join(copied)} from {chosen['output_dir']}.")
+    logger.info(f"\nselected {chosen['output_dir']}: dev {metric} = {chosen['dev'][metric]:.4f}; at its learning rate "
+                f"{chosen['learning_rate']!r}: mean {selected_rate['mean']:.4f}, std {selected_rate['std']:.4f} over "
+                f"{selected_rate['num_runs']} run(s). Wrote {os.path.join(output_dir, RESULTS_JSON)} and "
+                f"{RESULTS_MD}; copied {', '.join(copied)} from {chosen['output_dir']}.")
     return chosen["results"]

@@ -1,109 +1,28 @@
-"""The fine-tuning task interface and its typed settings, loading a checkpoint and its tokenizer from those
-settings, and saving a complete model directory.
+"""The fine-tuning task interface, loading a checkpoint and its tokenizer from a task's settings, and saving a
+complete model directory.
 
-A `FinetuningConfig` holds the settings every fine-tuning run shares, one field per flag of the recipes
-(same name, same default); each task family subclasses it with its own (`tasks.glue.GlueConfig`, ...). A
-`FinetuningTask` is built on its config and holds everything one family of fine-tuning runs does
-differently (GLUE, NER, SQuAD, SWAG): its files, features, model, loss, dev metric and prediction files. The
-training loop that every task shares (seed, optimizer, `fit` with the best dev checkpoint,
-eval_results.json) is `keras_bert_impl.runners.finetuning.run_finetuning(task)`; the recipes build the
-config from their flags (`runners.finetuning_flags.config_from_flags`).
+A `FinetuningTask` is built on its config (`tasks.configs.FinetuningConfig` or the subclass of its family,
+`GlueConfig`, ...: the settings, one field per flag of the recipes) and holds everything one family of
+fine-tuning runs does differently (GLUE, NER, SQuAD, SWAG): its files, features, model, loss, dev metric and
+prediction files. The training loop that every task shares (seed, optimizer, `fit` with the best dev
+checkpoint, eval_results.json) is `keras_bert_impl.runners.finetuning.run_finetuning(task)`; the recipes build
+the config from their flags (`runners.flags.config_from_flags`).
 """
 
 import dataclasses
 import os
 import warnings
-from typing import Optional
 
 from keras_bert_impl.checkpoints.model_directory import MAX_SEQ_LENGTH_KEY, ModelDirectory
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.models.backbone import BertBackbone
+from keras_bert_impl.tasks.configs import FinetuningConfig
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.vocabulary import check_vocab_size
-from keras_bert_impl.training.distribute import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils import model_files
 from keras_bert_impl.utils.errors import CheckpointNotFoundError, UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
-from keras_bert_impl.utils.settings import (
-    BOOLEAN,
-    FRACTION,
-    LEARNING_RATE_GRID,
-    NON_NEGATIVE_INT,
-    POSITIVE_INT,
-    POSITIVE_NUMBER,
-    check_settings,
-    one_of,
-    optional,
-    setting,
-)
-
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class FinetuningConfig:
-    """The settings every fine-tuning run shares: one field per flag of `runners.finetuning_flags`
-    (`finetuning_flag_parser`, and `add_task_flags` but for the token-level recipes' `--bilstm_units`), with
-    the flag's name and default (`--help` says what each does). Fields are keyword-only; `output_dir` is
-    required.
-
-    Made once: the runner replaces fields with `dataclasses.replace` (a new config), never in place. A
-    value of the wrong type or range (the kinds of `utils.settings`, those of the flags' types) raises
-    `UserInputError` naming the field.
-
-    Examples:
-
-    >>> config = FinetuningConfig(output_dir="/tmp/run", do_train=True, learning_rate=1e-4)
-    >>> config.train_batch_size, config.num_train_epochs, config.max_seq_length
-    (32, 3.0, 128)
-    >>> FinetuningConfig(output_dir="/tmp/run", train_batch_size=0)
-    Traceback (most recent call last):
-    keras_bert_impl.utils.errors.UserInputError: FinetuningConfig.train_batch_size: expected a positive integer, got 0
-    """
-
-    # The model's files.
-    data_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    bert_config_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    do_lower_case: Optional[bool] = setting(None, optional(BOOLEAN))  # None: the checkpoint's
-    nfkc: Optional[bool] = setting(None, optional(BOOLEAN))  # NFKC before tokenizing; None: the checkpoint's
-    output_dir: str
-    overwrite_output_dir: bool = setting(False, BOOLEAN)  # start afresh: remove what a run wrote in output_dir
-    ignore_stored_head: bool = setting(False, BOOLEAN)  # a new head on --init_checkpoint's backbone
-    max_seq_length: int = setting(128, POSITIVE_INT)
-    # What the run does.
-    do_train: bool = setting(False, BOOLEAN)
-    do_eval: bool = setting(False, BOOLEAN)
-    do_predict: bool = setting(False, BOOLEAN)
-    # Training.
-    train_batch_size: int = setting(32, POSITIVE_INT)  # the global batch, split over the replicas
-    eval_batch_size: int = setting(8, POSITIVE_INT)
-    predict_batch_size: int = setting(8, POSITIVE_INT)
-    learning_rate: float = setting(5e-5, POSITIVE_NUMBER)
-    num_train_epochs: float = setting(3.0, POSITIVE_NUMBER)
-    warmup_proportion: float = setting(0.1, FRACTION)
-    seed: int = setting(42, NON_NEGATIVE_INT)
-    steps_per_execution: int = setting(1, POSITIVE_INT)
-    log_every_steps: int = setting(100, NON_NEGATIVE_INT)
-    keep_checkpoint_max: int = setting(1, POSITIVE_INT)  # the last epoch's (best.weights.h5 keeps the best)
-    gradient_accumulation_steps: int = setting(1, POSITIVE_INT)  # batches of train_batch_size / N per update
-    lora_rank: Optional[int] = setting(None, optional(POSITIVE_INT))  # None: full fine-tuning
-    # The paper's protocol (`runners.protocol`): a learning-rate grid times restarts.
-    learning_rate_grid: Optional[tuple] = setting(None, optional(LEARNING_RATE_GRID))
-    num_restarts: int = setting(1, POSITIVE_INT)
-    # Distribution and mixed precision (`training.distribute`).
-    strategy: str = setting("auto", one_of(STRATEGY_NAMES))
-    tpu: Optional[str] = None
-    mixed_precision: str = setting("float32", one_of(tuple(MIXED_PRECISION)))
-    # Batches, the saved model, fit's verbosity.
-    dynamic_padding: bool = setting(True, BOOLEAN)
-    pad_to_multiple_of: int = setting(8, POSITIVE_INT)
-    save_model: bool = setting(True, BOOLEAN)
-    verbose: int = setting(1, one_of((0, 1, 2)))
-
-    def __post_init__(self):
-        check_settings(self)
 
 
 def _init_checkpoint(config):

@@ -26,7 +26,7 @@ A GLUE task's training file of `data.streaming.STREAMING_MIN_BYTES` or more (or 
 and streamed during training, in bounded memory.
 """
 
-import dataclasses
+import logging
 import os
 from typing import NamedTuple, Optional
 
@@ -34,22 +34,17 @@ import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching, glue_data, streaming, text_classification_data
-from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
 from keras_bert_impl.metrics.glue_metrics import glue_task_metrics
 from keras_bert_impl.models.classifier import BertClassifier
-from keras_bert_impl.tasks.base import (
-    FinetuningConfig,
-    FinetuningTask,
-    TrainingSet,
-    batching_options,
-    warn_cut_examples,
-)
+from keras_bert_impl.tasks.base import FinetuningTask, TrainingSet, batching_options, warn_cut_examples
 from keras_bert_impl.data.class_scores import class_predictions, window_logits
+from keras_bert_impl.tasks.configs import GlueConfig
 from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import BOOLEAN, NUMBER, one_of, optional, setting
+
+logger = logging.getLogger(__name__)
 
 # split kind -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
@@ -57,36 +52,6 @@ _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_fi
 TEST_PREDICTIONS_FILE = "test_predictions.tsv"
 # The examples of a streamed training file whose texts the [UNK] report reads (it reads the others whole).
 UNKNOWN_TOKENS_SAMPLE = 100_000
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class GlueConfig(FinetuningConfig):
-    """The settings of a run of run_glue.py: `FinetuningConfig`'s and run_glue.py's own flags (same names,
-    same defaults); `output_dir` is required.
-
-    Examples:
-
-    >>> config = GlueConfig(task_name="sst2", data_dir="data/sentiment", output_dir="/tmp/sst2", do_train=True)
-    >>> config.classifier_dropout, config.label_column, config.max_seq_length, config.long_input
-    (0.1, 'label', 128, 'truncate')
-    """
-
-    # cola, sst2, mrpc, qqp, stsb, mnli, qnli, rte or wnli (any spelling `canonical_task` reads); None: your own
-    # data in --train_file / --validation_file / --test_file, its labels read from them.
-    task_name: Optional[str] = None
-    classifier_dropout: float = setting(0.1, NUMBER)
-    # A split's file of the datasets ecosystem instead of --data_dir's, and its columns.
-    train_file: Optional[str] = None
-    validation_file: Optional[str] = None
-    test_file: Optional[str] = None
-    text_column: Optional[str] = None  # None: the task's glue datasets column (own data: text_columns' rule)
-    text_pair_column: Optional[str] = None  # None: the task's; "": none
-    label_column: str = "label"
-    long_input: str = setting("truncate", one_of(LONG_INPUT_MODES))
-    # Stream the training file (`data.streaming`): None: from `streaming.STREAMING_MIN_BYTES` up.
-    stream_train_data: Optional[bool] = setting(None, optional(BOOLEAN))
-    # Your own data: a regression on its labels, integers too (float labels are one without it).
-    regression: bool = setting(False, BOOLEAN)
 
 
 class ClassificationSplit(NamedTuple):
@@ -232,7 +197,7 @@ class GlueTask(FinetuningTask):
             return (glue_data.encode_examples(self.tokenizer, examples, config.max_seq_length),
                     glue_data.label_ids(self.task, examples))
 
-        print(f"streaming {file}: reading it once to check and count its examples")
+        logger.info(f"streaming {file}: reading it once to check and count its examples")
         return streaming.StreamedExamples(file, parse, featurize, header_lines)
 
     def setup(self, tokenizer):
@@ -254,7 +219,7 @@ class GlueTask(FinetuningTask):
             self.label_names = self.own_label_names({kind: next(iter(v.values())) for kind, v in examples.items()})
             self.main_metric = "spearmanr" if self.regression else "accuracy"
             regression = f"a regression ({'--regression' if self.config.regression else 'float labels'})"
-            print(f"labels: {regression if self.regression else self.label_names}")
+            logger.info(f"labels: {regression if self.regression else self.label_names}")
         splits = {kind: {split: self.load_split(split, rows) for split, rows in examples[kind].items()}
                   for kind in examples}
         self.train_set = stream or (splits["train"]["train"] if "train" in splits else None)
@@ -327,7 +292,7 @@ class GlueTask(FinetuningTask):
             name = glue_data.submission_file_name(self.task, split) if self.task else TEST_PREDICTIONS_FILE
             path = os.path.join(self.config.output_dir, name)
             glue_data.write_submission(path, self.label_names, self.predictions(model, data))
-            print(f"wrote {len(data.examples)} test predictions to {path}")
+            logger.info(f"wrote {len(data.examples)} test predictions to {path}")
         return results
 
     def write_results(self, results):
@@ -336,4 +301,4 @@ class GlueTask(FinetuningTask):
         results["task_name"] = self.task
         results["num_dev_examples"] = {split: len(v.examples) for split, v in self.dev_sets.items()}
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"{self.name} dev: {metrics_text(results)}")
+        logger.info(f"{self.name} dev: {metrics_text(results)}")

@@ -12,26 +12,25 @@ of the files), or for a CLUENER test file test_predictions.json (its records wit
 their "label", `data/cluener_data.py`).
 """
 
-import dataclasses
+import logging
 import os
-from typing import Optional
 
 import numpy as np
 
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory
 from keras_bert_impl.data import batching, cluener_data, conll_data, conll_features, tag_schemes
 from keras_bert_impl.models.feature_based_tagger import BertFeatureBasedTagger
-from keras_bert_impl.models.feature_modes import FEATURE_COMBINES, FEATURE_MODES
 from keras_bert_impl.models.token_classifier import IGNORE_LABEL_ID, BertTokenClassifier
 from keras_bert_impl.tasks.base import (
-    FinetuningConfig,
     FinetuningTask,
     TrainingSet,
     batching_options,
 )
+from keras_bert_impl.tasks.configs import NerConfig
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path, write_json
-from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
+
+logger = logging.getLogger(__name__)
 
 SPLIT_FILE_NAMES = {
     "train": ("train.txt", "eng.train", "train.json"),
@@ -41,34 +40,6 @@ SPLIT_FILE_NAMES = {
 SPLIT_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
 # The file of a fine-tuned NER model directory holding its label list and tagging scheme.
 LABEL_LIST_FILE = "label_list.json"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class NerConfig(FinetuningConfig):
-    """The settings of an NER run: `FinetuningConfig`'s and run_ner.py's own flags (same names, same
-    defaults), the feature-based tagger's among them (`feature_based` and the `feature_*` / `lstm_*`
-    fields, None: the saved tagger's setting, else the paper's)."""
-
-    # The files: a split's file instead of --data_dir's, its columns, the label list.
-    train_file: Optional[str] = None
-    validation_file: Optional[str] = None  # also --dev_file
-    test_file: Optional[str] = None
-    labels: Optional[str] = None  # a file of one label per line
-    tokens_column: str = "tokens"
-    tags_column: str = "ner_tags"
-    # The fine-tuned tagger.
-    use_crf: bool = setting(False, BOOLEAN)
-    use_document_context: bool = setting(False, BOOLEAN)
-    tagging_scheme: str = setting("auto", one_of(conll_data.TAGGING_SCHEMES))
-    # The feature-based tagger (the paper's Table 7).
-    feature_based: bool = setting(False, BOOLEAN)
-    feature_layers: Optional[str] = None  # comma-separated hidden-state indices, e.g. "-1,-2,-3,-4"
-    feature_combine: Optional[str] = setting(None, optional(one_of(FEATURE_COMBINES)))
-    feature_mode: str = setting("", one_of(("", *FEATURE_MODES)))
-    lstm_units: Optional[int] = setting(None, optional(INTEGER))
-    lstm_layers: Optional[int] = setting(None, optional(INTEGER))
-    classifier_dropout: float = setting(0.1, NUMBER)
-    bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
 
 
 def split_file(config, split):
@@ -215,11 +186,11 @@ class NerTask(FinetuningTask):
         self.label_list = label_list
         self.scheme = conll_data.resolve_tagging_scheme(config.tagging_scheme, sentences.get("train", everything))
         tag_schemes.warn_tag_order_faults([s for s in everything if s.labelled], self.scheme)
-        print(f"labels: {label_list}; tagging scheme: {self.scheme}")
+        logger.info(f"labels: {label_list}; tagging scheme: {self.scheme}")
         for split in wanted:
             unseen = conll_data.unknown_labels(sentences[split], label_list)
             if unseen:
-                print(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
+                logger.info(f"{split}: labels the model lacks, scored as missed: {', '.join(unseen)}")
             self.splits[split] = NerSplit(paths[split], tokenizer, label_list, config, sentences=sentences[split],
                                           strict=strict)
 
@@ -240,7 +211,7 @@ class NerTask(FinetuningTask):
                 f"{source}: the labels are not those of the --init_checkpoint model's head ({', '.join(stored)}): "
                 f"{'lacks ' + ', '.join(missing) if missing else ''}{'; ' if missing and extra else ''}"
                 f"{'adds ' + ', '.join(extra) if extra else ''}; pass --ignore_stored_head to train a new head.")
-        print(f"labels of {source} matched by name to the label ids of the --init_checkpoint model")
+        logger.info(f"labels of {source} matched by name to the label ids of the --init_checkpoint model")
         return list(stored)
 
     def texts_read(self):
@@ -310,7 +281,7 @@ class NerTask(FinetuningTask):
         if all(s.labelled for s in test.sentences):
             results["test"] = conll_data.evaluate_word_tags(test.sentences, tags)
             message += f"; test entity F1 = {100 * results['test']['f1']:.2f}"
-        print(message)
+        logger.info(message)
         return results
 
     def write_results(self, results):
@@ -319,5 +290,5 @@ class NerTask(FinetuningTask):
         results["label_list"] = self.label_list
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
         if self.config.do_eval:
-            print("dev entity precision / recall / F1 = "
-                  f"{100 * results['precision']:.2f} / {100 * results['recall']:.2f} / {100 * results['f1']:.2f}")
+            logger.info("dev entity precision / recall / F1 = "
+                        f"{100 * results['precision']:.2f} / {100 * results['recall']:.2f} / {100 * results['f1']:.2f}")

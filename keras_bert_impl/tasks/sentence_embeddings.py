@@ -11,8 +11,7 @@ one (modules.json, 1_Pooling/, 2_Normalize/ with --normalize, sentence_bert_conf
 --max_seq_length), which `SentenceTransformer(directory)` loads.
 """
 
-import dataclasses
-from typing import Optional
+import logging
 
 import keras
 import numpy as np
@@ -28,7 +27,6 @@ from keras_bert_impl.models.sentence_losses import (
 )
 from keras_bert_impl.preprocessors.sentence_encoder_preprocessor import BertSentenceEncoderPreprocessor
 from keras_bert_impl.tasks.base import (
-    FinetuningConfig,
     FinetuningTask,
     TrainingSet,
     batching_options,
@@ -36,33 +34,13 @@ from keras_bert_impl.tasks.base import (
     load_backbone,
     warn_cut_examples,
 )
+from keras_bert_impl.tasks.configs import SentenceEmbeddingsConfig
 from keras_bert_impl.utils.errors import UserInputError
-from keras_bert_impl.utils.settings import BOOLEAN, one_of, optional, setting
 
-POOLING_CHOICES = ("mean", "cls", "max", "mean_sqrt_len_tokens")
+logger = logging.getLogger(__name__)
+
 # --loss -> the Keras loss the model is compiled with.
 LOSS_CLASSES = {"mnrl": MultipleNegativesRankingLoss, "cosent": CoSENTLoss, "simcse": SimCSELoss}
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SentenceEmbeddingsConfig(FinetuningConfig):
-    """The settings of a sentence-embedding run: `FinetuningConfig`'s and run_sentence_embeddings.py's own
-    flags (same names, same defaults).
-
-    Examples:
-
-    >>> config = SentenceEmbeddingsConfig(output_dir="/tmp/sentences", loss="cosent", pooling="cls")
-    >>> config.loss, config.pooling, config.normalize, config.max_seq_length
-    ('cosent', 'cls', None, 128)
-    """
-
-    train_file: Optional[str] = None
-    validation_file: Optional[str] = None
-    test_file: Optional[str] = None
-    loss: str = setting("mnrl", one_of(sentence_pairs_data.LOSSES))
-    symmetric: bool = setting(False, BOOLEAN)  # mnrl: also rank the anchors for each positive
-    pooling: Optional[str] = setting(None, optional(one_of(POOLING_CHOICES)))  # None: the checkpoint's, else mean
-    normalize: Optional[bool] = setting(None, optional(BOOLEAN))  # None: the checkpoint's Normalize module
 
 
 def pair_cosines(model, first, second, batch_size, config):
@@ -170,4 +148,4 @@ class SentenceEmbeddingsTask(FinetuningTask):
             return
         results["num_dev_pairs"] = len(self.dev[2])
         super().write_results(results)
-        print(f"sentence-embeddings dev spearman={results['spearman']:.4f} pearson={results['pearson']:.4f}")
+        logger.info(f"sentence-embeddings dev spearman={results['spearman']:.4f} pearson={results['pearson']:.4f}")

@@ -10,21 +10,22 @@ CJK ideographs; its results are named `cmrc2018_f1`, `cmrc2018_em`, ...). Writes
 nbest_predictions.json, null_odds.json (v2.0) and train_data_stats.json.
 """
 
-import dataclasses
+import logging
 import os
 import warnings
-from typing import Optional
 
 from keras_bert_impl.data import squad_data, squad_features
 from keras_bert_impl.metrics.cmrc2018_metrics import cmrc2018_evaluate, mostly_chinese
-from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS, squad_v1_evaluate, squad_v2_evaluate
-from keras_bert_impl.models.span_qa import DECODING_DEFAULTS, DECODING_SETTINGS, BertSpanQA
-from keras_bert_impl.tasks.base import FinetuningConfig, FinetuningTask, TrainingSet
+from keras_bert_impl.metrics.squad_metrics import squad_v1_evaluate, squad_v2_evaluate
+from keras_bert_impl.models.span_qa import DECODING_SETTINGS, BertSpanQA
+from keras_bert_impl.tasks.base import FinetuningTask, TrainingSet
+from keras_bert_impl.tasks.configs import SquadConfig
 from keras_bert_impl.data.squad_postprocessing import predict_raw_results, write_predictions
 from keras_bert_impl.training.metrics_log import metrics_text
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import write_json
-from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_INT, one_of, optional, setting
+
+logger = logging.getLogger(__name__)
 
 # --eval_metric: the official SQuAD evaluation, CMRC 2018's (Chinese), or the one that fits the contexts.
 
@@ -32,26 +33,6 @@ from keras_bert_impl.utils.settings import BOOLEAN, INTEGER, NUMBER, POSITIVE_IN
 def has_answers(dataset):
     """Whether any question of a SQuAD JSON dataset has gold answers (then it can be evaluated)."""
     return any(qa.get("answers") for article in dataset["data"] for p in article["paragraphs"] for qa in p["qas"])
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadConfig(FinetuningConfig):
-    """The settings of a SQuAD run: `FinetuningConfig`'s (`max_seq_length` 384, as the original's) and
-    run_squad.py's own flags (same names, same defaults)."""
-
-    max_seq_length: int = setting(384, POSITIVE_INT)
-    train_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    # The windows' and the answers' settings: the model's `decoding` (`models.span_qa.DECODING_DEFAULTS`).
-    doc_stride: int = setting(DECODING_DEFAULTS["doc_stride"], INTEGER)
-    max_query_length: int = setting(DECODING_DEFAULTS["max_query_length"], INTEGER)
-    n_best_size: int = setting(DECODING_DEFAULTS["n_best_size"], INTEGER)
-    max_answer_length: int = setting(DECODING_DEFAULTS["max_answer_length"], INTEGER)
-    version_2_with_negative: bool = setting(DECODING_DEFAULTS["version_2_with_negative"], BOOLEAN)
-    null_score_diff_threshold: float = setting(DECODING_DEFAULTS["null_score_diff_threshold"], NUMBER)
-    verbose_logging: bool = setting(False, BOOLEAN)
-    bilstm_units: Optional[int] = setting(None, optional(POSITIVE_INT))  # the paper's "+ BiLSTM" (Table 5)
-    eval_metric: str = setting("auto", one_of(EVAL_METRICS))
 
 
 def contexts(dataset):
@@ -131,7 +112,7 @@ class SquadTask(FinetuningTask):
         )
         stats = dict(stats, num_features=len(features))
         if config.verbose_logging:
-            print(f"{path}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+            logger.info(f"{path}: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
         return examples, features, stats
 
     def setup(self, tokenizer):
@@ -176,7 +157,7 @@ class SquadTask(FinetuningTask):
         config = self.config
         examples, features, stats = self.train
         if stats["num_misaligned_answers"]:
-            print(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
+            logger.info(f"{stats['num_misaligned_answers']} training answer(s) not at their answer_start were skipped.")
         write_json(os.path.join(config.output_dir, "train_data_stats.json"), stats)
         description = f"{len(examples)} training examples, {len(features)} features"
         # A multi-process JAX job feeds shares of the bucketed batches (`BucketedBatches`), also at fixed length.
@@ -193,7 +174,8 @@ class SquadTask(FinetuningTask):
                                       dynamic_padding=config.dynamic_padding,
                                       pad_to_multiple_of=config.pad_to_multiple_of, progress=config.verbose == 1)
         if config.verbose == 1:
-            print(f"decoding the answers of {len(self.eval_examples)} questions ({len(self.eval_features)} windows)")
+            logger.info(f"decoding the answers of {len(self.eval_examples)} questions ({len(self.eval_features)} "
+                        "windows)")
         return model.answers(self.eval_examples, self.eval_features, results, do_lower_case=self.tokenizer.do_lower_case,
                              **self.decoding())
 
@@ -224,7 +206,7 @@ class SquadTask(FinetuningTask):
         if self.latest is None:
             self.latest = self.predictions(model)
         paths = write_predictions(self.config.output_dir, self.latest)
-        print(f"wrote {', '.join(paths)}")
+        logger.info(f"wrote {', '.join(paths)}")
         return results
 
     def write_results(self, results):
@@ -232,4 +214,4 @@ class SquadTask(FinetuningTask):
         if not self.can_evaluate:
             return
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"dev: {metrics_text(results)}")
+        logger.info(f"dev: {metrics_text(results)}")

@@ -7,37 +7,23 @@ is built. Each choice is packed as `[CLS] sent1 [SEP] sent2 ending_i [SEP]`, the
 choices and a softmax across them is trained with cross-entropy. Evaluates dev accuracy; writes test_predictions.csv (`id,label`).
 """
 
-import dataclasses
+import logging
 import os
-from typing import Optional
 
 from keras_bert_impl.data import batching, swag_data
 from keras_bert_impl.metrics.glue_metrics import accuracy
 from keras_bert_impl.models.multiple_choice import BertMultipleChoice
-from keras_bert_impl.tasks.base import (
-    FinetuningConfig,
-    FinetuningTask,
-    TrainingSet,
-    batching_options,
-    warn_cut_examples,
-)
+from keras_bert_impl.tasks.base import FinetuningTask, TrainingSet, batching_options, warn_cut_examples
 from keras_bert_impl.data.class_scores import class_predictions
+from keras_bert_impl.tasks.configs import SwagConfig
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
+
+logger = logging.getLogger(__name__)
 
 SPLIT_FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 # split -> the flag of its file.
 _FILE_FLAGS = {"train": "train_file", "dev": "validation_file", "test": "test_file"}
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SwagConfig(FinetuningConfig):
-    """The settings of a SWAG run: `FinetuningConfig`'s and run_swag.py's own flags (same names, same
-    defaults): a split's file instead of --data_dir's train.csv / val.csv / test.csv."""
-
-    train_file: Optional[str] = None
-    validation_file: Optional[str] = None
-    test_file: Optional[str] = None
 
 
 class SwagTask(FinetuningTask):
@@ -110,7 +96,7 @@ class SwagTask(FinetuningTask):
         with atomic_open(path) as f:
             f.write("id,label\n")
             f.writelines(f"{e.swag_id},{int(p)}\n" for e, p in zip(examples, predicted))
-        print(f"wrote {len(examples)} test predictions to {path}")
+        logger.info(f"wrote {len(examples)} test predictions to {path}")
         return results
 
     def write_results(self, results):
@@ -118,4 +104,4 @@ class SwagTask(FinetuningTask):
             return
         results["num_dev_examples"] = len(self.dev[2])
         write_json(os.path.join(self.config.output_dir, "eval_results.json"), results)
-        print(f"swag dev accuracy={results['accuracy']:.4f}")
+        logger.info(f"swag dev accuracy={results['accuracy']:.4f}")

@@ -12,6 +12,7 @@ every word of an allowed alphabet stays tokenizable), then the learned pieces, m
 
 import collections
 import glob
+import logging
 import os
 
 from keras_bert_impl.utils.optional_dependencies import require
@@ -25,6 +26,8 @@ from keras_bert_impl.tokenizers.basic_tokenizer import basic_tokenize
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.tokenizers.vocabulary import RESERVED_TOKENS
 from keras_bert_impl.utils.file_io import atomic_open
+
+logger = logging.getLogger(__name__)
 
 
 
@@ -206,7 +209,7 @@ def learn_vocab(
     files = expand_input_files(input_files)
     counts = count_words(files, do_lower_case, max_unique_words, verbose)
     if verbose:
-        print(f"Counted {sum(counts.values())} words, {len(counts)} distinct; learning {vocab_size} pieces...")
+        logger.info(f"Counted {sum(counts.values())} words, {len(counts)} distinct; learning {vocab_size} pieces...")
     return learn_vocab_from_counts(counts, vocab_size, reserved_tokens, min_frequency, **learner_kwargs)
 
 

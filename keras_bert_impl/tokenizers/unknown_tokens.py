@@ -2,9 +2,9 @@
 
 `unknown_token_stats` tokenizes texts as `BertTokenizer` does and counts their WordPiece tokens, the
 [UNK] tokens among them, and what each [UNK] stands for (its whole word: a CJK ideograph, or a word with
-a piece the vocabulary lacks). `report_unknown_tokens` prints that in one line and warns
-(`UnknownTokenWarning`) when more than 1% of the tokens are [UNK]: a Chinese file read with an English
-vocabulary, or full-width forms without `--nfkc`, never passes silently. Every fine-tuning recipe calls it
+a piece the vocabulary lacks). `report_unknown_tokens` logs that in one line (the package's logger: a
+recipe's line on stdout) and warns (`UnknownTokenWarning`) when more than 1% of the tokens are [UNK]: a
+Chinese file read with an English vocabulary, or full-width forms without `--nfkc`, never passes silently. Every fine-tuning recipe calls it
 once, on the texts of the files it read (`runners.finetuning`).
 
 Examples:
@@ -18,9 +18,12 @@ Examples:
 
 import collections
 import dataclasses
+import logging
 import warnings
 
 from keras_bert_impl.tokenizers.basic_tokenizer import word_regex
+
+logger = logging.getLogger(__name__)
 
 # The share of [UNK] tokens above which `report_unknown_tokens` warns.
 WARN_ABOVE = 0.01
@@ -71,22 +74,22 @@ def unknown_token_stats(tokenizer, texts, top=10):
 
 
 def report_unknown_tokens(tokenizer, texts, what="the data", top=10):
-    """Prints the share of [UNK] tokens of `texts` and the characters (words) most often unknown, in one line,
+    """Logs the share of [UNK] tokens of `texts` and the characters (words) most often unknown, in one line,
     and warns with an `UnknownTokenWarning` when the share is above `WARN_ABOVE` (1%). Returns the
     `UnknownTokenStats`.
 
     >>> from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
     >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "ann", "sang"])
-    >>> _ = report_unknown_tokens(tokenizer, ["Ann sang"], "train.txt")
-    [UNK] tokens: none of the 2 tokens of train.txt
+    >>> report_unknown_tokens(tokenizer, ["Ann sang"], "train.txt").num_unknown  # logs "[UNK] tokens: none of ..."
+    0
     """
     stats = unknown_token_stats(tokenizer, texts, top)
     if not stats.num_unknown:
-        print(f"[UNK] tokens: none of the {stats.num_tokens:,} tokens of {what}")
+        logger.info(f"[UNK] tokens: none of the {stats.num_tokens:,} tokens of {what}")
         return stats
     examples = ", ".join(f"{text!r} ({count:,})" for text, count in stats.most_unknown)
-    print(f"[UNK] tokens: {stats.num_unknown:,} of the {stats.num_tokens:,} tokens of {what} ({stats.share:.2%}); "
-          f"most often unknown: {examples}")
+    logger.info(f"[UNK] tokens: {stats.num_unknown:,} of the {stats.num_tokens:,} tokens of {what} "
+                f"({stats.share:.2%}); most often unknown: {examples}")
     if stats.share > WARN_ABOVE:
         warnings.warn(f"{stats.share:.2%} of the tokens of {what} are [UNK] (more than {WARN_ABOVE:.0%}): the "
                       "vocabulary lacks their characters or words (check --vocab_file and --init_checkpoint, "

@@ -10,9 +10,9 @@ file (h5py segfaults on one). A model with a non-finite variable is refused (`Tr
 diverged state is never the newest checkpoint. `restore_latest_checkpoint` loads the newest checkpoint whose
 sha256 matches and that reads, falling back to older ones with a warning naming the skipped file.
 
-Pretraining (`training/resumable.py`) and fine-tuning (`runners/finetuning.py`) both write and restore
-their checkpoints here; `save_model_weights` writes a best-epoch or final model's weights without the
-optimizer's slots.
+The training driver (`training/resumable.py`) writes and restores the checkpoints of pretraining and of
+fine-tuning (`training/epoch_schedule.py`) here; `save_model_weights` writes a best-epoch or final model's
+weights without the optimizer's slots.
 
 Why not `keras.callbacks.BackupAndRestore(save_freq=N)` (Keras 3.15): it restores model and optimizer state,
 but (1) it restores only the epoch number, not the step inside the epoch, so a run interrupted at step 7 of a

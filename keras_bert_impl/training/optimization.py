@@ -26,6 +26,7 @@ from keras import ops
 from keras_bert_impl import backends
 from keras_bert_impl.backends.tf_replicas import num_replicas_in_sync, replica_sum
 from keras_bert_impl.utils import keras_compat
+from keras_bert_impl.utils.errors import UserInputError
 
 #: The exclusions of the original `create_optimizer`. Every LayerNormalization layer of this
 #: package has "layer_norm" in its name and every bias variable is called "bias".
@@ -263,6 +264,14 @@ class AdamWeightDecay(_BertOptimizerBase):
 
     Args:
         learning_rate: Float or `keras.optimizers.schedules.LearningRateSchedule`.
+        bias_correction: If True, use bias-corrected moments (standard AdamW). The original BERT
+            optimizer has none (False).
+        name: Optimizer name.
+        **kwargs: The keyword arguments below, and other `keras.optimizers.Optimizer` arguments
+            (`clipnorm`, `clipvalue`, `use_ema`, `gradient_accumulation_steps`, ...). Keras's
+            `weight_decay` is refused: use `weight_decay_rate`.
+
+    Keyword Args:
         weight_decay_rate: Decoupled weight decay coefficient; 0 disables it.
         beta_1: Decay rate of the first moment.
         beta_2: Decay rate of the second moment.
@@ -270,14 +279,8 @@ class AdamWeightDecay(_BertOptimizerBase):
         exclude_from_weight_decay: Regular expressions; a variable whose `path` contains a match
             (`re.search`) gets no weight decay. `None` means
             `("layer_norm", "LayerNorm", "bias")`.
-        bias_correction: If True, use bias-corrected moments (standard AdamW). The original BERT
-            optimizer has none (False).
         global_clipnorm: Clip all gradients together to this global norm (Keras base argument);
             `None` disables clipping.
-        name: Optimizer name.
-        **kwargs: Other `keras.optimizers.Optimizer` arguments (`clipnorm`, `clipvalue`,
-            `use_ema`, `gradient_accumulation_steps`, ...). Keras's `weight_decay` is refused:
-            use `weight_decay_rate`.
 
     Examples:
 
@@ -325,15 +328,21 @@ class Lamb(_BertOptimizerBase):
     BERT formulation.
 
     Args:
-        learning_rate, weight_decay_rate, beta_1, beta_2, exclude_from_weight_decay: as in
-            `AdamWeightDecay`.
-        epsilon: Added to `sqrt(v_hat)` in the denominator.
+        learning_rate: as in `AdamWeightDecay`.
         exclude_from_layer_adaptation: Regular expressions; matching variables use a trust ratio
             of 1. `None` means the same patterns as `exclude_from_weight_decay`.
+        name: Optimizer name.
+        **kwargs: The keyword arguments below, and other `keras.optimizers.Optimizer` arguments
+            (Keras's `weight_decay` is refused).
+
+    Keyword Args:
+        weight_decay_rate: as in `AdamWeightDecay`.
+        beta_1: as in `AdamWeightDecay`.
+        beta_2: as in `AdamWeightDecay`.
+        epsilon: Added to `sqrt(v_hat)` in the denominator.
+        exclude_from_weight_decay: as in `AdamWeightDecay`.
         global_clipnorm: Clip all gradients together to this global norm before the update
             (as BERT's LAMB recipes do); `None` disables clipping.
-        name: Optimizer name.
-        **kwargs: Other `keras.optimizers.Optimizer` arguments (Keras's `weight_decay` is refused).
 
     Examples:
 
@@ -414,3 +423,18 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type=
     if optimizer_type == "lamb":
         return Lamb(schedule, **kwargs)
     raise ValueError(f"Unknown optimizer_type {optimizer_type!r}; expected 'adamw' or 'lamb'.")
+
+
+def accumulation_options(gradient_accumulation_steps, train_batch_size):
+    """The optimizer's `gradient_accumulation_steps` option ({} for 1), or a `UserInputError` naming the flag
+    when it does not divide `--train_batch_size` (each update's batch is split into that many).
+
+    Examples:
+
+    >>> accumulation_options(4, 32), accumulation_options(1, 32)
+    ({'gradient_accumulation_steps': 4}, {})
+    """
+    if gradient_accumulation_steps < 1 or train_batch_size % gradient_accumulation_steps:
+        raise UserInputError(f"--gradient_accumulation_steps={gradient_accumulation_steps}: expected a positive "
+                             f"divisor of --train_batch_size={train_batch_size}.")
+    return {"gradient_accumulation_steps": gradient_accumulation_steps} if gradient_accumulation_steps > 1 else {}

@@ -32,6 +32,7 @@ import datetime
 import errno
 import fcntl
 import json
+import logging
 import os
 import shutil
 import socket
@@ -40,6 +41,8 @@ import warnings
 
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import disk_usage, is_within, size_text, write_json
+
+logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
 SETTINGS_FILE = "run_settings.json"
@@ -310,9 +313,9 @@ def labels_text(labels, before=None):
 
 
 def print_outputs(output_dir, since, descriptions):
-    """Prints what the run wrote into `output_dir` (the entries changed since the time `since`), the disk each
-    takes, all of them together, and each one's description (`descriptions`: {name: text}, `{path}` in a text
-    the entry's path); returns the names."""
+    """Logs what the run wrote into `output_dir` (the entries changed since the time `since`), a line each: the
+    disk each takes, all of them together, and each one's description (`descriptions`: {name: text}, `{path}` in
+    a text the entry's path); returns the names."""
     if not os.path.isdir(output_dir):
         return []
 
@@ -325,15 +328,15 @@ def print_outputs(output_dir, since, descriptions):
     written = sorted(name for name in os.listdir(output_dir)
                      if not name.startswith(".") and newest(os.path.join(output_dir, name)) >= since)
     if written:
-        print(f"wrote to {output_dir}:")
+        logger.info(f"wrote to {output_dir}:")
         width = max(len(name) for name in written) + 2
         sizes = {name: disk_usage(os.path.join(output_dir, name)) for name in written}
         for name in written:
             path = os.path.join(output_dir, name)
             shown = name + ("/" if os.path.isdir(path) else "")
             description = descriptions.get(name, "").format(path=path)
-            print(f"  {shown:<{width}}{size_text(sizes[name]):>9}  {description}".rstrip())
-        print(f"  {'in all':<{width}}{size_text(sum(sizes.values())):>9}")
+            logger.info(f"  {shown:<{width}}{size_text(sizes[name]):>9}  {description}".rstrip())
+        logger.info(f"  {'in all':<{width}}{size_text(sum(sizes.values())):>9}")
     return written
 
 

@@ -12,12 +12,14 @@ a Keras upgrade that changes one fails there, naming it.
 | `seed_generators` | `Layer._seed_generators` | training/random_state.py |
 | `keras_global_seed_generator` | `keras.src.backend.common.global_state`, `keras.src.random.seed_generator` | training/random_state.py |
 | `calls_in_graph_only` | `Functional._nodes_by_depth`, `Layer._inbound_nodes` | `BertBackbone.summary` |
+| `functional_call`, `is_functional` | `KerasTensor._keras_history`, `Operation._inbound_nodes`, `Node.arguments`, `keras.src.models.functional.Functional` | export/onnx_export.py |
 | `ElementSpecSymbolicBuild` | `Model._maybe_symbolic_build`, `Model._distribute_strategy`, the TensorFlow `EpochIterator` | `BertTaskModel` |
 | `OptimizerHooks` | `Optimizer._clip_gradients`, `_backend_update_step`, `_get_variable_index` | training/optimization.py, backends/torch_adamw.py |
 | `weights_h5_bytes` | `keras.src.saving.saving_lib._save_state`, `H5IOStore` | training/checkpoint_store.py |
 | `average_multi_worker_metrics` | `keras.src.backend.tensorflow.trainer` | training/distribute.py |
 """
 
+import collections
 import contextlib
 import io
 
@@ -83,6 +85,48 @@ def calls_in_graph_only(model):
     finally:
         for layer, nodes in all_nodes.items():
             layer._inbound_nodes = nodes
+
+
+# One call of an operation in a functional graph: the operation (a layer, a keras.ops operation, an InputLayer
+# or a nested functional model), the arguments it was called with (KerasTensors among them), its output
+# tensors (flattened) and a key that tells calls apart (an operation may be called several times).
+FunctionalCall = collections.namedtuple("FunctionalCall", ["operation", "args", "kwargs", "outputs", "key"])
+
+
+def functional_call(tensor):
+    """`(call, index)`: the `FunctionalCall` that made the symbolic `tensor` of a functional graph, and the
+    tensor's index among its outputs. A graph input's call is its `keras.layers.InputLayer`'s, without
+    arguments.
+
+    Examples:
+
+    >>> x = keras.Input((3,), name="x")
+    >>> y = keras.layers.Dense(2, name="dense")(x)
+    >>> call, index = functional_call(y)
+    >>> call.operation.name, call.args[0] is x, index
+    ('dense', True, 0)
+    >>> type(functional_call(x)[0].operation).__name__
+    'InputLayer'
+    """
+    operation, node_index, tensor_index = tensor._keras_history
+    node = operation._inbound_nodes[node_index]
+    return FunctionalCall(operation, tuple(node.arguments.args), dict(node.arguments.kwargs), list(node.outputs),
+                          id(node)), tensor_index
+
+
+def is_functional(operation):
+    """Whether `operation` is a functional model (a graph of calls from `keras.Input`s to its outputs), as a
+    task model or a backbone called as a layer inside another model is.
+
+    Examples:
+
+    >>> x = keras.Input((3,))
+    >>> is_functional(keras.Model(x, keras.layers.Dense(2)(x))), is_functional(keras.layers.Dense(2))
+    (True, False)
+    """
+    from keras.src.models.functional import Functional
+
+    return isinstance(operation, Functional)
 
 
 class ElementSpecSymbolicBuild:

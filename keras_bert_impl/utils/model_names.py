@@ -12,7 +12,7 @@
 huggingface_hub and kagglehub are optional packages, installed on their own (`pip install huggingface_hub`,
 `pip install kagglehub`): a name needs them, a path does not. A name that cannot be resolved (offline and not
 cached, not installed, unknown) raises one `CheckpointNotFoundError` line naming the model, the cache folder
-and how to fetch it. README.md, "Models by name and the offline cache", says how to fill the cache for a
+and how to fetch it. docs/checkpoints.md, "Models by name and the offline cache", says how to fill the cache for a
 machine without network.
 """
 

@@ -4,7 +4,7 @@ does not bring, and the one error that says so.
 TensorFlow and tensorflow-text are the `[tensorflow]` extra: the TensorFlow backend and what is TensorFlow by
 nature (SavedModel export, the in-graph tokenizer `tokenizers/tf_*`, tf.data dynamic masking, tf.distribute
 strategies, Google TF1 checkpoints, vocabulary learning, `gs://` paths). The LiteRT and ONNX exports are the
-`[export]` extra. A feature used without its extra stops with a `MissingDependencyError`: a `UserInputError`,
+`[export]` extra; the ONNX export alone, which needs no TensorFlow, the `[onnx]` extra. A feature used without its extra stops with a `MissingDependencyError`: a `UserInputError`,
 so a recipe prints it as one line and exits 2 (`runners.cli.run_main`), with no traceback. The check runs
 before the feature writes anything, so no folder is left behind.
 """
@@ -16,7 +16,8 @@ from keras_bert_impl.utils.errors import UserInputError
 # extra -> the import names it provides, in the order they are checked.
 EXTRAS = {
     "tensorflow": ("tensorflow", "tensorflow_text"),
-    "export": ("tensorflow", "tensorflow_text", "tf2onnx", "onnx", "ai_edge_litert"),
+    "export": ("tensorflow", "tensorflow_text", "onnx", "onnxruntime", "ai_edge_litert"),
+    "onnx": ("onnx", "onnxruntime"),
 }
 
 
@@ -59,7 +60,7 @@ def require(feature, extra="tensorflow", modules=None):
 
     Args:
         feature: what the user asked for, as the message names it ("SavedModel export", "--strategy tpu").
-        extra: the extra that installs it ("tensorflow" or "export").
+        extra: the extra that installs it ("tensorflow", "export" or "onnx").
         modules: the import names checked; default: every one of `EXTRAS[extra]`.
 
     Examples:

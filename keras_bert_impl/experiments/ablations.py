@@ -17,8 +17,8 @@ a command of this repository, the same data, training steps and seeds across the
 - Table 7 (feature-based NER): `--init_checkpoint` (default: the real all-MiniLM-L6-v2) frozen, one
   `run_ner.py --feature_based --feature_mode=...` run per row of the paper, and one fine-tuning row.
 
-The sizes and the steps of every row are planned in `runners/ablation_plan.py`. Every step writes into its
-own directory under `work_dir` and a record in `work_dir/steps/` (`runners/experiment_steps.py`). The same
+The sizes and the steps of every row are planned in `experiments/ablation_plan.py`. Every step writes into its
+own directory under `work_dir` and a record in `work_dir/steps/` (`experiments/experiment_steps.py`). The same
 command run again skips every step whose record holds the same finished command over the same runs of its
 upstream steps, and reruns the others: a pretraining run again (say with another learning rate) reruns
 every fine-tuning of its model. The recipes themselves resume an interrupted step from its checkpoints; a
@@ -35,14 +35,29 @@ of each shipped set): a check of the plumbing whose numbers mean nothing.
 
 import dataclasses
 import datetime
+import logging
 import math
 import os
+from typing import Optional
 
-from keras_bert_impl.runners.ablation_plan import FULL, MASKING_SPLITS, ORIGINAL_SPLIT, SMOKE, Plan
-from keras_bert_impl.runners.experiment_steps import read_json, run_step
-from keras_bert_impl.runners.flags import FlagParser, non_negative_int, positive_float, positive_int
+from keras_bert_impl.experiments.ablation_plan import FULL, MASKING_SPLITS, ORIGINAL_SPLIT, SMOKE, Plan
+from keras_bert_impl.experiments.experiment_steps import read_json, run_step
+from keras_bert_impl.runners.flags import config_from_flags, settings_parser
+from keras_bert_impl.training.strategy_names import mixed_precision_setting, strategy_setting, tpu_setting
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
+from keras_bert_impl.utils.settings import (
+    BOOLEAN,
+    NON_NEGATIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    check_settings,
+    one_of,
+    optional,
+    setting,
+)
+
+logger = logging.getLogger(__name__)
 
 # The paper's Table 5 rows: (pretrain.py --objective, row label).
 OBJECTIVES = (("mlm_nsp", "BERT (MLM + NSP)"), ("mlm", "No NSP"), ("ltr", "LTR & No NSP"))
@@ -61,7 +76,7 @@ def read_metric(step, metric):
     Examples:
 
     >>> import tempfile
-    >>> from keras_bert_impl.runners.experiment_steps import Step
+    >>> from keras_bert_impl.experiments.experiment_steps import Step
     >>> step = Step("ner", "recipes/run_ner.py", [], tempfile.mkdtemp())
     >>> write_json(os.path.join(step.output_dir, "eval_results.json"), {"f1": 0.9125, "test": {"f1": 0.9}})
     >>> read_metric(step, "ner_f1"), read_metric(step, "ner_test_f1")
@@ -180,8 +195,41 @@ TABLES = {5: table_5, 7: table_7, 8: table_8}
 
 
 # ------------------------------------------------------------------------------------------- running
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AblationsConfig:
+    """The settings of recipes/ablations.py, one per flag; `data_dir` None: the repository's data/."""
+
+    table: int = setting(kind=one_of(sorted(TABLES)), help="The paper's table number.")
+    work_dir: str = setting(help="Where every step's output, table_N.md and table_N.json go.")
+    smoke: bool = setting(False, BOOLEAN, "Toy sizes: checks that the pipeline runs (its numbers mean nothing).")
+    corpus_dir: Optional[str] = setting(None, help="A corpus' train.txt and heldout.txt (one sentence a line, blank "
+                                        "line between documents); default: built by benchmarks/pretraining_corpus.py.")
+    corpus_mb: float = setting(5.0, POSITIVE_NUMBER, "Size of the built corpus.")
+    init_checkpoint: Optional[str] = setting(None, help="Table 7's model; default: all-MiniLM-L6-v2.")
+    data_dir: Optional[str] = setting(None, help="Holds sentiment/, ner/ and qa/.")
+    num_train_steps: Optional[int] = setting(None, optional(POSITIVE_INT), f"Pretraining steps of every row (default "
+                                             f"{FULL.num_train_steps}; smoke {SMOKE.num_train_steps}).")
+    config: Optional[str] = setting(None, help="A BertConfig preset's shape (e.g. bert_base) for tables 5 and 8; "
+                                    "default: 4 layers, hidden 128 (smoke: 3 layers, hidden 16).")
+    sizes: Optional[str] = setting(None, help="Overrides of the sizes, e.g. train_batch_size=256,max_seq_length=512 "
+                                   "(the fields of keras_bert_impl.experiments.ablation_plan.Sizes).")
+    seed: int = setting(12345, NON_NEGATIVE_INT, "Seed of data, initialization, shuffling.")
+    learning_rate_grid: Optional[str] = setting(None, help="Fine-tuning protocol: passed to every fine-tuning.")
+    num_restarts: Optional[int] = setting(None, optional(POSITIVE_INT), "Fine-tuning protocol: restarts.")
+    in_process: bool = setting(False, BOOLEAN, "Call the recipes' runner modules' main() in this process instead of "
+                               "running them as subprocesses.")
+    # Passed to every pretraining and fine-tuning step.
+    strategy: str = strategy_setting()
+    tpu: Optional[str] = tpu_setting()
+    mixed_precision: str = mixed_precision_setting()
+
+    def __post_init__(self):
+        check_settings(self)
+
+
 def build_parser(repo):
-    """The flags of recipes/ablations.py (`repo`: the repository root, whose data/ holds the shipped sets).
+    """The flags of recipes/ablations.py, one per field of `AblationsConfig` (`repo`: the repository root, whose
+    data/ holds the shipped sets: --data_dir's default).
 
     Examples:
 
@@ -189,36 +237,18 @@ def build_parser(repo):
     >>> args.table, args.smoke, args.seed, args.data_dir
     (8, True, 12345, '/repo/data')
     """
-    from keras_bert_impl.runners.flags import add_distribution_flags
+    return settings_parser(AblationsConfig, "Reproduces the shape of the paper's ablation Tables 5, 7 and 8 end to "
+                           "end.", defaults={"data_dir": os.path.join(repo, "data")})
 
-    p = FlagParser(description="Reproduces the shape of the paper's ablation Tables 5, 7 and 8 end to end.")
-    p.add_argument("--table", type=int, required=True, choices=sorted(TABLES), help="The paper's table number.")
-    p.add_argument("--work_dir", required=True, help="Where every step's output, table_N.md and table_N.json go.")
-    p.add_bool_flag("smoke", False, "Toy sizes: checks that the pipeline runs (its numbers mean nothing).")
-    p.add_argument("--corpus_dir", default=None, help="A corpus' train.txt and heldout.txt (one sentence a line, "
-                   "blank line between documents); default: built by benchmarks/pretraining_corpus.py.")
-    p.add_argument("--corpus_mb", type=positive_float, default=5.0, help="Size of the built corpus.")
-    p.add_argument("--init_checkpoint", default=None, help="Table 7's model; default: all-MiniLM-L6-v2.")
-    p.add_argument("--data_dir", default=os.path.join(repo, "data"), help="Holds sentiment/, ner/ and qa/.")
-    p.add_argument("--num_train_steps", type=positive_int, default=None,
-                   help=f"Pretraining steps of every row (default {FULL.num_train_steps}; "
-                   f"smoke {SMOKE.num_train_steps}).")
-    p.add_argument("--config", default=None, help="A BertConfig preset's shape (e.g. bert_base) for tables 5 and 8; "
-                   "default: 4 layers, hidden 128 (smoke: 3 layers, hidden 16).")
-    p.add_argument("--sizes", default=None, help="Overrides of the sizes, e.g. train_batch_size=256,max_seq_length=512 "
-                   "(the fields of keras_bert_impl.runners.ablations.Sizes).")
-    p.add_argument("--seed", type=non_negative_int, default=12345, help="Seed of data, initialization, shuffling.")
-    p.add_argument("--learning_rate_grid", default=None, help="Fine-tuning protocol: passed to every fine-tuning.")
-    p.add_argument("--num_restarts", type=positive_int, default=None, help="Fine-tuning protocol: restarts.")
-    p.add_bool_flag("in_process", False, "Call the recipes' runner modules' main() in this process instead of "
-                    "running them as subprocesses.")
-    add_distribution_flags(p)  # passed to every pretraining and fine-tuning step
-    return p
+
+def run(args, repo):
+    """Runs recipes/ablations.py with its parsed flags `args`: `run_table` of their `AblationsConfig`."""
+    return run_table(config_from_flags(AblationsConfig, args), repo)
 
 
 def run_table(args, repo):
     """Runs (or skips, when done before) every step of `--table` and writes work_dir/table_N.md and .json;
-    returns the JSON's content."""
+    returns the JSON's content (`args`: an `AblationsConfig`, or the parsed flags)."""
     if args.table not in TABLES:
         raise UserInputError(f"--table: one of {', '.join(map(str, TABLES))}, got {args.table}")
     plan = Plan(args, repo)
@@ -256,7 +286,7 @@ def write_table(table, plan, records):
     write_json(plan.path(f"table_{table.number}.json"), result)
     with atomic_open(plan.path(f"table_{table.number}.md")) as f:
         f.write(table_markdown(result, table.notes))
-    print(table_markdown(result, [])[:4000], flush=True)
+    logger.info(table_markdown(result, [])[:4000])
     return result
 
 

@@ -18,6 +18,7 @@ import dataclasses
 import datetime
 import importlib
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -26,6 +27,8 @@ import sys
 import time
 
 from keras_bert_impl.utils.file_io import write_json
+
+logger = logging.getLogger(__name__)
 
 STEPS_DIR = "steps"
 # The package module of each recipe a step may run: recipes/<name>.py calls keras_bert_impl.runners.<name>.
@@ -77,9 +80,11 @@ def run_step(step, work_dir, repo, in_process=False, records=None):
     >>> with open(os.path.join(repo, "hello.py"), "w") as f:
     ...     _ = f.write("import sys; open(sys.argv[1], 'a').write('ran ')")
     >>> step = Step("hello", "hello.py", [os.path.join(work_dir, "out.txt")])
-    >>> first = run_step(step, work_dir, repo)  # doctest: +ELLIPSIS
+    >>> from keras_bert_impl.runners.cli import recipe_logging  # the lines a recipe shows
+    >>> with recipe_logging():
+    ...     first = run_step(step, work_dir, repo)  # doctest: +ELLIPSIS
+    ...     again = run_step(step, work_dir, repo)
     [ablations] hello: python hello.py .../out.txt
-    >>> again = run_step(step, work_dir, repo)  # doctest: +ELLIPSIS
     [ablations] hello: done before (0 s), skipped
     >>> first["skipped"], again["skipped"], open(os.path.join(work_dir, "out.txt")).read()
     (False, True, 'ran ')
@@ -94,13 +99,13 @@ def run_step(step, work_dir, repo, in_process=False, records=None):
         record = read_json(record_path)
         same = record.get("command") == step.command() and record.get("upstream", {}) == upstream
         if same and "finished" in record:
-            print(f"[ablations] {step.name}: done before ({record['seconds']:.0f} s), skipped", flush=True)
+            logger.info(f"[ablations] {step.name}: done before ({record['seconds']:.0f} s), skipped")
             return dict(record, skipped=True)
         inside = os.path.abspath(step.output_dir or work_dir).startswith(os.path.abspath(work_dir) + os.sep)
         if not same and inside and os.path.isdir(step.output_dir):
             shutil.rmtree(step.output_dir)
     write_json(record_path, {"name": step.name, "command": step.command(), "upstream": upstream})
-    print(f"[ablations] {step.name}: {step.command()}", flush=True)
+    logger.info(f"[ablations] {step.name}: {step.command()}")
     start = time.time()
     if in_process and step.script in RUNNERS:
         _run_in_process(step)

@@ -1,13 +1,13 @@
 """The plan of the paper's ablation tables at a size a CPU runs: the sizes shared by every row of a table
 (`Sizes`: `FULL`, `SMOKE`, `--config`, `--sizes`) and the steps that make each cell (`Plan`): the corpus,
 the vocabulary, the pretraining data per MASK/SAME/RND split, the pretraining per objective, and the
-fine-tunings of each model on the shipped sets. `runners/ablations.py` arranges them into Tables 5, 7 and 8.
+fine-tunings of each model on the shipped sets. `experiments/ablations.py` arranges them into Tables 5, 7 and 8.
 """
 
 import dataclasses
 import os
 
-from keras_bert_impl.runners.experiment_steps import Step, read_json
+from keras_bert_impl.experiments.experiment_steps import Step, read_json
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_open, write_json
 
@@ -98,7 +98,7 @@ class Plan:
 
     Examples:
 
-    >>> from keras_bert_impl.runners.ablations import build_parser
+    >>> from keras_bert_impl.experiments.ablations import build_parser
     >>> args = build_parser("/repo").parse_args(["--table=5", "--work_dir=/tmp/ablations"])
     >>> plan = Plan(args, "/repo")
     >>> step = plan.pretrain_step("ltr", ORIGINAL_SPLIT)
