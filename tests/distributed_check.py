@@ -1,4 +1,6 @@
-"""Run in a fresh process by tests/test_distribute.py: per-step losses single-device vs two replicas.
+"""Run in a fresh process by tests/test_distribute.py: per-step losses single-device vs two replicas (a
+classifier, the pretrainer, and sentence encoders trained with in-batch negatives and with CoSENT, whose
+losses pair each example with the whole global batch).
 
 TensorFlow: MirroredStrategy over 2 logical CPU devices. JAX: keras.distribution.DataParallel over 2 host
 devices (XLA_FLAGS=--xla_force_host_platform_device_count=2, set by the caller). Prints JSON.
@@ -23,6 +25,8 @@ from keras_bert_impl.training import distribute  # noqa: E402
 from keras_bert_impl.models.backbone import BertBackbone  # noqa: E402
 from keras_bert_impl.config import BertConfig  # noqa: E402
 from keras_bert_impl.models.pretrainer import BertPretrainer  # noqa: E402
+from keras_bert_impl.models.sentence_encoder import BertSentenceEncoder  # noqa: E402
+from keras_bert_impl.models.sentence_losses import CoSENTLoss, MultipleNegativesRankingLoss  # noqa: E402
 
 CONFIG = BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
@@ -45,6 +49,16 @@ def data(seed=0):
     return x, rng.randint(0, 3, size=(n,)).astype("int32"), pretrain_x, pretrain_y
 
 
+def sentence_data(columns, seed=1):
+    """Token ids of `columns` texts per example [n, columns, SEQ], and a score per example."""
+    rng = np.random.RandomState(seed)
+    n = STEPS * BATCH
+    mask = (np.arange(SEQ)[None, None] < rng.randint(3, SEQ + 1, size=(n, columns, 1))).astype("int32")
+    x = {"token_ids": rng.randint(1, 60, size=(n, columns, SEQ)).astype("int32") * mask,
+         "segment_ids": np.zeros((n, columns, SEQ), "int32"), "padding_mask": mask}
+    return x, rng.uniform(0, 5, size=(n,)).astype("float32")
+
+
 def optimizer():
     # Plain gradient descent: an update linear in the gradient, so equality is exact up to float
     # rounding. Adam-type updates divide by sqrt(v) and amplify the last-bit differences of summing the
@@ -64,6 +78,15 @@ def pretrainer():
     model = BertPretrainer(BertBackbone(CONFIG))
     model.compile(optimizer=optimizer())
     return model
+
+
+def sentence_encoder(loss):
+    def build():
+        model = BertSentenceEncoder(BertBackbone(CONFIG), normalize=True)
+        model.compile(optimizer=optimizer(), loss=loss)
+        return model
+
+    return build
 
 
 class StepLosses(keras.callbacks.Callback):
@@ -112,16 +135,19 @@ def main():
     import contextlib
 
     x, labels, pretrain_x, pretrain_y = data()
-    initial = {"classifier": classifier().get_weights(), "pretrainer": pretrainer().get_weights()}
-    single = {
-        "classifier": run(classifier, x, labels, initial["classifier"], contextlib.nullcontext),
-        "pretrainer": run(pretrainer, pretrain_x, pretrain_y, initial["pretrainer"], contextlib.nullcontext),
+    triplets, _ = sentence_data(3)
+    pairs, scores = sentence_data(2)
+    cases = {  # name: (build, x, y)
+        "classifier": (classifier, x, labels),
+        "pretrainer": (pretrainer, pretrain_x, pretrain_y),
+        "sentence_ranking": (sentence_encoder(MultipleNegativesRankingLoss(symmetric=True)), triplets,
+                             np.zeros((len(scores),), "float32")),
+        "sentence_cosent": (sentence_encoder(CoSENTLoss()), pairs, scores),
     }
+    initial = {name: build().get_weights() for name, (build, _, _) in cases.items()}
+    single = {name: run(build, x, y, initial[name], contextlib.nullcontext) for name, (build, x, y) in cases.items()}
     distribution = distribute.get_distribution(sys.argv[1])
-    replicated = {
-        "classifier": run(classifier, x, labels, initial["classifier"], distribution.scope),
-        "pretrainer": run(pretrainer, pretrain_x, pretrain_y, initial["pretrainer"], distribution.scope),
-    }
+    replicated = {name: run(build, x, y, initial[name], distribution.scope) for name, (build, x, y) in cases.items()}
     result = {"name": distribution.name, "replicas": distribution.num_replicas, "single": single,
               "replicated": replicated}
     if distribution.tf_strategy is not None:

@@ -428,7 +428,7 @@ def test_the_print_check_sees_a_print_call_and_not_a_docstring_example():
 # the task models' base (every task model's comes from what its class declares).
 MAX_FROM_PRETRAINED_MODULES = 5
 TASK_MODEL_CLASSES = ("BertClassifier", "BertTokenClassifier", "BertSpanQA", "BertMultipleChoice", "BertPretrainer",
-                      "BertFeatureBasedTagger")
+                      "BertFeatureBasedTagger", "BertSentenceEncoder")
 # Besides its own module, a task model class may be named in the exports, the registry, its task and its pipeline.
 TASK_CLASS_PLACES = {
     "BertClassifier": ("tasks/glue.py", "pipelines/text_classification.py"),
@@ -437,11 +437,13 @@ TASK_CLASS_PLACES = {
     "BertSpanQA": ("tasks/squad.py", "pipelines/question_answering.py"),
     "BertMultipleChoice": ("tasks/swag.py", "pipelines/multiple_choice.py"),
     "BertPretrainer": ("pipelines/fill_mask.py",),
+    "BertSentenceEncoder": ("tasks/sentence_embeddings.py", "pipelines/sentence_similarity.py"),
 }
 SHARED_PLACES = ("__init__.py", "checkpoints/task_registry.py")
 TASK_CLASS_MODULES = {"BertClassifier": "models/classifier.py", "BertTokenClassifier": "models/token_classifier.py",
                       "BertFeatureBasedTagger": "models/feature_based_tagger.py", "BertSpanQA": "models/span_qa.py",
-                      "BertMultipleChoice": "models/multiple_choice.py", "BertPretrainer": "models/pretrainer.py"}
+                      "BertMultipleChoice": "models/multiple_choice.py", "BertPretrainer": "models/pretrainer.py",
+                      "BertSentenceEncoder": "models/sentence_encoder.py"}
 DISPATCH_FOLDERS = ("export", "pipelines")
 
 

@@ -235,3 +235,20 @@ def test_serving_latency_smoke_times_every_path_of_its_groups_against_the_refere
             assert diff < (0.05 if "int8" in key else 1e-4), key
     assert runtimes["gemm_gflops"]["float32"] > 0 and runtimes["gemm_gflops"]["int8"] > 0
     assert "| runtimes | ours_onnx |" in text and "hf_onnx_fused p50 / ours_onnx p50" in text
+
+
+@pytest.mark.slow
+def test_sentence_encode_throughput_smoke_checks_the_embeddings_times_both_libraries_and_writes_its_table(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "sentence_encode_throughput", os.path.join(REPO, "benchmarks", "sentence_encode_throughput.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    backend = keras.backend.backend()
+    report = module.main(["--smoke", f"--output_dir={tmp_path}"])
+    assert report["max_abs_difference"] < 1e-5  # the same embeddings as sentence-transformers'
+    assert {name: len(times) for name, times in report["seconds"].items()} == {"ours": 2, "sentence_transformers": 2}
+    assert all(rate > 0 for rate in report["sentences_per_second"].values())
+    assert report["machine"]["cpu_count"] == os.cpu_count() and isinstance(report["machine"]["isa"], list)
+    table = module.main(["--table", f"--output_dir={tmp_path}"])
+    assert f"| {backend} | {report['sentences_per_second']['ours']} |" in table
+    assert f"Our fastest backend, measured against sentence-transformers in the same rounds: {backend}," in table

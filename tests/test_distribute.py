@@ -37,7 +37,9 @@ def test_two_replicas_give_the_single_device_losses_step_by_step():
     strategy = "mirrored" if backend == "tensorflow" else "data_parallel"
     result = _run_check(backend, strategy)
     assert (result["name"], result["replicas"]) == (strategy, 2)
-    for model in ("classifier", "pretrainer"):
+    # The sentence encoders' losses score each example against the whole global batch (in-batch negatives; CoSENT's
+    # pairs): the replicas gather each other's embeddings.
+    for model in ("classifier", "pretrainer", "sentence_ranking", "sentence_cosent"):
         single, replicated = np.array(result["single"][model]), np.array(result["replicated"][model])
         assert len(single) == 4 and np.ptp(single) > 1e-3, "the weights must change between steps"
         np.testing.assert_allclose(replicated, single, rtol=1e-5, err_msg=model)

@@ -15,8 +15,8 @@ import pytest
 from keras_bert_impl.utils.tensorflow_logs import TENSORFLOW_LOG_LINE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RECIPES = ["run_glue", "run_ner", "run_squad", "run_swag", "pretrain", "create_pretraining_data",
-           "export_savedmodel", "extract_features", "learn_vocab", "ablations"]
+RECIPES = ["run_glue", "run_ner", "run_squad", "run_swag", "run_sentence_embeddings", "pretrain",
+           "create_pretraining_data", "export_savedmodel", "extract_features", "learn_vocab", "ablations"]
 HEAVY = ("keras", "tensorflow", "jax", "torch", "scipy")
 
 # Runs a recipe as `python recipes/NAME.py ARGS` does, then prints which heavy libraries were imported.

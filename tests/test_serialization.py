@@ -80,6 +80,10 @@ CASES = {
         ),
         [_bert_inputs()],
     ),
+    "BertSentenceEncoder": lambda: (
+        keras_bert_impl.BertSentenceEncoder(_backbone(), pooling=["mean", "cls"], normalize=True),
+        [_bert_inputs(shape=(BATCH, 2, SEQ))],
+    ),
     "BertDense": lambda: _wrap(keras_bert_impl.BertDense(4, activation="gelu"), _float_inputs((BATCH, 3))),
     "BertDropout": lambda: _wrap(keras_bert_impl.BertDropout(0.1), _float_inputs((BATCH, 3))),
     "BertEinsumDense": lambda: _wrap(
@@ -107,6 +111,14 @@ CASES = {
         keras_bert_impl.ScalarMix(initial_scalar_parameters=[0.5, -0.5], initial_gamma=2.0),
         _float_inputs((BATCH, SEQ, 8), (BATCH, SEQ, 8)),
     ),
+    "SentencePooling": lambda: _wrap(
+        keras_bert_impl.SentencePooling(["max", "mean_sqrt_len_tokens"]),
+        _float_inputs((BATCH, SEQ, 8)) + [_bert_inputs()["padding_mask"]],
+    ),
+    "MultipleNegativesRankingLoss": lambda: _compiled_sentence_encoder(
+        keras_bert_impl.MultipleNegativesRankingLoss(scale=10.0, symmetric=True)),
+    "SimCSELoss": lambda: _compiled_sentence_encoder(keras_bert_impl.SimCSELoss(temperature=0.1)),
+    "CoSENTLoss": lambda: _compiled_sentence_encoder(keras_bert_impl.CoSENTLoss(scale=15.0)),
     "AdamWeightDecay": lambda: _compiled(keras_bert_impl.AdamWeightDecay(1e-2, exclude_from_weight_decay=["bias"])),
     "Lamb": lambda: _compiled(keras_bert_impl.Lamb(1e-2, exclude_from_weight_decay=["bias"])),
     "WarmupLinearDecay": lambda: _compiled(
@@ -143,10 +155,13 @@ PREPROCESSORS = {
     "BertMaskedLMPreprocessor": lambda: (
         keras_bert_impl.BertMaskedLMPreprocessor(_tokenizer(), sequence_length=SEQ, max_predictions_per_seq=2,
                                                  seed=3), PAIRS, [0, 1]),
+    "BertSentenceEncoderPreprocessor": lambda: (
+        keras_bert_impl.BertSentenceEncoderPreprocessor(_tokenizer(), sequence_length=SEQ), PAIRS, [0.5, 4.0]),
 }
 PREPROCESSOR_OF = {"BertClassifier": "BertTextClassifierPreprocessor", "BertMultipleChoice": "BertMultipleChoicePreprocessor",
                    "BertSpanQA": "BertSpanQAPreprocessor", "BertTokenClassifier": "BertTokenClassifierPreprocessor",
-                   "BertFeatureBasedTagger": "BertTokenClassifierPreprocessor", "BertPretrainer": "BertMaskedLMPreprocessor"}
+                   "BertFeatureBasedTagger": "BertTokenClassifierPreprocessor", "BertPretrainer": "BertMaskedLMPreprocessor",
+                   "BertSentenceEncoder": "BertSentenceEncoderPreprocessor"}
 
 
 def _compiled(optimizer):
@@ -155,6 +170,15 @@ def _compiled(optimizer):
     model.compile(optimizer=optimizer, loss="mse")
     x, y = _float_inputs((4, 3), (4, 2))
     model.fit(x, y, epochs=2, verbose=0)
+    return model, [x]
+
+
+def _compiled_sentence_encoder(loss):
+    """A sentence encoder compiled with `loss` and trained one step on pairs of texts (token ids)."""
+    model = keras_bert_impl.BertSentenceEncoder(_backbone())
+    model.compile(optimizer="adam", loss=loss)
+    x = _bert_inputs(shape=(BATCH, 2, SEQ))
+    model.fit(x, np.array([1.0, 3.0], "float32"), epochs=1, verbose=0)
     return model, [x]
 
 
@@ -201,6 +225,8 @@ def test_keras_file_reload_computes_the_same_outputs(name, tmp_path):
     if isinstance(getattr(model, "optimizer", None), keras.optimizers.Optimizer):
         assert type(loaded.optimizer) is type(model.optimizer)
         assert loaded.optimizer.get_config() == model.optimizer.get_config()
+        if isinstance(model.loss, keras.losses.Loss):  # the compiled loss comes back with its settings
+            assert type(loaded.loss) is type(model.loss) and loaded.loss.get_config() == model.loss.get_config()
         for got, want in zip(loaded.optimizer.variables, model.optimizer.variables, strict=True):
             np.testing.assert_allclose(to_numpy(got), to_numpy(want), atol=1e-6)
 
@@ -219,8 +245,8 @@ def test_masked_lm_head_revives_from_its_config_with_the_tied_heads_numbers():
     assert revived.token_embedding is not embedding and (revived.vocab_size, revived.hidden_size) == (40, 8)
 
 
-TASK_MODELS = ["BertClassifier", "BertFeatureBasedTagger", "BertMultipleChoice", "BertPretrainer", "BertSpanQA",
-               "BertTokenClassifier"]
+TASK_MODELS = ["BertClassifier", "BertFeatureBasedTagger", "BertMultipleChoice", "BertPretrainer", "BertSentenceEncoder",
+               "BertSpanQA", "BertTokenClassifier"]
 
 
 def test_every_registered_class_is_an_export_that_keras_knows_before_its_module_is_imported():
@@ -257,7 +283,8 @@ def test_every_task_model_reloads_compiled_in_a_fresh_interpreter_after_importin
         import json
         # the imports
         raw = json.load(open(f"{tmp_path}/raw.json"))
-        raw = {{k: tuple(v) if k in ("BertClassifier", "BertMultipleChoice", "BertSpanQA", "BertPretrainer") else v
+        raw = {{k: tuple(v) if k in ("BertClassifier", "BertMultipleChoice", "BertSpanQA", "BertPretrainer",
+                                     "BertSentenceEncoder") else v
                for k, v in raw.items()}}  # JSON makes the (first, second) tuples lists
         for name in {TASK_MODELS!r}:
             data = np.load(f"{tmp_path}/{{name}}.npz")

@@ -14,6 +14,8 @@ from keras_bert_impl import (
     BertMultipleChoice,
     BertMultipleChoicePreprocessor,
     BertPretrainer,
+    BertSentenceEncoder,
+    BertSentenceEncoderPreprocessor,
     BertSpanQA,
     BertSpanQAPreprocessor,
     BertTextClassifierPreprocessor,
@@ -48,6 +50,13 @@ def _multiple_choice_batch():
     choices = [_inputs(seed) for seed in range(4)]
     x = {k: np.stack([c[k] for c in choices], axis=1) for k in choices[0]}  # [B, 4, T]
     return x, np.array([0, 2, 3], "int32")
+
+
+def _sentence_columns_batch():
+    columns = [_inputs(seed) for seed in range(2)]  # anchors, positives
+    x = {k: np.stack([c[k] for c in columns], axis=1) for k in columns[0]}  # [B, 2, T]
+    x["segment_ids"][:] = 0  # single texts
+    return x, np.zeros((BATCH,), "float32")
 
 
 def _pretraining_batch():
@@ -136,6 +145,14 @@ CASES = {
         preprocessor=_token_classifier,
         raw_batch=lambda: (TEXTS, _word_labels()),
         backbone_kwargs={"output_hidden_states": True},
+    ),
+    "sentence_encoder": TaskCase(
+        build=lambda b, p: BertSentenceEncoder(b, pooling=["mean", "max"], normalize=True, preprocessor=p),
+        batch=_sentence_columns_batch,
+        output_shapes={"logits": (BATCH, 2, 2 * TINY.hidden_size)},
+        preprocessor=lambda: BertSentenceEncoderPreprocessor(TOKENIZER, sequence_length=SEQ),
+        raw_batch=lambda: (PAIRS, None),
+        from_pretrained=BertSentenceEncoder.from_pretrained,
     ),
     "pretrainer": TaskCase(
         build=lambda b, p: BertPretrainer(b, preprocessor=p),

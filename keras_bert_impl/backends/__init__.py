@@ -25,7 +25,7 @@ Where a CPU's kind decides between two paths (torch's dense product, in training
 attention without dropout on every backend; TensorFlow's dense gradient), `cpu_paths` says which, from the
 CPU's instruction set read once, and lets a user force one (`KERAS_BERT_IMPL_CPU_PATHS`, `cpu_paths.forced`).
 
-`tf_replicas` (sums over tf.distribute replicas) is called directly by the losses and optimizers: it is the
+`tf_replicas` (sums and gathers over tf.distribute replicas) is called directly by the losses and optimizers: it is the
 identity outside a TensorFlow replica context.
 
 The LiteRT export (keras_bert_impl/export/tf_litert.py) traces the model under `export_target("litert")`, in

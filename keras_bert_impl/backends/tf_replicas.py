@@ -1,7 +1,7 @@
-"""The TensorFlow-backend sums over the replicas of a tf.distribute strategy, for losses and clipping that
-must equal the single-device computation.
+"""The TensorFlow-backend sums and gathers over the replicas of a tf.distribute strategy, for losses and
+clipping that must equal the single-device computation.
 
-On JAX and PyTorch, and outside a replica context, `replica_sum` returns its input and
+On JAX and PyTorch, and outside a replica context, `replica_sum` and `replica_gather` return their input and
 `num_replicas_in_sync` is 1: these functions are safe to call from backend-neutral code. tensorflow is
 imported only under the TensorFlow backend.
 """
@@ -33,3 +33,21 @@ def num_replicas_in_sync():
     import tensorflow as tf
 
     return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def replica_gather(value):
+    """`value` [n, ...] of every replica of a tf.distribute strategy, concatenated along axis 0 in replica order
+    (`ReplicaContext.all_gather`, whose gradient sums each replica's share over the replicas: a loss over the
+    gathered rows trains every replica's rows); `value` itself elsewhere.
+
+    In-batch negatives use it so that each replica's examples are scored against the whole global batch, as
+    one device scores them. (JAX's data parallelism computes on the global batch already.)
+    """
+    if keras.backend.backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_gather(value, axis=0)

@@ -7,15 +7,19 @@
                                and the recipes write
     a Google TF1 checkpoint    bert_config.json + bert_model.ckpt.* (a directory, or the checkpoint prefix)
     a keras-hub preset         config.json of a serialized keras-hub BertBackbone + model.weights.h5
+    a sentence-transformers    a Hugging Face directory + modules.json, sentence_bert_config.json, 1_Pooling/
+    directory                  (its BERT files at its root or in the folder modules.json names)
 
 and answers in one form: the `BertConfig`, the canonical weight dict (`keras_bert_impl.checkpoints.
 weight_tables`), the architecture, the label names and the task settings that config.json records (each
 model class declares its own entries: `use_crf`, `bilstm_units`, the SQuAD decoding settings, ...; this
-module reads them by key, `setting`), the Keras dtype policy, the tokenizer's files and settings, and the
-extra JSON files a recipe keeps beside the model (`extra_file`, e.g. NER's label_list.json).
+module reads them by key, `setting`), the Keras dtype policy, the tokenizer's files and settings, the
+extra JSON files a recipe keeps beside the model (`extra_file`, e.g. NER's label_list.json), and a
+sentence-transformers directory's modules (`sentence_modules`, read by `sentence_transformers_files`).
 
 `write_model_directory` writes a whole directory: the tokenizer's files (`write_tokenizer_files`), the extra
-files, then the weights and config.json (`write_weights_and_config`), config.json last.
+files, the files of a layout of its own (such as the sentence-transformers modules), then the weights and
+config.json (`write_weights_and_config`), config.json last.
 
 A checkpoint may be named instead of given by its path: a Hugging Face hub name or a keras-hub preset
 (`keras_bert_impl.utils.model_names.resolve_model_path`, the one place where a name becomes a directory).
@@ -28,7 +32,7 @@ import re
 
 import numpy as np
 
-from keras_bert_impl.checkpoints import checkpoint_files
+from keras_bert_impl.checkpoints import checkpoint_files, sentence_transformers_files
 from keras_bert_impl.checkpoints.checkpoint_files import CorruptCheckpointError
 from keras_bert_impl.config import BertConfig
 from keras_bert_impl.utils import file_io, model_files
@@ -102,8 +106,8 @@ class ModelDirectory:
         self.tf1_prefix = find_tf1_checkpoint(self.path)
         if self.tf1_prefix is not None:  # read with tf.train.load_checkpoint: refused at once without TensorFlow
             require_tensorflow(f"the Google TF1 checkpoint {self.tf1_prefix}")
-        if os.path.isdir(self.path):
-            self.directory = self.path
+        if os.path.isdir(self.path):  # a sentence-transformers directory may keep its BERT files in a folder
+            self.directory = sentence_transformers_files.transformer_directory(self.path)
         else:  # a checkpoint prefix or a config file
             self.directory = os.path.dirname(self.tf1_prefix or self.path) or "."
 
@@ -199,6 +203,19 @@ class ModelDirectory:
         """The Keras dtype policy `save_pretrained` recorded (e.g. "mixed_bfloat16"); None for float32."""
         value = self.config.get(DTYPE_POLICY_KEY)
         return value if isinstance(value, str) else None
+
+    @functools.cached_property
+    def sentence_modules(self):
+        """The `sentence_transformers_files.SentenceModules` of a sentence-transformers directory (pooling,
+        normalization, packed length); None for other directories."""
+        if self.tf1_prefix is not None or not os.path.isdir(self.path):
+            return None
+        return sentence_transformers_files.read_sentence_modules(self.path)
+
+    @functools.cached_property
+    def sentence_config(self):
+        """sentence_bert_config.json beside the BERT files ({"max_seq_length", "do_lower_case"}), or None."""
+        return sentence_transformers_files.read_sentence_config(self.directory)
 
     # ------------------------------------------------------------------------------ tokenizer files
     @functools.cached_property
@@ -337,9 +354,10 @@ def write_tokenizer_files(directory, tokenizer, sequence_length=None):
 
 
 def write_model_directory(directory, bert_config, weights, architecture="BertModel", settings=None, dtype_policy=None,
-                          tokenizer=None, sequence_length=None, extra_files=None):
+                          tokenizer=None, sequence_length=None, extra_files=None, files=None):
     """Writes a whole model directory: with a `tokenizer`, its files (`write_tokenizer_files`, with
-    `sequence_length`); `extra_files` ({file name: JSON value}); then model.safetensors and config.json
+    `sequence_length`); `extra_files` ({file name: JSON value}); `files` (None, or a function of `directory`
+    writing the layout's other files); then model.safetensors and config.json
     (`write_weights_and_config`, whose arguments the others are), config.json last. Each file is written
     once, from what is given here."""
     os.makedirs(directory, exist_ok=True)
@@ -348,11 +366,11 @@ def write_model_directory(directory, bert_config, weights, architecture="BertMod
     for name, value in (extra_files or {}).items():
         file_io.write_json(os.path.join(directory, name), value)
     write_weights_and_config(directory, bert_config, weights, architecture=architecture, settings=settings,
-                             dtype_policy=dtype_policy)
+                             dtype_policy=dtype_policy, files=files)
 
 
 def write_weights_and_config(directory, bert_config, weights, architecture="BertModel", settings=None,
-                             dtype_policy=None):
+                             dtype_policy=None, files=None):
     """Writes `config.json` + `model.safetensors` as Hugging Face's BertModel (or BertFor*) would.
 
     Args:
@@ -362,6 +380,7 @@ def write_weights_and_config(directory, bert_config, weights, architecture="Bert
         architecture: config.json's `architectures` entry (e.g. "BertForSequenceClassification").
         settings: more config.json entries (labels, task settings).
         dtype_policy: the Keras dtype policy's name; recorded under `keras_dtype_policy` unless float32.
+        files: None, or a function of `directory` writing the layout's other files (before the weights).
 
     A causal config (`attention_direction="causal"`) gets `is_decoder: true`, with which transformers
     attends causally. model.safetensors carries the SHA-256 of its tensors in its metadata, verified when it
@@ -384,6 +403,8 @@ def write_weights_and_config(directory, bert_config, weights, architecture="Bert
     weights_path = os.path.join(directory, model_files.WEIGHT_FILES[0])
     if os.path.lexists(config_path):
         os.remove(config_path)
+    if files is not None:
+        files(directory)
     try:
         with file_io.atomic_path(weights_path) as tmp:
             metadata = {"format": "pt", checkpoint_files.DIGEST_METADATA_KEY: checkpoint_files.weights_digest(weights)}

@@ -23,6 +23,10 @@ from keras_bert_impl.checkpoints.head_weights import (  # noqa: F401 (the row bu
 )
 from keras_bert_impl.checkpoints.lora_file import read_lora_file, write_lora_file  # noqa: F401 (for the backbone)
 from keras_bert_impl.checkpoints.model_directory import ModelDirectory, label_entries  # noqa: F401
+from keras_bert_impl.checkpoints.sentence_transformers_files import (  # noqa: F401 (for the sentence encoder)
+    SentenceModules,
+    write_sentence_modules,
+)
 from keras_bert_impl.checkpoints.task_registry import entry_of, register_task  # noqa: F401 (for the models)
 from keras_bert_impl.checkpoints.weight_tables import (  # noqa: F401 (dense_entries: for the models' heads)
     assign_backbone_weights,
@@ -108,11 +112,13 @@ def check_savable(model, directory):
 
 
 def save_model(model, directory, architecture=None, settings=None, tokenizer=None, sequence_length=None,
-               extra_files=None):
+               extra_files=None, files=None):
     """Writes `model` (a `BertBackbone` or a task model) as a Hugging Face directory
     (`model_directory.write_model_directory`): config.json (the backbone's config, `architecture`, default the
     first of its class's registered architectures, and the `settings` entries), model.safetensors (backbone and
-    heads), the `tokenizer`'s files (with `sequence_length`) and the `extra_files`.
+    heads), the `tokenizer`'s files (with `sequence_length`), the `extra_files` and the files of a layout of
+    its own (`files`: None, or a function of the directory, e.g. a sentence encoder's sentence-transformers
+    modules, written before the weights).
 
     Raises:
         TypeError: the model's class is not registered.
@@ -126,7 +132,7 @@ def save_model(model, directory, architecture=None, settings=None, tokenizer=Non
     model_directory.write_model_directory(
         directory, backbone.config, weights, architecture=architecture or task_registry.entry_of(model).architectures[0],
         settings=settings, dtype_policy=policy.name, tokenizer=tokenizer, sequence_length=sequence_length,
-        extra_files=extra_files,
+        extra_files=extra_files, files=files,
     )
 
 

@@ -42,6 +42,9 @@ class ServingKind:
         settings: (model, its directory, the export's decoding arguments) -> the `export_saved_model` arguments
             the model answers with that its directory records (a classifier's `long_input`, a span QA model's
             windows and answer rule).
+        sequence_length: (model, its directory) -> the packed length the directory records, or None (the
+            directory's `max_seq_length`; a sentence encoder's preprocessor's, from sentence_bert_config.json).
+        onnx: the ONNX writer (`export.onnx_export`) writes it; False: its ONNX export is refused in one line.
     """
 
     needs_labels: bool = False
@@ -49,6 +52,8 @@ class ServingKind:
     serves_backbone: bool = False
     record: Callable = lambda model: {}
     settings: Callable = lambda model, checkpoint, given: {}
+    sequence_length: Callable = lambda model, checkpoint: checkpoint.max_seq_length
+    onnx: bool = True
 
 
 def _long_input(model, checkpoint, given):
@@ -64,6 +69,8 @@ SERVING_KINDS = {
                                     record=lambda model: {"use_crf": bool(getattr(model, "use_crf", False))}),
     "span_qa": ServingKind(settings=lambda model, checkpoint, given: served_decoding(model.decoding_settings(**given))),
     "multiple_choice": ServingKind(record=lambda model: {"num_choices": int(model.num_choices)}),
+    "sentence_encoder": ServingKind(sequence_length=lambda model, checkpoint: (
+        checkpoint.max_seq_length if model.preprocessor is None else model.preprocessor.sequence_length), onnx=False),
 }
 
 

@@ -22,7 +22,9 @@ dict of outputs (`start_logits`, `end_logits`, `sequence_output`, `pooled_output
 `masked_lm_logits`, ...), else the output layer's name (`logits`). The padding mask is read as onnxruntime's
 attention operators read a 2D mask (a padded key gets -10000 added to its logits, as BERT's own mask):
 anywhere in the sequence; a BiLSTM head reads it as each sequence's length (padding at the end, as the
-packers write it).
+packers write it). A model of a serving kind without `onnx` (`export_settings.SERVING_KINDS`: the sentence
+encoder, `BertSentenceEncoder`) is refused in one line: its ONNX export is not written yet (its SavedModel and
+LiteRT exports are).
 """
 
 import collections
@@ -30,10 +32,11 @@ import collections
 import keras
 
 from keras_bert_impl.export import onnx_layers
+from keras_bert_impl.export.export_settings import SERVING_KINDS
 from keras_bert_impl.export.onnx_graph import OnnxGraph
 from keras_bert_impl.utils import keras_compat
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path
-from keras_bert_impl.utils.optional_dependencies import require
 from keras_bert_impl.utils.optional_dependencies import require
 
 QUANTIZATIONS = (None, "dynamic_int8")
@@ -199,6 +202,8 @@ def export_onnx(model, path, opset_version=None, quantization=None):
     Raises:
         ValueError: a layer without an ONNX form here (naming it), a quantized Keras model, a wrong
             `quantization`.
+        UserInputError: `model` is of a serving kind whose ONNX export is not available yet (a
+            `BertSentenceEncoder`).
 
     Examples:
 
@@ -216,6 +221,11 @@ def export_onnx(model, path, opset_version=None, quantization=None):
     """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization={quantization!r}: expected one of {QUANTIZATIONS}.")
+    own_kind = getattr(model, "serving_kind", None)  # a task model's; a backbone or a user's model: written
+    kind = own_kind() if callable(own_kind) else None
+    if kind in SERVING_KINDS and not SERVING_KINDS[kind].onnx:
+        raise UserInputError(f"The ONNX export of the {kind.replace('_', ' ')} ({type(model).__name__}) is not "
+                             "available yet: export it as a SavedModel (--format=savedmodel) or LiteRT (--format=litert)")
     require("ONNX export", "onnx", ("onnx",) if quantization is None else ("onnx", "onnxruntime"))
     import onnx
 

@@ -16,6 +16,7 @@ Signatures by task:
 | "token_classifier" | `text` | per word: `words`, `tags` (names), `word_start`, `word_end` (character offsets into `text`), padded with "" / -1 to [B, W] |
 | "span_qa" | `question`, `context` | `answer`, `answer_start`, `answer_end` (characters of `context`), `score`, `null_score`; `has_answer` |
 | "multiple_choice" | `context` [B], `endings` [B, C] | `probabilities` [B, C], `label_id` [B] |
+| "sentence_encoder" | `text` [B] | `embedding` [B, D], L2-normalized (sentence-transformers' `encode(normalize_embeddings=True)`) |
 
 B may be 0: an empty batch gets every output with 0 rows. The two inputs of a signature must have a row for
 each other's rows (`text_pair` for `text`, `context` for `question`, `endings` for `context`; `segment_ids` and
@@ -300,6 +301,13 @@ class _Exporter:
             "padding_mask": packed["padding_mask"],
         }
 
+    def serve_embeddings(self, text):
+        """A sentence encoder's embedding of each text (packed alone, as `BertSentenceEncoder.encode`), L2-normalized."""
+        packed = self.pack(text)
+        embeddings = self.model({k: packed[k][:, None] for k in ("token_ids", "segment_ids", "padding_mask")},
+                                training=False)  # [B, 1, D]
+        return {"embedding": tf.math.l2_normalize(tf.cast(embeddings[:, 0], tf.float32), axis=-1, epsilon=1e-24)}
+
     def serve_classes(self, logits):
         """A classifier's answers of its logits [B, C] (`data.class_scores`' rule)."""
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -453,6 +461,7 @@ _SIGNATURES = {
     "token_classifier": (_text_inputs, _Exporter.serve_texts, _no_record),
     "span_qa": (_question_inputs, _Exporter.serve_qa, _squad_record),
     "multiple_choice": (_choice_inputs, _Exporter.serve_choices, _no_record),
+    "sentence_encoder": (_text_inputs, _Exporter.serve_embeddings, _no_record),
 }
 # Serving kind of texts -> (exporter, texts, packed texts, model outputs) -> answers.
 _TEXT_ANSWERS = {
@@ -546,7 +555,9 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     `from_pretrained`, so it answers as it was saved: a token classifier keeps the checkpoint's CRF (a
     feature-based tagger's tags are argmax, as its `decode`); a span QA model answers over the windows and by
     the SQuAD rule of its `decoding_settings` (arguments, else config.json's "squad" entry, else the recipe's
-    defaults); a multiple-choice model scores its `num_choices` endings (config.json's; 4 without it).
+    defaults); a multiple-choice model scores its `num_choices` endings (config.json's; 4 without it); a
+    sentence encoder (a sentence-transformers directory) packs at its sentence_bert_config.json's
+    `max_seq_length` and returns normalized embeddings.
     Must run under KERAS_BACKEND=tensorflow (`recipes/export_savedmodel.py` sees to it). An `export_dir`
     that is not an earlier export is refused before anything is read, unless `overwrite` (`check_export_dir`).
 
@@ -559,8 +570,8 @@ def export_from_directory(model_dir, export_dir, vocab_file=None, max_seq_length
     labels, checkpoint = settings["labels"], settings["checkpoint"]
     tokenizer = BertTokenizer(settings["vocab_file"], do_lower_case=settings["do_lower_case"],
                               normalize=settings["normalize"])
-    max_seq_length = int(max_seq_length or checkpoint.max_seq_length or 128)
     model, task = load_model(settings)
+    max_seq_length = int(max_seq_length or SERVING_KINDS[task].sequence_length(model, checkpoint) or 128)
     given = dict(version_2_with_negative=version_2_with_negative, null_score_diff_threshold=null_score_diff_threshold,
                  max_answer_length=max_answer_length, n_best_size=n_best_size, doc_stride=doc_stride,
                  max_query_length=max_query_length)

@@ -7,6 +7,7 @@ from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.scalar_mix import ScalarMix
+from keras_bert_impl.layers.sentence_pooling import SentencePooling
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "CRF",
     "MaskedLMHead",
     "ScalarMix",
+    "SentencePooling",
     "attention_bias_from_padding_mask",
     "crf_log_likelihood",
     "crf_viterbi_decode",

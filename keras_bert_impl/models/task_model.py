@@ -437,7 +437,12 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras
             self, directory, architecture=self.saved_architecture(),
             settings={**self.config_entries(label_names), **(settings or {})},
             tokenizer=None if preprocessor is None else preprocessor.tokenizer,
-            sequence_length=None if preprocessor is None else preprocessor.sequence_length, extra_files=extra_files)
+            sequence_length=None if preprocessor is None else preprocessor.sequence_length, extra_files=extra_files,
+            files=self.write_layout_files)
+
+    def write_layout_files(self, directory):
+        """Writes the files the class's directories keep beside config.json (before the weights; e.g. a sentence
+        encoder's sentence-transformers modules). None by default."""
 
     # ---------------------------------------------------------------------------- serialization
     @property

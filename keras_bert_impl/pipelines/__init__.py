@@ -21,6 +21,7 @@ names of a task are those the classes declare. One module per task family:
 | "multiple-choice" | `multiple_choice` | BertMultipleChoice | {"label", "ending", "score"} |
 | "fill-mask" | `fill_mask` | BertPretrainer (masked LM) | {"score", "token", "token_str", "sequence"} |
 | "feature-extraction" | `feature_extraction` | BertBackbone | [1, tokens, features] |
+| "sentence-similarity" | `sentence_similarity` | BertSentenceEncoder | cosine scores of the source against each sentence |
 
 Each pipeline's answers are those of its recipe's prediction files (run_glue.py, run_ner.py, run_squad.py,
 run_swag.py, extract_features.py) and of the SavedModel export: they decode the same logits with the same
@@ -37,13 +38,15 @@ from keras_bert_impl.pipelines.feature_extraction import FeatureExtractionPipeli
 from keras_bert_impl.pipelines.fill_mask import FillMaskPipeline
 from keras_bert_impl.pipelines.multiple_choice import MultipleChoicePipeline
 from keras_bert_impl.pipelines.question_answering import QuestionAnsweringPipeline
+from keras_bert_impl.pipelines.sentence_similarity import SentenceSimilarityPipeline
 from keras_bert_impl.pipelines.text_classification import TextClassificationPipeline
 from keras_bert_impl.pipelines.token_classification import TokenClassificationPipeline
 from keras_bert_impl.utils.errors import UserInputError
 
 # The pipeline of each name (the name model classes register with, `checkpoints.task_registry`).
 PIPELINES = {cls.task: cls for cls in (TextClassificationPipeline, TokenClassificationPipeline, QuestionAnsweringPipeline,
-                                       MultipleChoicePipeline, FillMaskPipeline, FeatureExtractionPipeline)}
+                                       MultipleChoicePipeline, FillMaskPipeline, FeatureExtractionPipeline,
+                                       SentenceSimilarityPipeline)}
 
 
 def task_aliases():
@@ -57,7 +60,7 @@ def pipeline(task, model=None, tokenizer=None, **options):
 
     Args:
         task: "text-classification" (or "sentiment-analysis"), "token-classification" (or "ner"),
-            "question-answering", "multiple-choice", "fill-mask" or "feature-extraction".
+            "question-answering", "multiple-choice", "fill-mask", "feature-extraction" or "sentence-similarity".
         model: a model directory, a model name, a built task model, or an ONNX or LiteRT export folder.
         tokenizer: a `BertTokenizer` or a directory holding vocab.txt; default: the model's.
         **options: the pipeline's settings, by the recipes' flag names (see each pipeline's module).

@@ -84,19 +84,30 @@ class BertPreprocessor:
     def from_pretrained(cls, path, sequence_length=None, **kwargs):
         """The preprocessor of a checkpoint directory (or model name, or its `ModelDirectory`): its vocabulary
         and casing (`BertTokenizer.from_pretrained`) and, unless given, the sequence length the model was
-        fine-tuned at (`ModelDirectory.max_seq_length`: config.json's `max_seq_length`, else
-        tokenizer_config.json's `sequence_length`), else the task's default, and the task's other settings
-        the directory records (`directory_settings`), unless given in `kwargs`."""
+        fine-tuned at (the task's `directory_settings`' `sequence_length`, else `ModelDirectory.max_seq_length`:
+        config.json's `max_seq_length`, else tokenizer_config.json's `sequence_length`), else the task's
+        default, and the task's other settings the directory records (`directory_settings`), unless given in
+        `kwargs`; the tokenizer's arguments the task reads from the directory (`tokenizer_settings`)."""
         checkpoint = path if isinstance(path, ModelDirectory) else ModelDirectory(path)
+        stored = dict(cls.directory_settings(checkpoint))
+        stored_length = stored.pop("sequence_length", None)
         if sequence_length is None:
-            sequence_length = checkpoint.max_seq_length
-        kwargs = {**cls.directory_settings(checkpoint), **kwargs}
-        return cls(BertTokenizer.from_pretrained(checkpoint.directory), sequence_length=sequence_length, **kwargs)
+            sequence_length = stored_length or checkpoint.max_seq_length
+        kwargs = {**stored, **kwargs}
+        tokenizer = BertTokenizer.from_pretrained(checkpoint.directory, **cls.tokenizer_settings(checkpoint))
+        return cls(tokenizer, sequence_length=sequence_length, **kwargs)
 
     @classmethod
     def directory_settings(cls, checkpoint):
-        """The constructor arguments a model directory (`ModelDirectory`) records for this task, besides the
-        sequence length (e.g. SQuAD's `doc_stride`); none by default."""
+        """The constructor arguments a model directory (`ModelDirectory`) records for this task (e.g. SQuAD's
+        `doc_stride`; a `sequence_length` of the task's own files, before the directory's own); none by
+        default."""
+        return {}
+
+    @classmethod
+    def tokenizer_settings(cls, checkpoint):
+        """`BertTokenizer.from_pretrained` arguments this task reads from a model directory beyond the tokenizer's
+        own files (e.g. a sentence-transformers directory's casing); none by default."""
         return {}
 
     def save_pretrained(self, directory):

@@ -135,12 +135,17 @@ def export(config):
 def _export_token_id_model(config):
     """`--format` litert or onnx: the model file in `--export_dir`, beside the files of a model directory that
     its tokenizer and `pipeline(task, model=export_dir)` read (`export.export_settings.write_runtime_files`)."""
-    from keras_bert_impl.export.export_settings import load_model, read_export_settings, write_runtime_files
+    from keras_bert_impl.export.export_settings import (
+        SERVING_KINDS,
+        load_model,
+        read_export_settings,
+        write_runtime_files,
+    )
 
     settings = read_export_settings(config.model_dir, config.vocab_file, config.do_lower_case)
     model, task = load_model(settings)
     checkpoint = settings["checkpoint"]
-    max_seq_length = int(config.max_seq_length or checkpoint.max_seq_length
+    max_seq_length = int(config.max_seq_length or SERVING_KINDS[task].sequence_length(model, checkpoint)
                          or min(128, checkpoint.bert_config().max_position_embeddings))
     os.makedirs(config.export_dir, exist_ok=True)
     if config.format == "litert":

@@ -353,8 +353,8 @@ def fit_task(task, model, train, distribution, predictions):
                                              distribution.whole_batches_only)
     total_steps = max(1, num_train_steps(train.num_examples, batch_config.train_batch_size, config.num_train_epochs,
                                          distribution.whole_batches_only) // accumulation)
-    # The model's own loss and metrics (`BertTaskModel.compile`'s defaults).
-    model.compile(optimizer=create_finetuning_optimizer(config, total_steps),
+    # The task's loss, by default the model's own with its metrics (`BertTaskModel.compile`'s defaults).
+    model.compile(optimizer=create_finetuning_optimizer(config, total_steps), loss=task.training_loss(),
                   steps_per_execution=config.steps_per_execution)
     # `fit` hands the callback `model` itself; `predictions` computes its outputs.
     best = (BestCheckpoint(lambda fitted: task.evaluate(predictions), task.main_metric, config.output_dir)

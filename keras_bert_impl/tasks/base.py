@@ -293,6 +293,10 @@ class FinetuningTask:
         return model_class(load_backbone(self.config, output_hidden_states=output_hidden_states), **head_arguments,
                            preprocessor=preprocessor)
 
+    def training_loss(self):
+        """The loss `run_finetuning` compiles the model with: "auto", the model's own (`default_loss`)."""
+        return "auto"
+
     def training_set(self, distribution):
         """The `TrainingSet` of --do_train; `distribution`: the run's `training.distribute.Distribution` (a
         TPU or a multi-process JAX job trains on whole batches only)."""

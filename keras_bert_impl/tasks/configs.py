@@ -1,5 +1,6 @@
 """The typed settings of the fine-tuning recipes, declared once: `FinetuningConfig` (what every run shares)
-and one subclass per task family (`GlueConfig`, `NerConfig`, `SquadConfig`, `SwagConfig`).
+and one subclass per task family (`GlueConfig`, `NerConfig`, `SquadConfig`, `SwagConfig`,
+`SentenceEmbeddingsConfig`).
 
 Each field is a setting (`utils.settings.setting`): its name and default are those of the recipe's flag
 (google-research/bert's names), its kind checks a value given from Python and parses the flag's text, its
@@ -12,7 +13,7 @@ Keras, so that a recipe's `--help` answers without importing it.
 import dataclasses
 from typing import ClassVar, Optional
 
-from keras_bert_impl.data import conll_data, glue_data
+from keras_bert_impl.data import conll_data, glue_data, sentence_pairs_data
 from keras_bert_impl.data.dataset_files import STREAMING_MIN_BYTES
 from keras_bert_impl.data.text_classification_data import LONG_INPUT_MODES
 from keras_bert_impl.metrics.squad_metrics import EVAL_METRICS
@@ -269,3 +270,37 @@ class SwagConfig(FinetuningConfig):
     train_file: Optional[str] = split_file_setting("training")
     validation_file: Optional[str] = split_file_setting("dev")
     test_file: Optional[str] = split_file_setting("test")
+
+
+# The choices of --pooling (`layers.sentence_pooling.POOLING_MODES`, written here so that --help answers without
+# importing Keras; tests/test_run_sentence_embeddings.py checks that they are the same).
+POOLING_CHOICES = ("mean", "cls", "max", "mean_sqrt_len_tokens")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SentenceEmbeddingsConfig(FinetuningConfig):
+    """The settings of a sentence-embedding run: `FinetuningConfig`'s and run_sentence_embeddings.py's own
+    flags (same names, same defaults).
+
+    Examples:
+
+    >>> config = SentenceEmbeddingsConfig(output_dir="/tmp/sentences", loss="cosent", pooling="cls")
+    >>> config.loss, config.pooling, config.normalize, config.max_seq_length
+    ('cosent', 'cls', None, 128)
+    """
+
+    batch_unit: ClassVar[str] = "text group"
+
+    train_file: Optional[str] = split_file_setting("training")
+    validation_file: Optional[str] = split_file_setting("dev")
+    test_file: Optional[str] = split_file_setting("test")
+    loss: str = setting("mnrl", one_of(sentence_pairs_data.LOSSES), "mnrl: in-batch negatives (--train_file columns "
+                        "anchor, positive, optional negative); cosent: CoSENT on scored pairs (sentence1, sentence2, "
+                        "score); simcse: unsupervised SimCSE (text, each twice through dropout).")
+    symmetric: bool = setting(False, BOOLEAN, "--loss=mnrl: also rank the anchors for each positive "
+                              "(MultipleNegativesSymmetricRankingLoss).")
+    pooling: Optional[str] = setting(None, optional(one_of(POOLING_CHOICES)), "How token vectors become the sentence "
+                                     "embedding. Default: the checkpoint's (1_Pooling/config.json of a "
+                                     "sentence-transformers directory), else mean.")
+    normalize: Optional[bool] = setting(None, optional(BOOLEAN), "L2-normalize the embeddings (a Normalize module). "
+                                        "Default: whether the checkpoint has one, else off.")

@@ -7,6 +7,12 @@ A model directory (what `save_pretrained` writes; Hugging Face's layout, which t
     vocab.txt               the WordPiece vocabulary                                         VOCAB_FILE
     tokenizer_config.json   do_lower_case, and the packed sequence_length                   TOKENIZER_CONFIG_FILE
 
+A sentence-transformers directory holds these too, and its modules (`checkpoints.sentence_transformers_files`):
+
+    modules.json                the modules in order: Transformer, Pooling (and Normalize)  MODULES_FILE
+    sentence_bert_config.json   the Transformer's max_seq_length and do_lower_case          SENTENCE_CONFIG_FILE
+    1_Pooling/config.json       the pooling modes                                           (a module's CONFIG_FILE)
+
 A Google checkpoint directory holds bert_config.json instead of config.json, and bert_model.ckpt.*; a
 Hugging Face directory of transformers 5 may hold tokenizer.json instead of vocab.txt.
 
@@ -28,6 +34,8 @@ GOOGLE_CHECKPOINT = "bert_model.ckpt"
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TOKENIZER_JSON_FILE = "tokenizer.json"
+MODULES_FILE = "modules.json"
+SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
 
 # tokenizer_config.json's key for the packed length a fine-tuned model was trained at (transformers ignores it).
 SEQUENCE_LENGTH_KEY = "sequence_length"
@@ -52,6 +60,22 @@ def find_config_file(path):
     raise FileNotFoundError(f"{path}: no {' or '.join(CONFIG_FILES)} in this directory.")
 
 
+def read_json(path):
+    """The JSON value of the file `path` (an object, a list, ...).
+
+    Raises:
+        UserInputError: the file is not UTF-8 JSON; the message names the file (and the line and column of a
+            syntax error).
+    """
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise UserInputError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        except UnicodeDecodeError as e:
+            raise UserInputError(f"{path}: not valid JSON ({e})") from None
+
+
 def read_json_object(path):
     """The JSON object (a dict) of the file `path`.
 
@@ -70,13 +94,7 @@ def read_json_object(path):
     ...     print(str(error).replace(path, "config.json"))
     config.json: expected a JSON object ({...}), got a list.
     """
-    with open(path, encoding="utf-8") as f:
-        try:
-            value = json.load(f)
-        except json.JSONDecodeError as e:
-            raise UserInputError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
-        except UnicodeDecodeError as e:
-            raise UserInputError(f"{path}: not valid JSON ({e})") from None
+    value = read_json(path)
     if not isinstance(value, dict):
         raise UserInputError(f"{path}: expected a JSON object ({{...}}), got a {type(value).__name__}.")
     return value
