@@ -17,10 +17,12 @@ the rounds' ratios. `--smoke` runs 2 rounds of 32 texts into --output_dir (tests
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_benchmarks import machine  # noqa: E402  (this script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -40,23 +42,6 @@ def texts(count):
             j += 7
         out.append(" ".join(words))
     return out
-
-
-def cpu():
-    """The CPU's name and the vector instruction sets it offers (the speed of a path depends on them)."""
-    name, flags = platform.processor() or platform.machine(), set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    isa = sorted(flag for flag in flags if flag.startswith(("avx", "amx")) or flag in ("fma", "f16c"))
-    return {"cpu": name, "cpu_count": os.cpu_count(), "isa": isa,
-            "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None}
 
 
 def run_backend(args):
@@ -90,7 +75,7 @@ def run_backend(args):
     import importlib.metadata as metadata
 
     report = {
-        "backend": keras.backend.backend(), "machine": cpu(),
+        "backend": keras.backend.backend(), "machine": machine(),
         "command": " ".join(["python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]]),
         "texts_per_round": args.texts, "rounds": args.rounds, "batch_size": BATCH_SIZE,
         "sequence_length": SEQUENCE_LENGTH, "max_abs_difference": difference, "seconds": times,
@@ -128,7 +113,7 @@ def table(output_dir):
             f"| {r['backend']} | {r['sentences_per_second']['ours']} | "
             f"{r['sentences_per_second']['sentence_transformers']} | {ratio['median']} ({ratio['min']} - "
             f"{ratio['max']}) | {r['rounds']} x {r['texts_per_round']} | {r['max_abs_difference']:.1e} | "
-            f"{machine['cpu']}, {machine['cpu_count']} cores ({', '.join(machine['isa'])}) | "
+            f"{machine['cpu']}, {machine['cpu_count']} cores ({', '.join(machine.get('cpu_flags', machine.get('isa', [])))}) | "
             f"{'' if load is None else round(load[0], 1)} | `{r['command']}` |")
     if reports:
         best = max(reports, key=lambda r: r["ratio_ours_to_sentence_transformers"]["median"])

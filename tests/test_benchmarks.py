@@ -248,7 +248,7 @@ def test_sentence_encode_throughput_smoke_checks_the_embeddings_times_both_libra
     assert report["max_abs_difference"] < 1e-5  # the same embeddings as sentence-transformers'
     assert {name: len(times) for name, times in report["seconds"].items()} == {"ours": 2, "sentence_transformers": 2}
     assert all(rate > 0 for rate in report["sentences_per_second"].values())
-    assert report["machine"]["cpu_count"] == os.cpu_count() and isinstance(report["machine"]["isa"], list)
+    assert report["machine"]["cpu_count"] == os.cpu_count() and isinstance(report["machine"]["cpu_flags"], list)
     table = module.main(["--table", f"--output_dir={tmp_path}"])
     assert f"| {backend} | {report['sentences_per_second']['ours']} |" in table
     assert f"Our fastest backend, measured against sentence-transformers in the same rounds: {backend}," in table
