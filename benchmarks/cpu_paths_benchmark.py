@@ -28,8 +28,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from run_benchmarks import (BACKENDS, _run_bench_case, cpu_paths_module, machine, machine_line, versions,  # noqa: E402
-                            write_report)
+from run_benchmarks import (BACKENDS, _run_bench_case, cpu_paths_module, machine, report_header,  # noqa: E402
+                            versions, write_report)
 
 # workload: (size, batch, seq, target ratio vs keras-hub, the operations whose paths it times)
 WORKLOADS = {
@@ -84,13 +84,7 @@ def run_backend(backend, args):
 
 def markdown(report):
     lines = [
-        "# CPU paths against keras-hub",
-        "",
-        f"Command: `{report['command']}`  ",
-        f"Date: {report['date']}  ",
-        machine_line(report["machine"]) + "  ",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
-        "",
+        *report_header("CPU paths against keras-hub", report),
         f"Each backend's workload in one process: keras-hub's model and ours under every combination of the "
         f"backend's CPU paths (`keras_bert_impl/backends/cpu_paths.py`, forced), one step of each in turn, "
         f"{report['repeats']} rounds after {report['warmup']} of warm-up. Seconds are medians; × keras-hub is "

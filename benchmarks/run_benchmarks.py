@@ -234,6 +234,19 @@ def write_report(output_dir, name, report, table):
         write_text(os.path.join(output_dir, f"{name}.{ext}"), text)
 
 
+def report_header(title, report):
+    """A results table's first lines: its title, then the command, date, machine and versions `report` records."""
+    return [
+        f"# {title}",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"Date: {report['date']}  ",
+        machine_line(report["machine"]) + "  ",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
+        "",
+    ]
+
+
 def fmt(seconds):
     return "" if seconds is None else f"{seconds:.3f}"
 
@@ -241,13 +254,7 @@ def fmt(seconds):
 def markdown(report):
     interleaved = sorted({row["workload"] for row in report["rows"] if row.get("interleaved")})
     lines = [
-        "# Benchmark results",
-        "",
-        f"Command: `{report['command']}`  ",
-        f"Date: {report['date']}  ",
-        machine_line(report["machine"]) + "  ",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v),
-        "",
+        *report_header("Benchmark results", report),
         "Seconds are medians per step (per epoch for `epoch`) after warm-up; a ratio is their time / our time "
         "(> 1: we are faster). Peak RSS is the whole process's, framework included.",
         *([""] + [f"Workloads timed interleaved (`--interleave`, marked ↔): {', '.join(interleaved)}. One process per "
