@@ -56,8 +56,9 @@ def protocol_run(task_files, tmp_path_factory):
     returned = []
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
         patch.setattr(finetuning, "finetune", finetune)
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(SystemExit) as killed:  # the recipe's one-line "stopped by SIGINT." and exit 130
             recipe.main(_argv(task_files, output_dir))
+        assert killed.value.code == 130
         interrupted = {name: sorted(os.listdir(os.path.join(output_dir, "runs", name)))
                        for name in os.listdir(os.path.join(output_dir, "runs"))}
         top_after_kill = sorted(os.listdir(output_dir))
