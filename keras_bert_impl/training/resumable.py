@@ -229,8 +229,8 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
                                 accumulation_steps=accumulation, initial_batches=start.batches)
         data = schedule.dataset(dataset, start, accumulation)
         fit_kwargs = dict(fit_kwargs or {})
-        if hasattr(data, "element_spec"):  # a tf.data.Dataset shuffles itself: Keras ignores `shuffle`, with a warning
-            fit_kwargs.pop("shuffle", None)
+        if hasattr(data, "element_spec"):  # a tf.data.Dataset shuffles itself; Keras warns at fit's default shuffle=True
+            fit_kwargs["shuffle"] = False
         if announcement:
             logger.info(announcement)
         if run_settings is not None:
