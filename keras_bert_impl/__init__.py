@@ -83,7 +83,8 @@ _KERAS_CLASSES = (
     "MaskedLMHead", "ScalarMix", "BertBackbone", "BertClassifier", "BertFeatureBasedTagger", "BertMultipleChoice",
     "BertPretrainer", "BertSpanQA", "BertTokenClassifier", "BertMaskedLMPreprocessor", "BertMultipleChoicePreprocessor",
     "BertSpanQAPreprocessor", "BertTextClassifierPreprocessor", "BertTokenClassifierPreprocessor", "AdamWeightDecay",
-    "Lamb", "WarmupLinearDecay", "OptimizerStepSchedule",
+    "Lamb", "WarmupLinearDecay", "OptimizerStepSchedule", "SentencePooling", "BertSentenceEncoder",
+    "BertSentenceEncoderPreprocessor", "CoSENTLoss", "MultipleNegativesRankingLoss", "SimCSELoss",
 )
 
 
