@@ -97,7 +97,7 @@ def test_litert_runs_the_last_feed_forward_on_one_row_per_sequence(head, tmp_pat
     # Without the XNNPACK delegate, whose ops keep their tensors' shapes to themselves.
     interpreter = Interpreter(model_path=export_litert(model, str(tmp_path / "model.tflite")),
                               experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    served = interpreter.get_signature_runner()(**x)["output_0"]  # resizes the inputs to x's shapes
+    served = interpreter.get_signature_runner()(**x)["logits"]  # resizes the inputs to x's shapes
     np.testing.assert_allclose(served, _whole_layer_logits(model, x), atol=1e-4)
     tensors = {t["index"]: t for t in interpreter.get_tensor_details()}
     rows = sorted(int(np.prod(tensors[op["inputs"][0]]["shape"][:-1]))
