@@ -213,7 +213,7 @@ def runtime_paths(work, threads=None, litert=True):
     for name, path in (("ours_litert", "litert/model.tflite"), ("ours_litert_int8", "litert_int8/model.tflite")):
         runner = Interpreter(model_path=os.path.join(work, path),
                              num_threads=threads or os.cpu_count()).get_signature_runner()
-        paths[name] = lambda x, r=runner: r(**x)["output_0"]
+        paths[name] = lambda x, r=runner: r(**x)["logits"]
     return paths
 
 
