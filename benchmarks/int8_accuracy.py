@@ -100,7 +100,7 @@ def litert_model(model, path, quantization):
     from keras_bert_impl.export.tf_litert import export_litert
 
     runner = Interpreter(model_path=export_litert(model, path, quantization=quantization)).get_signature_runner()
-    return RuntimeModel(lambda x: runner(**x)["output_0"], model), os.path.getsize(path)
+    return RuntimeModel(lambda x: runner(**x)["logits"], model), os.path.getsize(path)
 
 
 def score_paths(task, work, paths):

@@ -79,7 +79,7 @@ def main(argv=None):
             path = export_litert(model, os.path.join(work, f"{name}.tflite"), quantization=quantization)
             runner = Interpreter(model_path=path, num_threads=os.cpu_count()).get_signature_runner()
             report[name] = {"file_mb": round(os.path.getsize(path) / 2**20, 2),
-                            **score(lambda x: runner(**x)["output_0"], examples)}
+                            **score(lambda x: runner(**x)["logits"], examples)}
             print(name, report[name], flush=True)
     agree = report["litert_dynamic_int8"]["accuracy"] - report["litert_float32"]["accuracy"]
     report["int8_accuracy_change"] = round(agree, 4)
