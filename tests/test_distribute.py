@@ -86,6 +86,7 @@ def test_tpu_strategy_is_resolved_connected_and_initialized(monkeypatch):
     assert distribute._tf_distribution("auto", None).name in ("default", "mirrored")
 
 
+@pytest.mark.tensorflow
 def test_multiworker_needs_a_valid_tf_config(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(ValueError, match="needs the TF_CONFIG environment variable"):

@@ -443,6 +443,7 @@ def served(minilm_path, tmp_path_factory):
     }
 
 
+@pytest.mark.tensorflow
 def test_backbone_export_serves_the_same_embeddings(served):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32)
@@ -453,6 +454,7 @@ def test_backbone_export_serves_the_same_embeddings(served):
                                to_numpy(outputs["sequence_output"])[real], atol=1e-5)
 
 
+@pytest.mark.tensorflow
 def test_classifier_export_serves_the_same_probabilities_and_label_names(served):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, PAIRS, max_length=32)
@@ -465,6 +467,7 @@ def test_classifier_export_serves_the_same_probabilities_and_label_names(served)
     np.testing.assert_allclose(served["token_ids"]["logits"], logits, atol=1e-5)
 
 
+@pytest.mark.tensorflow
 @pytest.mark.parametrize("name", ["token_classifier", "feature_based_tagger"])
 def test_token_classifier_export_serves_word_tags_with_character_offsets(served, name):
     """A word is a whitespace-separated word (run_ner.py's), tagged at its first token; its span runs from its
@@ -489,6 +492,7 @@ def _top(logits, real, n):
     return set(positions[np.argsort(-logits[positions], kind="stable")[:n]].tolist())
 
 
+@pytest.mark.tensorflow
 def test_span_qa_export_serves_the_best_span_of_the_keras_logits(served):
     """The best of the 20 best starts x 20 best ends (the export's default n_best_size, the recipe's)."""
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
@@ -515,6 +519,7 @@ def test_span_qa_export_serves_the_best_span_of_the_keras_logits(served):
             assert (served["span_qa"]["answer_start"][row], served["span_qa"]["answer_end"][row]) == (start, end)
 
 
+@pytest.mark.tensorflow
 def test_cased_classifier_saved_model_equals_keras_and_from_pretrained(served):
     root, cased = served["root"], served["cased"]
     batch = cased(CASED_TEXTS, max_length=16)
@@ -537,6 +542,7 @@ def test_cased_classifier_saved_model_equals_keras_and_from_pretrained(served):
     assert (config["task"], config["do_lower_case"], config["labels"]) == ("classifier", False, CASED_LABELS)
 
 
+@pytest.mark.tensorflow
 def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
     tagger, tokenizer = served["tagger"], served["uncased"]
     batch = tokenizer(TAG_TEXTS, max_length=32, return_offsets=True)
@@ -554,6 +560,7 @@ def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
     assert config["use_crf"] is True and config["max_seq_length"] == 32
 
 
+@pytest.mark.tensorflow
 def test_squad_v2_saved_model_answers_equal_run_squad_predictions(served):
     assert served["one_window"]
     recipe, saved, ids = served["recipe"], served["served"]["qa"], served["qa_ids"]
@@ -751,6 +758,7 @@ def test_squad_settings_take_arguments_then_config_then_run_squad_defaults():
     assert squad_settings({}, null_score_diff_threshold=1.0)["null_score_diff_threshold"] == 1.0
 
 
+@pytest.mark.tensorflow
 def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(served):
     results = served["served"]
     empty = {name[len("empty "):]: outputs for name, outputs in results.items() if name.startswith("empty ")}
@@ -761,6 +769,7 @@ def test_every_raw_string_signature_answers_an_empty_batch_with_empty_outputs(se
         assert all(value == [] for value in outputs.values()), (name, outputs)
 
 
+@pytest.mark.tensorflow
 def test_a_signature_refuses_inputs_of_different_batch_sizes_naming_the_input(served):
     results = served["served"]
     short = {name[len("short "):]: outputs for name, outputs in results.items() if name.startswith("short ")}
@@ -777,6 +786,7 @@ def _shipped_pipeline(served, name, task, **options):
     return pipeline(task, model=served["shipped"]["directories"][name], predict_batch_size=16, **options)
 
 
+@pytest.mark.tensorflow
 def test_sentiment_pipeline_answers_run_glues_test_predictions_and_the_saved_models(served):
     """data/sentiment/test.tsv: the labels of the text-classification pipeline are those of run_glue.py's
     test_predictions.tsv (your own data: no --task_name, the checkpoint's label names) and the SavedModel's;
@@ -803,6 +813,7 @@ def _word_tags(text, entities):
     return [first[m.start()] for m in re.finditer(r"\S+", text)]
 
 
+@pytest.mark.tensorflow
 def test_ner_pipeline_tags_every_word_as_run_ners_test_predictions_and_the_saved_model(served):
     """data/ner/test.txt with a CRF tagger at max_seq_length 16: the longer sentences are two windows for the
     recipe and the pipeline (each word tagged once); the pipeline's word tags are test_predictions.txt's (in
@@ -827,6 +838,7 @@ def test_ner_pipeline_tags_every_word_as_run_ners_test_predictions_and_the_saved
     assert all(texts[0][g["start"]:g["end"]] == g["word"] and g["entity_group"] != "O" for g in groups)
 
 
+@pytest.mark.tensorflow
 def test_qa_pipeline_answers_run_squads_predictions_and_the_saved_models_over_windows(served):
     """data/qa/dev.json (SQuAD v2.0), every context several windows long: the question-answering pipeline, with
     the settings the directory was saved with (max_seq_length, doc_stride, max_query_length, n_best_size,
@@ -863,6 +875,7 @@ def test_qa_pipeline_answers_run_squads_predictions_and_the_saved_models_over_wi
     assert any(answer["start"] > first_window_end[i] for i, answer in enumerate(answers) if answer["answer"])
 
 
+@pytest.mark.tensorflow
 def test_multiple_choice_pipeline_answers_run_swags_test_predictions_and_the_saved_models(served):
     shipped = served["shipped"]
     inputs = shipped["inputs"]["swag"]
@@ -879,6 +892,7 @@ def test_multiple_choice_pipeline_answers_run_swags_test_predictions_and_the_sav
     assert one["score"] == pytest.approx(answers[0]["score"], abs=1e-5)
 
 
+@pytest.mark.tensorflow
 def test_feature_extraction_pipeline_equals_extract_features_and_the_saved_backbone(served):
     """The last layer's features of every token (transformers' default), those extract_features.py writes for
     --layers=-1 and the SavedModel's sequence_output; a Table 7 preset concatenates its layers."""
