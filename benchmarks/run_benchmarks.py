@@ -176,11 +176,15 @@ def tokenization(args):
         return json.load(f)
 
 
-def versions():
+PACKAGES = ("keras", "keras-hub", "tensorflow", "tensorflow-text", "jax", "torch", "transformers", "tokenizers")
+
+
+def versions(packages=PACKAGES):
+    """Python's version and each package's (None where it is not installed)."""
     import importlib.metadata as md
 
     out = {"python": platform.python_version()}
-    for name in ("keras", "keras-hub", "tensorflow", "tensorflow-text", "jax", "torch", "transformers", "tokenizers"):
+    for name in packages:
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:

@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_benchmarks import machine  # noqa: E402  (this script's folder)
+from run_benchmarks import machine, versions  # noqa: E402  (this script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -72,8 +72,6 @@ def run_backend(args):
             times[name].append(time.perf_counter() - start)
     rates = {name: [args.texts / t for t in values] for name, values in times.items()}
     ratios = [o / p for o, p in zip(rates["ours"], rates["sentence_transformers"])]
-    import importlib.metadata as metadata
-
     report = {
         "backend": keras.backend.backend(), "machine": machine(),
         "command": " ".join(["python", os.path.relpath(os.path.abspath(sys.argv[0]), REPO), *sys.argv[1:]]),
@@ -82,8 +80,8 @@ def run_backend(args):
         "sentences_per_second": {name: round(statistics.median(values), 1) for name, values in rates.items()},
         "ratio_ours_to_sentence_transformers": {"median": round(statistics.median(ratios), 3),
                                                 "min": round(min(ratios), 3), "max": round(max(ratios), 3)},
-        "versions": {p: metadata.version(p) for p in ("keras", "tensorflow", "jax", "torch", "transformers",
-                                                      "sentence-transformers", "tokenizers")},
+        "versions": versions(("keras", "tensorflow", "jax", "torch", "transformers", "sentence-transformers",
+                              "tokenizers")),
     }
     os.makedirs(args.output_dir, exist_ok=True)
     with open(os.path.join(args.output_dir, f"throughput_{report['backend']}.json"), "w") as f:

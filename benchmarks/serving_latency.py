@@ -49,6 +49,7 @@ RESULTS = os.path.join(HERE, "results", "serving")
 sys.path.insert(0, HERE)
 
 import machine  # noqa: E402
+import run_benchmarks  # noqa: E402
 
 SIZES = {"bert_base": dict(layers=12, hidden=768, heads=12, intermediate=3072),
          "minilm": dict(layers=6, hidden=384, heads=12, intermediate=1536),
@@ -359,10 +360,8 @@ def run_group(args):
     if args.group == "runtimes":
         report["gemm_gflops"] = gemm_gflops(args.model)
         report["hf_fused_operators"] = json.load(open(os.path.join(args.work_dir, "hf_fused_operators.json")))
-    import importlib.metadata as metadata
-
-    report["versions"] = {p: metadata.version(p) for p in ("keras", "keras-hub", "tensorflow", "jax", "torch",
-                                                             "transformers", "onnxruntime", "ai-edge-litert")}
+    report["versions"] = run_benchmarks.versions(("keras", "keras-hub", "tensorflow", "jax", "torch", "transformers",
+                                                  "onnxruntime", "ai-edge-litert"))
     os.makedirs(args.output_dir, exist_ok=True)
     with open(os.path.join(args.output_dir, f"latency_{args.model}_{report['group']}.json"), "w") as f:
         json.dump(report, f, indent=1, sort_keys=True)

@@ -69,6 +69,7 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_cpu_paths_smoke_times_every_combination_of_paths_against_keras_hub_and_marks_the_chosen_one(tmp_path):
     from keras_bert_impl.backends import cpu_paths
 

@@ -41,6 +41,7 @@ import os
 from typing import NamedTuple
 
 import keras
+import numpy as np
 
 from keras_bert_impl.training import checkpoint_store, divergence, run_directory
 from keras_bert_impl.training.checkpoint_store import CHECKPOINT_SUBDIR
@@ -229,7 +230,8 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
                                 accumulation_steps=accumulation, initial_batches=start.batches)
         data = schedule.dataset(dataset, start, accumulation)
         fit_kwargs = dict(fit_kwargs or {})
-        if hasattr(data, "element_spec"):  # a tf.data.Dataset shuffles itself; Keras warns at fit's default shuffle=True
+        if not isinstance(data, (np.ndarray, dict, list, tuple)):
+            # A tf.data.Dataset, a generator or a PyDataset shuffles itself; Keras warns at fit's default shuffle=True.
             fit_kwargs["shuffle"] = False
         if announcement:
             logger.info(announcement)
