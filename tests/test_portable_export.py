@@ -20,10 +20,12 @@ from tests.test_task_models import CASES, _inputs
 # token classifier's, and its model holds the CRF's transitions).
 MODELS = ["classifier", "multiple_choice", "span_qa", "token_classifier_crf", "feature_based_tagger", "pretrainer",
           "sentence_encoder"]
-# The models the ONNX writer exports: all but the sentence encoder, whose ONNX export is refused.
-ONNX_MODELS = [name for name in MODELS if name != "sentence_encoder"]
-# The ONNX outputs' names: the model's dict keys, else "logits".
-ONNX_OUTPUTS = {"span_qa": ["start_logits", "end_logits"], "pretrainer": ["masked_lm_logits", "next_sentence_logits"]}
+# The ONNX outputs' names: the model's dict keys, else the output layer's: "logits" (the sentence encoder's
+# embeddings: "split_columns").
+ONNX_OUTPUTS = {"span_qa": ["start_logits", "end_logits"], "pretrainer": ["masked_lm_logits", "next_sentence_logits"],
+                "sentence_encoder": ["split_columns"]}
+# The ONNX inputs' axes: the multiple-choice model's fixed choices, the sentence encoder's free columns of texts.
+ONNX_INPUT_AXES = {"multiple_choice": ["batch", 4, "sequence"], "sentence_encoder": ["batch", "columns", "sequence"]}
 TENSORFLOW = keras.backend.backend() == "tensorflow"
 
 
@@ -72,7 +74,7 @@ def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_pa
             np.testing.assert_allclose(actual, value, atol=1e-4, err_msg=f"{name}: {key}")
 
 
-@pytest.mark.parametrize("name", ONNX_MODELS)
+@pytest.mark.parametrize("name", MODELS)
 def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equals_keras(name, tmp_path):
     import onnxruntime
 
@@ -82,7 +84,7 @@ def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equal
     x, _ = CASES[name].batch()
     session = onnxruntime.InferenceSession(export_onnx(model, str(tmp_path / "model.onnx")))
     shapes = {i.name: i.shape for i in session.get_inputs()}
-    assert shapes["token_ids"] == (["batch", 4, "sequence"] if name == "multiple_choice" else ["batch", "sequence"])
+    assert shapes["token_ids"] == ONNX_INPUT_AXES.get(name, ["batch", "sequence"])
     names = [o.name for o in session.get_outputs()]
     assert names == ONNX_OUTPUTS.get(name, ["logits"])
     for inputs in (x, _other_shape(name, x)):
@@ -90,19 +92,7 @@ def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equal
         served = session.run(None, {i.name: inputs[i.name] for i in session.get_inputs()})
         assert len(served) == len(expected)
         for key, value in expected.items():
-            np.testing.assert_allclose(served[names.index(key or "logits")], value, atol=1e-4, err_msg=f"{name}: {key}")
-
-
-def test_onnx_export_of_the_sentence_encoder_is_refused_in_one_line_and_writes_nothing(tmp_path):
-    from keras_bert_impl.export.onnx_export import export_onnx
-    from keras_bert_impl.utils.errors import UserInputError
-
-    path = tmp_path / "model.onnx"
-    with pytest.raises(UserInputError) as error:
-        export_onnx(_build(CASES["sentence_encoder"]), str(path))
-    assert str(error.value) == ("The ONNX export of the sentence encoder (BertSentenceEncoder) is not available yet: "
-                                "export it as a SavedModel (--format=savedmodel) or LiteRT (--format=litert)")
-    assert not path.exists()
+            np.testing.assert_allclose(served[names.index(key) if key else 0], value, atol=1e-4, err_msg=f"{name}: {key}")
 
 
 @pytest.mark.parametrize("export_format, quantization", [
