@@ -194,3 +194,40 @@ def test_litert_text_classifier_runs_with_tensorflow_texts_registerers_and_equal
     with pytest.raises(RuntimeError, match="unresolved custom op: FastBertNormalize"):
         stock = Interpreter(model_path=path)
         stock.get_signature_runner()(text=np.array([b"w1"]))
+
+
+def test_model_export_finds_the_onnx_exporter_without_the_export_package_imported(tmp_path):
+    """In a fresh process, `model.export(format="onnx")` imports the module the package root declares for the
+    format (`export.onnx_export`, which registers itself with `models.portable_export`) and writes its file."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "model.onnx")
+    code = ("import sys\n"
+            "from keras_bert_impl import BertBackbone, BertClassifier, BertConfig\n"
+            "model = BertClassifier(BertBackbone(BertConfig.preset('bert_tiny', vocab_size=8)), num_classes=2)\n"
+            "before = [m for m in sys.modules if m.startswith('keras_bert_impl.export')]\n"
+            f"model.export({path!r}, format='onnx')\n"
+            "print('IMPORTED', before, 'keras_bert_impl.export.onnx_export' in sys.modules)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHONPATH=root))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "IMPORTED [] True" in result.stdout
+    import onnxruntime
+
+    assert [o.name for o in onnxruntime.InferenceSession(path).get_outputs()] == ["logits"]
+
+
+def test_a_registered_exporter_serves_model_export_with_its_keyword_arguments_only(tmp_path, monkeypatch):
+    from keras_bert_impl.models import portable_export
+
+    calls = []
+    monkeypatch.setattr(portable_export, "_EXPORTERS", dict(portable_export._EXPORTERS))
+    portable_export.register_exporter("example", ("note",))(lambda model, path, note="": calls.append((path, note)))
+    model = _build(CASES["classifier"])
+    model.export("out.example", format="example", note="n")
+    assert calls == [("out.example", "n")]
+    with pytest.raises(TypeError, match=r"^BertClassifier.export\(format='example'\) takes note; not size, "
+                                        r"input_signature \(the signature is the model's own inputs\)\.$"):
+        model.export("out.example", format="example", size=3, input_signature=[{}])

@@ -33,6 +33,7 @@ import keras
 
 from keras_bert_impl.export import onnx_layers
 from keras_bert_impl.export.onnx_graph import OnnxGraph
+from keras_bert_impl.models.portable_export import register_exporter
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.file_io import atomic_path
 from keras_bert_impl.utils.optional_dependencies import require
@@ -192,6 +193,7 @@ def onnx_model(model, opset_version=None):
     return graph.model(opset_version, graph_name=model.name)
 
 
+@register_exporter("onnx", ("opset_version",))  # model.export(path, format="onnx")
 def export_onnx(model, path, opset_version=None, quantization=None):
     """Writes `model` (a task model, a backbone, or a functional model on one) to the ONNX file `path`,
     atomically.
