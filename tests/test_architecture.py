@@ -104,11 +104,9 @@ def module_names_in_strings(source, path="<source>"):
     """[(line, folder)] of each `keras_bert_impl.<folder>...` named in a string of `source` (an f-string's
     literal parts too; docstrings and `python -m` commands aside, which name modules as text)."""
     tree = ast.parse(source, path)
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = _docstring_lines(tree)
     return sorted((node.lineno, folder) for node in ast.walk(tree) if isinstance(node, ast.Constant)
-                  and isinstance(node.value, str) and id(node) not in docstrings
+                  and isinstance(node.value, str) and node.lineno not in docstrings
                   for folder in _MODULE_NAME.findall(node.value))
 
 
