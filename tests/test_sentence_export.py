@@ -1,8 +1,8 @@
 """The sentence encoder served: its SavedModel takes raw strings and returns the L2-normalized embeddings of
 `BertSentenceEncoder.encode(..., normalize=True)`, packed at the directory's sentence_bert_config.json length;
 its ONNX file equals `encoder.predict` within 1e-5 in every pooling mode, with and without normalization, on
-padded rows of different lengths, under every backend; `pipeline("sentence-similarity")` on its ONNX export
-folder scores as on its model directory; the ONNX file of the real all-MiniLM-L6-v2 embeds as
+padded rows of different lengths, under every backend; `pipeline("sentence-similarity")` on its ONNX (and LiteRT)
+export folder scores as on its model directory; the ONNX file of the real all-MiniLM-L6-v2 embeds as
 sentence-transformers. (The LiteRT and ONNX exports among the other task models': tests/test_portable_export.py.)"""
 
 import json
@@ -82,15 +82,19 @@ def test_onnx_export_equals_predict_in_every_pooling_mode_on_padded_rows(pooling
             np.testing.assert_allclose(np.linalg.norm(served, axis=-1), 1.0, atol=1e-5)
 
 
-def test_sentence_similarity_pipeline_on_the_onnx_export_folder_scores_as_on_the_model_directory(tmp_path):
+@pytest.mark.parametrize("export_format", ["onnx", pytest.param("litert", marks=pytest.mark.tensorflow)])
+def test_sentence_similarity_pipeline_on_an_export_folder_scores_as_on_the_model_directory(export_format, tmp_path):
     from keras_bert_impl.runners.export_savedmodel import main
+
+    if export_format == "litert" and not TENSORFLOW:
+        pytest.skip("the LiteRT export runs under the TensorFlow backend")
 
     preprocessor = BertSentenceEncoderPreprocessor(BertTokenizer(VOCAB), sequence_length=8)
     encoder = BertSentenceEncoder(BertBackbone(BertConfig(**TINY)), pooling=["mean", "max"], normalize=True,
                                   preprocessor=preprocessor)
     model_dir, export_dir = str(tmp_path / "model"), str(tmp_path / "export")
     encoder.save_pretrained(model_dir)
-    main(["--model_dir", model_dir, "--export_dir", export_dir, "--format=onnx"])
+    main(["--model_dir", model_dir, "--export_dir", export_dir, f"--format={export_format}"])
     with open(f"{export_dir}/export_config.json", encoding="utf-8") as f:
         settings = json.load(f)
     assert (settings["task"], settings["outputs"], settings["dict_outputs"], settings["max_seq_length"]) == (
