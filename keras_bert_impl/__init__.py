@@ -30,7 +30,7 @@ and its children, configured as any logger (the recipes show them as their one-l
 import importlib
 import logging
 
-from keras_bert_impl.utils import keras_registration
+from keras_bert_impl.utils import keras_registration, registering_modules
 
 from keras_bert_impl.utils.tensorflow_logs import import_keras_quietly
 
@@ -105,6 +105,12 @@ def __dir__():
 # A library's logger: no output of its own (the application, or the recipes' CLI, configures it).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 keras_registration.register_when_keras_is_imported({name: _EXPORTS[name] for name in _KERAS_CLASSES})
+# Modules of upper tiers that fill a lower tier's registry when imported, imported when it first asks: the model
+# classes (`checkpoints.task_registry`: the models package imports every module of models/) and the exporters of
+# `model.export`'s formats (`models.portable_export`).
+registering_modules.declare("task_models", {"models": "keras_bert_impl.models"})
+registering_modules.declare("exporters", {"litert": "keras_bert_impl.export.tf_litert",
+                                          "onnx": "keras_bert_impl.export.onnx_export"})
 
 __version__ = "0.1.0"
 

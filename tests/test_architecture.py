@@ -92,6 +92,54 @@ def test_imports_go_from_higher_tiers_to_lower_ones():
     assert not wrong, "imports against the tiers:\n" + "\n".join(wrong)
 
 
+# A lower tier reaches an upper tier's module by no string either (a module name for importlib, a registry's table
+# of modules): the upper module registers itself into the lower tier's registry, and the package root, above every
+# tier, declares which module fills it (`utils/registering_modules.py`).
+# The one exception: a command for the user in a message (`python -m keras_bert_impl.runners.launch`, named by
+# training/distribute.py's refusal of a strategy), which the code does not load.
+_MODULE_NAME = re.compile(rf"(?<!python -m )\b{PACKAGE}\.(\w+)")
+
+
+def module_names_in_strings(source, path="<source>"):
+    """[(line, folder)] of each `keras_bert_impl.<folder>...` named in a string of `source` (an f-string's
+    literal parts too; docstrings and `python -m` commands aside, which name modules as text)."""
+    tree = ast.parse(source, path)
+    docstrings = _docstring_lines(tree)
+    return sorted((node.lineno, folder) for node in ast.walk(tree) if isinstance(node, ast.Constant)
+                  and isinstance(node.value, str) and node.lineno not in docstrings
+                  for folder in _MODULE_NAME.findall(node.value))
+
+
+def upward_names(module, source, path="<source>"):
+    """"line: keras_bert_impl.<folder>" of each string of `module` naming a module of a higher tier (or of another
+    folder of its tier)."""
+    mine = _folder(module)
+    return [f"{line}: {PACKAGE}.{theirs}" for line, theirs in module_names_in_strings(source, path)
+            if theirs in TIER_OF and (TIER_OF[theirs] > TIER_OF[mine] or TIER_OF[theirs] == TIER_OF[mine] and theirs != mine)]
+
+
+def test_no_module_names_a_higher_tiers_module_in_a_string():
+    found = {module: names for module, path in sorted(_modules().items()) if module != PACKAGE
+             and (names := upward_names(module, open(path, encoding="utf-8").read(), path))}
+    assert not found, ("modules naming a higher tier's module in a string (register it from above instead: "
+                       f"utils/registering_modules.py): {found}")
+
+
+def test_the_string_check_finds_an_upper_module_named_for_importlib_and_passes_docstrings_and_lower_ones():
+    source = ('"""Exports with keras_bert_impl.export.onnx_export."""\n'
+              'import importlib\n'
+              'EXPORTERS = {"onnx": ("keras_bert_impl.export.onnx_export", "export_onnx")}\n'
+              'def load(name):\n'
+              '    """Imports keras_bert_impl.pipelines.base."""\n'
+              '    importlib.import_module(f"keras_bert_impl.runners.{name}")\n'
+              '    return importlib.import_module("keras_bert_impl.utils.file_io"), "keras_bert_impl.models.x"\n'
+              'raise ValueError("run python -m keras_bert_impl.runners.launch instead")\n')
+    assert upward_names("keras_bert_impl.models.portable_export", source) == [
+        "3: keras_bert_impl.export", "6: keras_bert_impl.runners"]
+    assert upward_names("keras_bert_impl.layers.x", source) == [
+        "3: keras_bert_impl.export", "6: keras_bert_impl.runners", "7: keras_bert_impl.models"]
+
+
 def find_cycle(graph):
     """One import cycle of `graph` as a list of modules, or None."""
     state = {}

@@ -20,10 +20,12 @@ from tests.test_task_models import CASES, _inputs
 # token classifier's, and its model holds the CRF's transitions).
 MODELS = ["classifier", "multiple_choice", "span_qa", "token_classifier_crf", "feature_based_tagger", "pretrainer",
           "sentence_encoder"]
-# The models the ONNX writer exports: all but the sentence encoder, whose ONNX export is refused.
-ONNX_MODELS = [name for name in MODELS if name != "sentence_encoder"]
-# The ONNX outputs' names: the model's dict keys, else "logits".
-ONNX_OUTPUTS = {"span_qa": ["start_logits", "end_logits"], "pretrainer": ["masked_lm_logits", "next_sentence_logits"]}
+# The ONNX outputs' names: the model's dict keys, else the output layer's: "logits" (the sentence encoder's
+# embeddings: "split_columns").
+ONNX_OUTPUTS = {"span_qa": ["start_logits", "end_logits"], "pretrainer": ["masked_lm_logits", "next_sentence_logits"],
+                "sentence_encoder": ["split_columns"]}
+# The ONNX inputs' axes: the multiple-choice model's fixed choices, the sentence encoder's free columns of texts.
+ONNX_INPUT_AXES = {"multiple_choice": ["batch", 4, "sequence"], "sentence_encoder": ["batch", "columns", "sequence"]}
 TENSORFLOW = keras.backend.backend() == "tensorflow"
 
 
@@ -72,7 +74,7 @@ def test_litert_file_runs_in_the_stock_interpreter_and_equals_keras(name, tmp_pa
             np.testing.assert_allclose(actual, value, atol=1e-4, err_msg=f"{name}: {key}")
 
 
-@pytest.mark.parametrize("name", ONNX_MODELS)
+@pytest.mark.parametrize("name", MODELS)
 def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equals_keras(name, tmp_path):
     import onnxruntime
 
@@ -82,7 +84,7 @@ def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equal
     x, _ = CASES[name].batch()
     session = onnxruntime.InferenceSession(export_onnx(model, str(tmp_path / "model.onnx")))
     shapes = {i.name: i.shape for i in session.get_inputs()}
-    assert shapes["token_ids"] == (["batch", 4, "sequence"] if name == "multiple_choice" else ["batch", "sequence"])
+    assert shapes["token_ids"] == ONNX_INPUT_AXES.get(name, ["batch", "sequence"])
     names = [o.name for o in session.get_outputs()]
     assert names == ONNX_OUTPUTS.get(name, ["logits"])
     for inputs in (x, _other_shape(name, x)):
@@ -90,19 +92,7 @@ def test_onnx_file_runs_in_onnxruntime_with_dynamic_batch_and_sequence_and_equal
         served = session.run(None, {i.name: inputs[i.name] for i in session.get_inputs()})
         assert len(served) == len(expected)
         for key, value in expected.items():
-            np.testing.assert_allclose(served[names.index(key or "logits")], value, atol=1e-4, err_msg=f"{name}: {key}")
-
-
-def test_onnx_export_of_the_sentence_encoder_is_refused_in_one_line_and_writes_nothing(tmp_path):
-    from keras_bert_impl.export.onnx_export import export_onnx
-    from keras_bert_impl.utils.errors import UserInputError
-
-    path = tmp_path / "model.onnx"
-    with pytest.raises(UserInputError) as error:
-        export_onnx(_build(CASES["sentence_encoder"]), str(path))
-    assert str(error.value) == ("The ONNX export of the sentence encoder (BertSentenceEncoder) is not available yet: "
-                                "export it as a SavedModel (--format=savedmodel) or LiteRT (--format=litert)")
-    assert not path.exists()
+            np.testing.assert_allclose(served[names.index(key) if key else 0], value, atol=1e-4, err_msg=f"{name}: {key}")
 
 
 @pytest.mark.parametrize("export_format, quantization", [
@@ -204,3 +194,40 @@ def test_litert_text_classifier_runs_with_tensorflow_texts_registerers_and_equal
     with pytest.raises(RuntimeError, match="unresolved custom op: FastBertNormalize"):
         stock = Interpreter(model_path=path)
         stock.get_signature_runner()(text=np.array([b"w1"]))
+
+
+def test_model_export_finds_the_onnx_exporter_without_the_export_package_imported(tmp_path):
+    """In a fresh process, `model.export(format="onnx")` imports the module the package root declares for the
+    format (`export.onnx_export`, which registers itself with `models.portable_export`) and writes its file."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "model.onnx")
+    code = ("import sys\n"
+            "from keras_bert_impl import BertBackbone, BertClassifier, BertConfig\n"
+            "model = BertClassifier(BertBackbone(BertConfig.preset('bert_tiny', vocab_size=8)), num_classes=2)\n"
+            "before = [m for m in sys.modules if m.startswith('keras_bert_impl.export')]\n"
+            f"model.export({path!r}, format='onnx')\n"
+            "print('IMPORTED', before, 'keras_bert_impl.export.onnx_export' in sys.modules)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, PYTHONPATH=root))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "IMPORTED [] True" in result.stdout
+    import onnxruntime
+
+    assert [o.name for o in onnxruntime.InferenceSession(path).get_outputs()] == ["logits"]
+
+
+def test_a_registered_exporter_serves_model_export_with_its_keyword_arguments_only(tmp_path, monkeypatch):
+    from keras_bert_impl.models import portable_export
+
+    calls = []
+    monkeypatch.setattr(portable_export, "_EXPORTERS", dict(portable_export._EXPORTERS))
+    portable_export.register_exporter("example", ("note",))(lambda model, path, note="": calls.append((path, note)))
+    model = _build(CASES["classifier"])
+    model.export("out.example", format="example", note="n")
+    assert calls == [("out.example", "n")]
+    with pytest.raises(TypeError, match=r"^BertClassifier.export\(format='example'\) takes note; not size, "
+                                        r"input_signature \(the signature is the model's own inputs\)\.$"):
+        model.export("out.example", format="example", size=3, input_signature=[{}])

@@ -19,10 +19,11 @@ asked of the class. Pipelines and export look classes up here instead of keeping
 
 import copy
 import dataclasses
-import importlib
 from typing import Callable, Optional
 
+from keras_bert_impl.utils import registering_modules
 from keras_bert_impl.utils.errors import UserInputError
+from keras_bert_impl.utils.tensorflow_logs import import_keras_quietly
 
 # The architecture of a directory whose config.json names none (a Google checkpoint, a keras-hub preset).
 PLAIN_ARCHITECTURE = "BertModel"
@@ -81,13 +82,16 @@ def unregister(cls):
     _ENTRIES.pop(_key(cls), None)
 
 
+# The name under which the package root declares the module whose import registers the package's model classes.
+TASK_MODELS_REGISTRY = "task_models"
+
+
 def _import_task_models():
-    """Imports the package's model classes (its exports from `keras_bert_impl.models`): the package imports
-    lazily, and a class registers when its module is imported."""
-    package = importlib.import_module(__name__.split(".")[0])
-    for name in package._EXPORTS:
-        if package._EXPORTS[name].startswith(package.__name__ + ".models."):
-            getattr(package, name)
+    """Imports the package's model classes: the package imports lazily, and a class registers when its module is
+    imported. The models sit above this tier: the package root declares their package
+    (`utils.registering_modules`), imported here after Keras (TensorFlow's start-up lines filtered)."""
+    import_keras_quietly()
+    registering_modules.import_declared(TASK_MODELS_REGISTRY, "models")
 
 
 def entries():

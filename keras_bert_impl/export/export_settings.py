@@ -44,7 +44,6 @@ class ServingKind:
             windows and answer rule).
         sequence_length: (model, its directory) -> the packed length the directory records, or None (the
             directory's `max_seq_length`; a sentence encoder's preprocessor's, from sentence_bert_config.json).
-        onnx: the ONNX writer (`export.onnx_export`) writes it; False: its ONNX export is refused in one line.
     """
 
     needs_labels: bool = False
@@ -53,7 +52,6 @@ class ServingKind:
     record: Callable = lambda model: {}
     settings: Callable = lambda model, checkpoint, given: {}
     sequence_length: Callable = lambda model, checkpoint: checkpoint.max_seq_length
-    onnx: bool = True
 
 
 def _long_input(model, checkpoint, given):
@@ -70,7 +68,7 @@ SERVING_KINDS = {
     "span_qa": ServingKind(settings=lambda model, checkpoint, given: served_decoding(model.decoding_settings(**given))),
     "multiple_choice": ServingKind(record=lambda model: {"num_choices": int(model.num_choices)}),
     "sentence_encoder": ServingKind(sequence_length=lambda model, checkpoint: (
-        checkpoint.max_seq_length if model.preprocessor is None else model.preprocessor.sequence_length), onnx=False),
+        checkpoint.max_seq_length if model.preprocessor is None else model.preprocessor.sequence_length)),
 }
 
 
@@ -226,7 +224,9 @@ def write_runtime_files(export_dir, model, settings, task, max_seq_length, extra
     config.json (the source's: architectures, id2label, max_position_embeddings, ..., with `max_seq_length`),
     vocab.txt and tokenizer_config.json (casing, normalization, max length: `BertTokenizer.save_pretrained`),
     and export_config.json (format, task, labels, do_lower_case, max_seq_length, max_position_embeddings,
-    the model's inputs and its `named_outputs`, and `extra`).
+    the model's inputs and its `named_outputs`, `dict_outputs`: whether the model returns them as a dict (a
+    one-tensor model, as a classifier's `logits` or a sentence encoder's `split_columns`, returns that tensor),
+    and `extra`).
 
     Args:
         export_dir: the export's folder.
@@ -246,7 +246,8 @@ def write_runtime_files(export_dir, model, settings, task, max_seq_length, extra
     file_io.write_json(os.path.join(export_dir, EXPORT_CONFIG_FILE), {
         **(extra or {}), "task": task, "labels": settings["labels"], "do_lower_case": settings["do_lower_case"],
         "max_seq_length": int(max_seq_length), "max_position_embeddings": positions,
-        "inputs": sorted(model.input), "outputs": list(named_outputs(model))})
+        "inputs": sorted(model.input), "outputs": list(named_outputs(model)),
+        "dict_outputs": isinstance(model.output, dict)})
 
 
 def check_export_dir(export_dir, overwrite=False):

@@ -22,9 +22,9 @@ dict of outputs (`start_logits`, `end_logits`, `sequence_output`, `pooled_output
 `masked_lm_logits`, ...), else the output layer's name (`logits`). The padding mask is read as onnxruntime's
 attention operators read a 2D mask (a padded key gets -10000 added to its logits, as BERT's own mask):
 anywhere in the sequence; a BiLSTM head reads it as each sequence's length (padding at the end, as the
-packers write it). A model of a serving kind without `onnx` (`export_settings.SERVING_KINDS`: the sentence
-encoder, `BertSentenceEncoder`) is refused in one line: its ONNX export is not written yet (its SavedModel and
-LiteRT exports are).
+packers write it). The sentence encoder (`BertSentenceEncoder`) takes its columns of texts as a free axis
+"columns" ([batch, columns, sequence]) and returns its pooled (and, with a Normalize module, L2-normalized)
+embeddings [batch, columns, dim], named as the model names them ("split_columns").
 """
 
 import collections
@@ -32,16 +32,22 @@ import collections
 import keras
 
 from keras_bert_impl.export import onnx_layers
-from keras_bert_impl.export.export_settings import SERVING_KINDS
 from keras_bert_impl.export.onnx_graph import OnnxGraph
+from keras_bert_impl.models.portable_export import register_exporter
 from keras_bert_impl.utils import keras_compat
-from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.file_io import atomic_path
 from keras_bert_impl.utils.optional_dependencies import require
 
 QUANTIZATIONS = (None, "dynamic_int8")
 # The names of the inputs' free axes after the batch, by input: the sequence unless named here.
 _LAST_AXIS = {"masked_lm_positions": "predictions"}
+
+
+def _input_axis(name, last):
+    """The name of an input's free axis: its last one the sequence (`_LAST_AXIS`), one before it "columns" (the
+    sentence encoder's texts per example)."""
+    return _LAST_AXIS.get(name, "sequence") if last else "columns"
+
 
 _Scope = collections.namedtuple("_Scope", ["key", "bindings"])
 
@@ -158,7 +164,9 @@ def _layer_name(tensor):
 
 
 def _dims(name, tensor, free):
-    return ["batch"] + [free(name) if d is None else int(d) for d in tensor.shape[1:]]
+    """["batch", then each axis: its size, or for a free one `free(name, whether it is the last axis)`]."""
+    last = len(tensor.shape) - 1
+    return ["batch"] + [free(name, i == last) if d is None else int(d) for i, d in enumerate(tensor.shape[1:], 1)]
 
 
 def onnx_model(model, opset_version=None):
@@ -174,17 +182,18 @@ def onnx_model(model, opset_version=None):
     walk = _Walk(model, graph)
     for name, tensor in _named(model.input):
         graph.input(name, np.dtype(keras.backend.standardize_dtype(tensor.dtype)),
-                    _dims(name, tensor, lambda n: _LAST_AXIS.get(n, "sequence")))
+                    _dims(name, tensor, _input_axis))
     outputs = _named(model.output)
     for name, tensor in outputs:
         graph.reserve(name)
         walk.mark(tensor, walk.top)
     for name, tensor in outputs:
-        graph.output(walk.value(tensor, walk.top), name, _dims(name, tensor, lambda n: None),
+        graph.output(walk.value(tensor, walk.top), name, _dims(name, tensor, lambda n, last: None),
                      np.dtype(keras.backend.standardize_dtype(tensor.dtype)))
     return graph.model(opset_version, graph_name=model.name)
 
 
+@register_exporter("onnx", ("opset_version",))  # model.export(path, format="onnx")
 def export_onnx(model, path, opset_version=None, quantization=None):
     """Writes `model` (a task model, a backbone, or a functional model on one) to the ONNX file `path`,
     atomically.
@@ -202,8 +211,6 @@ def export_onnx(model, path, opset_version=None, quantization=None):
     Raises:
         ValueError: a layer without an ONNX form here (naming it), a quantized Keras model, a wrong
             `quantization`.
-        UserInputError: `model` is of a serving kind whose ONNX export is not available yet (a
-            `BertSentenceEncoder`).
 
     Examples:
 
@@ -221,11 +228,6 @@ def export_onnx(model, path, opset_version=None, quantization=None):
     """
     if quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization={quantization!r}: expected one of {QUANTIZATIONS}.")
-    own_kind = getattr(model, "serving_kind", None)  # a task model's; a backbone or a user's model: written
-    kind = own_kind() if callable(own_kind) else None
-    if kind in SERVING_KINDS and not SERVING_KINDS[kind].onnx:
-        raise UserInputError(f"The ONNX export of the {kind.replace('_', ' ')} ({type(model).__name__}) is not "
-                             "available yet: export it as a SavedModel (--format=savedmodel) or LiteRT (--format=litert)")
     require("ONNX export", "onnx", ("onnx",) if quantization is None else ("onnx", "onnxruntime"))
     import onnx
 

@@ -11,8 +11,9 @@ dense layers); an encoder block called for its first rows (`output_range`, or on
 `split_at` read) computes the queries, attention output and feed-forward of those rows only; dropout
 layers, `Activation`, `CRF` (its output is its input), `MergeChoices`, `MaskedLMHead`, `ScalarMix`,
 `FrozenBertFeatures`, `LayerNormalization`, a bidirectional or forward `LSTM` (the ONNX LSTM, its mask as
-the sequences' lengths: padding at the end, as every packer of this package writes it), and the keras.ops
-operations of the heads (indexing, reshape, concatenation, cast).
+the sequences' lengths: padding at the end, as every packer of this package writes it), the sentence
+encoder's `SentencePooling` (every mode, masked by the padding mask), `UnitNormalization` (L2) and
+`SplitColumns`, and the keras.ops operations of the heads (indexing, reshape, concatenation, cast).
 """
 
 import collections
@@ -27,9 +28,11 @@ from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.scalar_mix import ScalarMix
+from keras_bert_impl.layers.sentence_pooling import SentencePooling
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 from keras_bert_impl.models.feature_based_tagger import FrozenBertFeatures
 from keras_bert_impl.models.multiple_choice import MergeChoices
+from keras_bert_impl.models.sentence_encoder import SplitColumns
 from keras_bert_impl.utils import keras_compat
 
 # An ONNX Slice's "to the end".
@@ -234,6 +237,71 @@ def _write_merge_choices(call):
     return [call.graph.node("Flatten", [call.value(x)], call.name, axis=len(x.shape) - 1)]  # [B * C, T]
 
 
+# ------------------------------------------------------------------------------------- sentence embeddings
+def _write_sentence_pooling(call):
+    """SentencePooling: each of the layer's modes over the tokens whose padding mask is not 0, in float32,
+    concatenated in the layer's order, as the layer computes them: mean (the sum over max(count, 1e-9)),
+    mean_sqrt_len_tokens (over its square root), max (padding at the lowest float32: the same maximum for a
+    row with a token; a row of padding only gets that lowest value where Keras gives -inf) and cls (the first
+    real token's vector)."""
+    from onnx import TensorProto
+
+    layer, graph, name = call.operation, call.graph, call.name
+    sequence = graph.node("Cast", [call.value(_argument(call, 0, "sequence"))], f"{name}/sequence",
+                          to=TensorProto.FLOAT)  # [B, T, H]
+    mask = graph.node("Cast", [call.value(_argument(call, 1, "padding_mask"))], f"{name}/mask",
+                      to=TensorProto.FLOAT)  # [B, T]
+    weights = graph.node("Unsqueeze", [mask, graph.constant([-1])], f"{name}/weights")  # [B, T, 1]
+    outputs = []
+    for mode in layer.modes:
+        if mode == "cls":
+            first = graph.node("ArgMax", [mask], f"{name}/first_token", axis=1, keepdims=1)  # [B, 1] int64
+            outputs.append(graph.node("GatherND", [sequence, first], f"{name}/cls", batch_dims=1))  # [B, H]
+        elif mode == "max":
+            lowest = graph.constant(np.finfo(np.float32).min, np.float32)
+            real = graph.node("Greater", [weights, graph.constant(0.0, np.float32)], f"{name}/real")  # [B, T, 1]
+            masked = graph.node("Where", [real, sequence, lowest], f"{name}/masked")  # [B, T, H]
+            # The maximum over the tokens as TopK of 1, whose axis is an attribute in every opset (ReduceMax's
+            # is an input from opset 18).
+            top, _ = graph.node("TopK", [masked, graph.constant([1])], f"{name}/top", outputs=2, axis=1)
+            outputs.append(graph.node("Squeeze", [top, graph.constant([1])], f"{name}/max"))  # [B, H]
+        else:
+            weighted = graph.node("Mul", [sequence, weights], f"{name}/weighted")  # [B, T, H]
+            total = graph.node("ReduceSum", [weighted, graph.constant([1])], f"{name}/sum", keepdims=0)  # [B, H]
+            count = graph.node("ReduceSum", [weights, graph.constant([1])], f"{name}/count", keepdims=0)  # [B, 1]
+            count = graph.node("Max", [count, graph.constant(1e-9, np.float32)], f"{name}/count_floor")
+            if mode == "mean_sqrt_len_tokens":
+                count = graph.node("Sqrt", [count], f"{name}/sqrt_count")
+            outputs.append(graph.node("Div", [total, count], f"{name}/{mode}"))  # [B, H]
+    if len(outputs) == 1:
+        return outputs
+    return [graph.node("Concat", outputs, name, axis=-1)]  # [B, len(modes) * H]
+
+
+def _write_unit_normalization(call):
+    """UnitNormalization (L2): x * min(1 / sqrt(sum of squares), 1e12), Keras' `ops.normalize` with epsilon
+    1e-12, over the layer's axes."""
+    graph, name = call.graph, call.name
+    axes = call.operation.axis
+    x = call.value(call.args[0])
+    squares = graph.node("Mul", [x, x], f"{name}/squares")
+    total = graph.node("ReduceSum", [squares, graph.constant(list(axes) if isinstance(axes, (list, tuple)) else [axes])],
+                       f"{name}/sum", keepdims=1)
+    inverse = graph.node("Reciprocal", [graph.node("Sqrt", [total], f"{name}/norm")], f"{name}/inverse_norm")
+    inverse = graph.node("Min", [inverse, graph.constant(1e12, np.float32)], f"{name}/bounded")
+    return [graph.node("Mul", [x, inverse], name)]
+
+
+def _write_split_columns(call):
+    """SplitColumns: [B * K, D] -> [B, K, D], B and K read from `token_ids` [B, K, T]."""
+    graph, name = call.graph, call.name
+    embeddings, token_ids = call.value(call.args[0]), call.value(_argument(call, 1, "token_ids"))
+    shape = graph.node("Concat", [graph.node("Shape", [token_ids], f"{name}/columns_shape", end=2),
+                                  graph.node("Shape", [embeddings], f"{name}/width", start=-1)],
+                       f"{name}/shape", axis=0)
+    return [graph.node("Reshape", [embeddings, shape], name)]
+
+
 # ------------------------------------------------------------------------------------ keras.ops operations
 def _write_get_item(call):
     """x[key] with integers and slices (an Ellipsis too): Slice for the slices, Gather for the integers."""
@@ -297,6 +365,9 @@ LAYER_FORMS = {
     **{cls: Form(_identity) for cls in _PASS_THROUGH},
     keras.layers.Activation: Form(_write_activation),
     MergeChoices: Form(_write_merge_choices),
+    SentencePooling: Form(_write_sentence_pooling),
+    keras.layers.UnitNormalization: Form(_write_unit_normalization),
+    SplitColumns: Form(_write_split_columns),
 }
 # keras.ops operations, by class name (their classes are not public).
 OPERATION_FORMS = {

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from keras_bert_impl import backends
 from keras_bert_impl.export.export_settings import named_outputs
+from keras_bert_impl.models.portable_export import register_exporter
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.file_io import atomic_path
 
@@ -56,6 +57,7 @@ def input_signature(model, batch_size=None):
             for name, tensor in model.input.items()}
 
 
+@register_exporter("litert", ("batch_size", "quantization"))  # model.export(path, format="litert")
 def export_litert(model, path, batch_size=None, quantization=None):
     """Writes `model` (a task model or backbone on token ids) to the LiteRT file `path` (`.tflite`).
 

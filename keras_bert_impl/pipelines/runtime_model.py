@@ -77,7 +77,9 @@ class RuntimeModel:
         self.model_class = model_class
         self.preprocessor_class = model_class.preprocessor_class
         self.output_names = list(self.settings["outputs"])
-        self.returns_dict = self.output_names != ["logits"]  # the task models' one tensor output is "logits"
+        # As the Keras model returns them: a dict, or its one tensor (a folder written before export_config.json
+        # said which: the task models' one tensor output was "logits").
+        self.returns_dict = self.settings.get("dict_outputs", self.output_names != ["logits"])
         self._run = self._onnx_runner() if self.format == "onnx" else self._litert_runner()
 
     @property
@@ -103,14 +105,14 @@ class RuntimeModel:
         return member.__get__(self) if inspect.isfunction(member) else member
 
     def predict_on_batch(self, x):
-        """The model's outputs for a padded batch `x` (dict of int arrays): an array ("logits"), or a dict of
-        them named as the model names them."""
+        """The model's outputs for a padded batch `x` (dict of int arrays): its one output as an array (a
+        classifier's "logits", a sentence encoder's embeddings), or a dict of them named as the model names them."""
         length = np.shape(x["token_ids"])[-1]
         if length > self.config.max_position_embeddings:
             raise UserInputError(f"{self.path}: a batch of {length} tokens; the model reads at most "
                                  f"{self.config.max_position_embeddings} (its max_position_embeddings).")
         outputs = self._run({name: np.asarray(x[name], "int32") for name in self._input_shapes})
-        return outputs if self.returns_dict else outputs["logits"]
+        return outputs if self.returns_dict else outputs[self.output_names[0]]
 
     def _onnx_runner(self):
         import onnxruntime

@@ -8,7 +8,8 @@ sentence-similarity task of transformers' hub widgets and sentence-transformers'
     similarity([{...}, {...}])                                                       # one list per input
 
 The model is a `BertSentenceEncoder`: a sentence-transformers directory (its pooling, Normalize module and
-max_seq_length), or any BERT checkpoint (mean pooling). Every sentence is embedded as
+max_seq_length), any BERT checkpoint (mean pooling), or the ONNX or LiteRT export folder of one (its pooling and
+normalization in the exported graph, run by `runtime_model.RuntimeModel`). Every sentence is embedded as
 `BertSentenceEncoder.encode` embeds it (packed alone, cut to `max_seq_length` with one warning the first
 time, length-sorted batches of `predict_batch_size`); a score is the cosine of two embeddings
 (`models.sentence_losses.cosine_similarity`, sentence-transformers' `cos_sim`). An input that is not
