@@ -17,7 +17,8 @@ from tests.finetuning_files import REPO, subprocess_env
 
 def _run_check(backend, strategy):
     env = dict(subprocess_env(), KERAS_BACKEND=backend)
-    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    # Two host devices; the suite's XLA flags (tests/conftest.py: optimization level 0) are kept.
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
     proc = subprocess.run(
         [sys.executable, os.path.join(REPO, "tests", "distributed_check.py"), strategy],
         env=env, capture_output=True, text=True, timeout=600,
