@@ -229,7 +229,7 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
                                 steps_path=steps_path, log_every_steps=log_every_steps,
                                 accumulation_steps=accumulation, initial_batches=start.batches)
         data = schedule.dataset(dataset, start, accumulation)
-        fit_kwargs = dict(fit_kwargs or {})
+        fit_kwargs = {**schedule.fit_arguments(start, accumulation), **(fit_kwargs or {})}
         if not isinstance(data, (np.ndarray, dict, list, tuple)):
             # A tf.data.Dataset, a generator or a PyDataset shuffles itself; Keras warns at fit's default shuffle=True.
             fit_kwargs["shuffle"] = False
@@ -242,8 +242,7 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
         # FitProgress shows the progress (fit's own is off): a bar on a terminal, a line per loop or epoch in a file.
         fitted = [guard, *before, *(callbacks or []), metrics, *after, FitProgress(verbose), stop]
         with stop, explained:
-            history = model.fit(data, callbacks=fitted, verbose=0, **schedule.fit_arguments(start, accumulation),
-                                **fit_kwargs).history
+            history = model.fit(data, callbacks=fitted, verbose=0, **fit_kwargs).history
     global_step = int(keras.ops.convert_to_numpy(model.optimizer.iterations)) if model.optimizer.built else 0
     # The last update can make the weights non-finite while every logged loss was finite: never save them.
     divergence.check_finite_weights(model, schedule.end(global_step))
