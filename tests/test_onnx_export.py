@@ -151,6 +151,14 @@ def test_outputs_are_named_as_the_model_names_them(tmp_path):
     assert [o.name for o in _session(export_onnx(tagger, str(tmp_path / "t.onnx"))).get_outputs()] == ["logits"]
 
 
+def test_the_files_metadata_names_the_longest_sequence_it_computes(tmp_path):
+    model = BertClassifier(BertBackbone(TINY), num_classes=2)
+    for quantization in (None, "dynamic_int8"):
+        session = _session(export_onnx(model, str(tmp_path / f"{quantization}.onnx"), quantization=quantization))
+        metadata = session.get_modelmeta().custom_metadata_map  # (the quantizer adds its own entry)
+        assert metadata["max_position_embeddings"] == str(TINY.max_position_embeddings)
+
+
 def test_dynamic_int8_quantizes_the_products_and_keeps_the_answers(tmp_path):
     model, x = BertClassifier(BertBackbone(TINY), num_classes=3), _inputs()
     path = export_onnx(model, str(tmp_path / "int8.onnx"), quantization="dynamic_int8")

@@ -25,6 +25,9 @@ anywhere in the sequence; a BiLSTM head reads it as each sequence's length (padd
 packers write it). The sentence encoder (`BertSentenceEncoder`) takes its columns of texts as a free axis
 "columns" ([batch, columns, sequence]) and returns its pooled (and, with a Normalize module, L2-normalized)
 embeddings [batch, columns, dim], named as the model names them ("split_columns").
+The file's metadata (`metadata_props`) holds `max_position_embeddings`, the longest sequence it computes:
+onnxruntime fails a longer one in the position embeddings' Gather (`pipelines.runtime_model` refuses it in one
+line first).
 """
 
 import collections
@@ -190,7 +193,14 @@ def onnx_model(model, opset_version=None):
     for name, tensor in outputs:
         graph.output(walk.value(tensor, walk.top), name, _dims(name, tensor, lambda n, last: None),
                      np.dtype(keras.backend.standardize_dtype(tensor.dtype)))
-    return graph.model(opset_version, graph_name=model.name)
+    proto = graph.model(opset_version, graph_name=model.name)
+    positions = [layer.config.max_position_embeddings for layer in [model, *keras_compat.flatten_layers(model)]
+                 if hasattr(getattr(layer, "config", None), "max_position_embeddings")]
+    if positions:  # the longest sequence the file computes (a longer one fails in its position-embedding Gather)
+        from onnx import helper
+
+        helper.set_model_props(proto, {"max_position_embeddings": str(min(positions))})
+    return proto
 
 
 @register_exporter("onnx", ("opset_version",))  # model.export(path, format="onnx")
