@@ -22,6 +22,7 @@ import numpy as np
 
 from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.optional_dependencies import require
+from keras_bert_impl.utils.tensorflow_logs import filtered_stderr
 
 # The model file of an export folder -> (its format, the runtime's import name, the runtime's pip package).
 EXPORT_FILES = {"model.onnx": ("onnx", "onnxruntime", "onnxruntime"),
@@ -135,11 +136,22 @@ class RuntimeModel:
         self._input_shapes = {name: list(detail["shape_signature"]) for name, detail in details.items()}
         fixed_batch = any(shape[0] == 1 for shape in self._input_shapes.values())  # a recurrent model's batch of 1
 
-        def run(inputs):
+        def invoke(inputs):
             if not fixed_batch:
                 return runner(**inputs)
             rows = [runner(**{name: value[i:i + 1] for name, value in inputs.items()})
                     for i in range(len(inputs["token_ids"]))]
             return {name: np.concatenate([row[name] for row in rows]) for name in rows[0]}
+
+        invoked = []
+
+        def run(inputs):
+            if invoked:
+                return invoke(inputs)
+            invoked.append(True)
+            # The interpreter logs "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." at its first invoke,
+            # whatever TF_CPP_MIN_LOG_LEVEL says.
+            with filtered_stderr():
+                return invoke(inputs)
 
         return run

@@ -30,13 +30,18 @@ import threading
 # cpu_feature_guard's message goes on over a second line ("To enable the following instructions: AVX2 ...").
 TENSORFLOW_LOG_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\]]+\] |"
                                  rb"WARNING: All log messages before absl::InitializeLog\(\) is called|"
-                                 rb"To enable the following instructions: .*rebuild TensorFlow with the appropriate)")
-_ABSL_NOTICE = b"WARNING: All log messages before absl::InitializeLog() is called"
+                                 rb"To enable the following instructions: .*rebuild TensorFlow with the appropriate|"
+                                 # LiteRT's interpreter, at its first invoke (ai_edge_litert).
+                                 rb"INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.)")
+# Fixed lines: absl's notice, and LiteRT's at its interpreter's first invoke.
+_NOTICES = (b"WARNING: All log messages before absl::InitializeLog() is called",
+            b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")
 
 
 def _may_become_a_log_line(partial):
     """Whether the start of a line may still turn out to be one of TensorFlow's (then it waits for its end)."""
-    return bool(re.match(rb"^[IWEF](?:\d{1,4}(?: .*)?)?$", partial)) or _ABSL_NOTICE.startswith(partial[:len(_ABSL_NOTICE)])
+    return bool(re.match(rb"^[IWEF](?:\d{1,4}(?: .*)?)?$", partial)) or any(
+        notice.startswith(partial[:len(notice)]) for notice in _NOTICES)
 
 
 def wants_tensorflow_logs(debug=False):
