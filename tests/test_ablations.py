@@ -151,6 +151,7 @@ recipe.main(["--table=5", *common])
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow  # the tables' vocabulary step (learn_vocab.py) needs tensorflow-text
 @pytest.mark.skipif(keras.backend.backend() != "torch", reason="the smoke runs under torch (module docstring)")
 def test_smoke_tables_5_and_7_write_every_row_and_column_with_commands_and_rerun_skips(tmp_path):
     work_dir = str(tmp_path / "work")

@@ -204,18 +204,17 @@ def get_distribution(name="auto", tpu=None):
     """
     if name not in STRATEGY_NAMES:
         raise ValueError(f"Unknown --strategy {name!r}; allowed: {', '.join(STRATEGY_NAMES)}.")
+    backend = keras.backend.backend()
+    if backend not in ("tensorflow", "jax"):
+        if name in ("auto", "cpu", "gpu"):
+            return Distribution(name="default")
+        raise ValueError(f"--strategy {name!r} needs the TensorFlow or JAX backend; the {backend} backend trains on "
+                         "one device here.")
     if name in TF_STRATEGY_NAMES:  # tf.distribute's: one line naming the extra where TensorFlow is missing
         require_tensorflow(f"--strategy {name} (a tf.distribute strategy)")
-    backend = keras.backend.backend()
     if backend == "tensorflow":
         return _tf_distribution(name, tpu)
-    if backend == "jax":
-        return _jax_distribution(name)
-    if name in ("auto", "cpu", "gpu"):
-        return Distribution(name="default")
-    raise ValueError(
-        f"--strategy {name!r} needs the TensorFlow or JAX backend; the {backend} backend trains on one device here."
-    )
+    return _jax_distribution(name)
 
 
 def _tf_distribution(name, tpu):

@@ -38,10 +38,10 @@ import itertools
 import logging
 import math
 import os
+import types
 from typing import NamedTuple
 
 import keras
-import numpy as np
 
 from keras_bert_impl.training import checkpoint_store, divergence, run_directory
 from keras_bert_impl.training.checkpoint_store import CHECKPOINT_SUBDIR
@@ -230,8 +230,9 @@ def run_training(model, dataset, schedule, output_dir, keep_checkpoint_max=5, ve
                                 accumulation_steps=accumulation, initial_batches=start.batches)
         data = schedule.dataset(dataset, start, accumulation)
         fit_kwargs = {**schedule.fit_arguments(start, accumulation), **(fit_kwargs or {})}
-        if not isinstance(data, (np.ndarray, dict, list, tuple)):
-            # A tf.data.Dataset, a generator or a PyDataset shuffles itself; Keras warns at fit's default shuffle=True.
+        if hasattr(data, "element_spec") or isinstance(data, types.GeneratorType):
+            # A tf.data.Dataset or a generator shuffles itself; Keras ignores fit's `shuffle` for it, warning at
+            # shuffle=True. (A PyDataset's batches are shuffled by fit as `shuffle` says.)
             fit_kwargs["shuffle"] = False
         if announcement:
             logger.info(announcement)
