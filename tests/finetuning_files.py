@@ -75,6 +75,12 @@ def subprocess_env():
     return {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}
 
 
+def two_host_devices():
+    """XLA_FLAGS giving JAX two host (CPU) devices, the suite's flags (tests/conftest.py: optimization level 0)
+    kept."""
+    return (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+
+
 def run_recipe_with_backend_defaults(name, argv, timeout=1200):
     """Runs recipes/<name>.py with `argv` in a subprocess (same backend) with the backends' default kernels,
     not the suite's settings of tests/conftest.py: JAX compiles at XLA's default optimization level (level 0

@@ -12,13 +12,12 @@ import pytest
 
 from keras_bert_impl.backends import tf_replicas
 from keras_bert_impl.training import distribute
-from tests.finetuning_files import REPO, subprocess_env
+from tests.finetuning_files import REPO, subprocess_env, two_host_devices
 
 
 def _run_check(backend, strategy):
     env = dict(subprocess_env(), KERAS_BACKEND=backend)
-    # Two host devices; the suite's XLA flags (tests/conftest.py: optimization level 0) are kept.
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    env["XLA_FLAGS"] = two_host_devices()
     proc = subprocess.run(
         [sys.executable, os.path.join(REPO, "tests", "distributed_check.py"), strategy],
         env=env, capture_output=True, text=True, timeout=600,

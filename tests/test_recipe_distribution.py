@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.training import distribute
+from tests.finetuning_files import two_host_devices
 from tests.test_run_glue import _mnli_dir, _tiny_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -141,9 +142,7 @@ def test_glue_recipe_splits_the_global_batch_over_two_replicas(tmp_path, minilm_
             f"--vocab_file={minilm_vocab_file}", f"--output_dir={output_dir}", "--do_train", "--do_eval",
             "--max_seq_length=32", "--train_batch_size=4", "--num_train_epochs=1", f"--strategy={strategy}",
             "--verbose=2", "--nosave_model"]
-    # Two host devices; the suite's XLA flags (tests/conftest.py: optimization level 0) are kept.
-    env = {**os.environ, "KERAS_BACKEND": BACKEND, "TF_CPP_MIN_LOG_LEVEL": "3",
-           "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()}
+    env = {**os.environ, "KERAS_BACKEND": BACKEND, "TF_CPP_MIN_LOG_LEVEL": "3", "XLA_FLAGS": two_host_devices()}
     proc = subprocess.run([sys.executable, "-c", _TWO_REPLICA_SCRIPT, REPO, *argv], capture_output=True, text=True,
                           timeout=300, env=env, cwd=REPO)
     if BACKEND == "torch":

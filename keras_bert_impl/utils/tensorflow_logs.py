@@ -28,14 +28,12 @@ import threading
 # A line TensorFlow's C++ logging writes: "I0000 00:00:1795694161.146854   32301 port.cc:153] ...", W/E/F
 # likewise, and absl's notice before its logging is initialized.
 # cpu_feature_guard's message goes on over a second line ("To enable the following instructions: AVX2 ...").
-TENSORFLOW_LOG_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\]]+\] |"
-                                 rb"WARNING: All log messages before absl::InitializeLog\(\) is called|"
-                                 rb"To enable the following instructions: .*rebuild TensorFlow with the appropriate|"
-                                 # LiteRT's interpreter, at its first invoke (ai_edge_litert).
-                                 rb"INFO: Created TensorFlow Lite XNNPACK delegate for CPU\.)")
-# Fixed lines: absl's notice, and LiteRT's at its interpreter's first invoke.
+# Fixed lines: absl's notice, and LiteRT's interpreter's at its first invoke (ai_edge_litert).
 _NOTICES = (b"WARNING: All log messages before absl::InitializeLog() is called",
             b"INFO: Created TensorFlow Lite XNNPACK delegate for CPU.")
+TENSORFLOW_LOG_LINE = re.compile(rb"^(?:[IWEF]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [^\]]+\] |"
+                                 rb"To enable the following instructions: .*rebuild TensorFlow with the appropriate|"
+                                 + b"|".join(re.escape(notice) for notice in _NOTICES) + rb")")
 
 
 def _may_become_a_log_line(partial):
