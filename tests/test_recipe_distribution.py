@@ -146,7 +146,7 @@ def test_glue_recipe_splits_the_global_batch_over_two_replicas(tmp_path, minilm_
     proc = subprocess.run([sys.executable, "-c", _TWO_REPLICA_SCRIPT, REPO, *argv], capture_output=True, text=True,
                           timeout=300, env=env, cwd=REPO)
     if BACKEND == "torch":
-        assert proc.returncode != 0
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
         assert "--strategy 'mirrored' needs the TensorFlow or JAX backend" in proc.stderr
         return
     assert proc.returncode == 0, proc.stderr[-3000:]

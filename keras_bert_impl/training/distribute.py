@@ -29,6 +29,7 @@ import keras
 
 from keras_bert_impl.training.strategy_names import MIXED_PRECISION, STRATEGY_NAMES
 from keras_bert_impl.utils import keras_compat
+from keras_bert_impl.utils.errors import UserInputError
 from keras_bert_impl.utils.optional_dependencies import require_tensorflow
 
 # The strategies that are tf.distribute's (TensorFlow by nature).
@@ -208,8 +209,8 @@ def get_distribution(name="auto", tpu=None):
     if backend not in ("tensorflow", "jax"):
         if name in ("auto", "cpu", "gpu"):
             return Distribution(name="default")
-        raise ValueError(f"--strategy {name!r} needs the TensorFlow or JAX backend; the {backend} backend trains on "
-                         "one device here.")
+        raise UserInputError(f"--strategy {name!r} needs the TensorFlow or JAX backend; the {backend} backend "
+                             "trains on one device here.")
     if name in TF_STRATEGY_NAMES:  # tf.distribute's: one line naming the extra where TensorFlow is missing
         require_tensorflow(f"--strategy {name} (a tf.distribute strategy)")
     if backend == "tensorflow":
