@@ -116,7 +116,7 @@ def data(tmp_path_factory):
 def test_checkpoint_round_trip_restores_weights_optimizer_and_step(data, tmp_path):
     """A saved checkpoint restores into a fresh model: weights, AdamW moments and the iteration counter."""
     model = compiled_model()
-    model.fit(tiny_dataset(data["train"]), steps_per_epoch=3, epochs=1, verbose=0)
+    model.fit(tiny_dataset(data["train"]), steps_per_epoch=3, epochs=1, verbose=0, shuffle=False)
     step, path = checkpoint_store.save_checkpoint(model, str(tmp_path))
     assert step == 3 and os.path.basename(path) == "ckpt-00000003.weights.h5"
     assert sorted(os.listdir(tmp_path)) == ["ckpt-00000003.weights.h5", "ckpt-00000003.weights.h5.sha256"]  # no temporary file
@@ -137,7 +137,7 @@ def test_partial_and_temporary_files_are_not_checkpoints(data, tmp_path):
     """A write killed mid-way leaves a `.tmp-*` file (ignored, then cleaned up); an unreadable file
     with a final name falls back to the previous checkpoint."""
     model = compiled_model()
-    model.fit(tiny_dataset(data["train"]), steps_per_epoch=2, epochs=1, verbose=0)
+    model.fit(tiny_dataset(data["train"]), steps_per_epoch=2, epochs=1, verbose=0, shuffle=False)
     checkpoint_store.save_checkpoint(model, str(tmp_path))  # step 2
     good = open(checkpoint_store.checkpoint_path(str(tmp_path), 2), "rb").read()
     # What a SIGKILL during save_checkpoint of step 4 leaves: a truncated temporary file.

@@ -22,6 +22,7 @@ import numpy as np
 from keras_bert_impl.models.sentence_encoder import BertSentenceEncoder
 from keras_bert_impl.models.sentence_losses import cosine_similarity
 from keras_bert_impl.pipelines.base import Pipeline
+from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 
 INPUT_KEYS = ("source_sentence", "sentences")
@@ -53,18 +54,24 @@ class SentenceSimilarityPipeline(Pipeline):
             self.check_texts(list(item["sentences"]), f"sentences of input {index}, element")
         return inputs
 
-    def embed(self, texts, settings):
-        """The model's embeddings of `texts`, [n, dim] float32."""
+    def embed(self, texts, settings, names):
+        """The model's embeddings of `texts`, [n, dim] float32; `names[i]` names text i in the warning of a cut
+        text, as the user gave it (e.g. "sentences of input 0, element 2")."""
         max_length = int(settings["max_seq_length"])
         rows = self.preprocessor(settings).rows(texts)
         lengths = [len(r[0]) for r in rows["token_ids"]]
-        self.warn_cut(self.first_cut(texts, None, lengths, max_length), f"max_seq_length={max_length}",
+        found = None if self.warned_cut else next(packing.cut_rows(self.tokenizer, texts, None, lengths, max_length),
+                                                  None)
+        self.warn_cut(None if found is None else (names[found[0]], found[1]), f"max_seq_length={max_length}",
                       "a larger max_seq_length, up to the model's max_position_embeddings, reads more")
         return np.asarray(self.predict(rows, settings)[:, 0], "float32")
 
     def run(self, inputs, settings):
         texts = [text for item in inputs for text in (item["source_sentence"], *item["sentences"])]
-        embeddings = self.embed(texts, settings)
+        names = [name for index, item in enumerate(inputs) for name in (
+            f"source_sentence of input {index}",
+            *(f"sentences of input {index}, element {j}" for j in range(len(item["sentences"]))))]
+        embeddings = self.embed(texts, settings, names)
         answers, start = [], 0
         for item in inputs:
             count = len(item["sentences"])
