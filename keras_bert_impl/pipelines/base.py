@@ -217,13 +217,16 @@ class Pipeline:
         warnings.warn(f"pipeline({self.task!r}): {what} has {tokens} tokens, more than {limit} holds: it is cut "
                       f"({remedy}); said once per pipeline.", stacklevel=_callers_level())
 
-    def first_cut(self, texts, pairs, lengths, max_length):
+    def first_cut(self, texts, pairs, lengths, max_length, names=None):
         """`("input i", tokens)` of the first text (with its pair) that packing to `max_length` cut
-        (`packing.cut_rows`; `lengths`: the packed length of each), or None; None once `warn_cut` warned."""
+        (`packing.cut_rows`; `lengths`: the packed length of each), or None; None once `warn_cut` warned.
+        `names[i]`, if given, names text i instead of "input i"."""
         if self.warned_cut:
             return None
         found = next(packing.cut_rows(self.tokenizer, texts, pairs, lengths, max_length), None)
-        return None if found is None else (f"input {found[0]}", found[1])
+        if found is None:
+            return None
+        return (f"input {found[0]}" if names is None else names[found[0]]), found[1]
 
     # ------------------------------------------------------------------------------ running
     def predict(self, features, settings, **options):

@@ -22,7 +22,6 @@ import numpy as np
 from keras_bert_impl.models.sentence_encoder import BertSentenceEncoder
 from keras_bert_impl.models.sentence_losses import cosine_similarity
 from keras_bert_impl.pipelines.base import Pipeline
-from keras_bert_impl.tokenizers import packing
 from keras_bert_impl.utils.errors import UserInputError
 
 INPUT_KEYS = ("source_sentence", "sentences")
@@ -60,9 +59,7 @@ class SentenceSimilarityPipeline(Pipeline):
         max_length = int(settings["max_seq_length"])
         rows = self.preprocessor(settings).rows(texts)
         lengths = [len(r[0]) for r in rows["token_ids"]]
-        found = None if self.warned_cut else next(packing.cut_rows(self.tokenizer, texts, None, lengths, max_length),
-                                                  None)
-        self.warn_cut(None if found is None else (names[found[0]], found[1]), f"max_seq_length={max_length}",
+        self.warn_cut(self.first_cut(texts, None, lengths, max_length, names), f"max_seq_length={max_length}",
                       "a larger max_seq_length, up to the model's max_position_embeddings, reads more")
         return np.asarray(self.predict(rows, settings)[:, 0], "float32")
 
