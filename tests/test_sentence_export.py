@@ -101,11 +101,12 @@ def test_sentence_similarity_pipeline_on_an_export_folder_scores_as_on_the_model
         "sentence_encoder", ["split_columns"], False, 8)
     inputs = [{"source_sentence": "hello world", "sentences": ["world", "hello", "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10"]},
               {"source_sentence": "w3 w4", "sentences": ["w4 w3", "hello w5", "w3"]}]  # one sentence cut at 8 tokens
-    with pytest.warns(UserWarning, match=r"sentences of input 0, element 2 has \d+ tokens, more than max_seq_length=8"):
+    cut = r"sentences of input 0, element 2 has \d+ tokens, more than max_seq_length=8"  # the warning names it
+    with pytest.warns(UserWarning, match=cut):
         expected = pipeline("sentence-similarity", model=model_dir)(inputs)
     served_pipeline = pipeline("sentence-similarity", model=export_dir)
     assert type(served_pipeline.model).__name__ == "RuntimeModel"
-    with pytest.warns(UserWarning, match=r"sentences of input 0, element 2 has \d+ tokens, more than max_seq_length=8"):
+    with pytest.warns(UserWarning, match=cut):
         served = served_pipeline(inputs)
     assert len(served) == 2 and [len(scores) for scores in served] == [3, 3]
     np.testing.assert_allclose(np.array(served), np.array(expected), atol=1e-5, rtol=0)

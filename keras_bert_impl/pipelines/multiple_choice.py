@@ -56,11 +56,11 @@ class MultipleChoicePipeline(Pipeline):
         rows = self.preprocessor(settings).choices(([r["context"] for r in records], endings))
         max_length = int(settings["max_seq_length"])
         for i, (record, row) in enumerate(zip(records, rows["token_ids"])):
+            names = [f"input {i} (ending {j} with its context)" for j in range(len(row))]
             cut = self.first_cut([record["context"]] * len(row), list(record["endings"]), [len(r) for r in row],
-                                 max_length)
+                                 max_length, names)
             if cut is not None:
-                self.warn_cut((f"input {i} ({cut[0].replace('input', 'ending')} with its context)", cut[1]),
-                              f"max_seq_length={max_length}", "a larger max_seq_length, up to the model's "
+                self.warn_cut(cut, f"max_seq_length={max_length}", "a larger max_seq_length, up to the model's "
                               "max_position_embeddings, reads more")
                 break
         scores = self.model.scores(self.predict(rows, settings))  # [N, C]: the softmax over the choices
