@@ -14,6 +14,7 @@ import dataclasses
 import gc
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -129,7 +130,11 @@ def test_int8_task_models_quantize_every_projection_stay_close_and_reload_exactl
          pretrainer_x),
     ):
         float32 = _outputs(model, inputs)
-        model.quantize("int8")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.quantize("int8")
+        # Keras warns for each layer with nothing to quantize (LayerNormalization, dropout, inputs); ours do not.
+        assert not [str(w.message) for w in caught if "quantize" in str(w.message)], name
         _assert_int8_quantized(model, head_paths)
         int8 = _outputs(model, inputs)
         for a, b in zip(float32, int8, strict=True):
@@ -147,3 +152,14 @@ def test_int8_task_models_quantize_every_projection_stay_close_and_reload_exactl
         with pytest.raises(ValueError, match="quantized"):
             reloaded.save_pretrained(str(tmp_path / name))
         assert not os.path.exists(tmp_path / name)
+
+
+def test_quantizing_a_backbone_warns_about_no_layer_it_leaves_as_it_is():
+    backbone = BertBackbone(CONFIG)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backbone.quantize("int8")
+    # Keras' quantize warns "Layer LayerNormalization does not have a `quantize` method implemented" (and for
+    # dropout and the inputs); those layers stay float32 by design.
+    assert not [str(w.message) for w in caught if "quantize" in str(w.message)]
+    assert set(_int8_layers(backbone)) == _projection_paths(CONFIG.num_hidden_layers)

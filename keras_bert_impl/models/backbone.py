@@ -1,6 +1,7 @@
 """BertBackbone: the BERT encoder as a functional Keras model."""
 
 import numbers
+import warnings
 
 import keras
 
@@ -190,6 +191,11 @@ class BertBackbone(PortableExport, keras.Model):
         """The rank of the LoRA adapters `enable_lora` added, or None."""
         return self._lora_rank
 
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize` (e.g. `quantize("int8")`), without a warning per layer that has nothing to
+        quantize (`quantize_quietly`)."""
+        return quantize_quietly(super().quantize, mode, config=config, filters=filters, **kwargs)
+
     def enable_lora(self, rank, target_layer_names=None):
         """Freezes every weight of the backbone and adds trainable LoRA adapters of `rank` to the attention's
         query and value projections (keras-hub's `Backbone.enable_lora`): kernel W becomes W + (alpha / rank)
@@ -343,6 +349,15 @@ class BertBackbone(PortableExport, keras.Model):
         """
         model_io.save_keras_hub_preset(self, directory, tokenizer=tokenizer,
                                        allow_gelu_approximation=allow_gelu_approximation)
+
+
+def quantize_quietly(quantize, mode, **kwargs):
+    """Calls `quantize(mode, **kwargs)` (a model's `keras.Model.quantize`) without Keras' warning "Layer X does
+    not have a `quantize` method implemented" for each layer with nothing to quantize (LayerNormalization,
+    dropout, the inputs): those layers stay as they are by design. Other warnings pass."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Layer \S+ does not have a `quantize` method implemented")
+        return quantize(mode, **kwargs)
 
 
 def base_dtype_policy(policy):

@@ -11,7 +11,7 @@ import numpy as np
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
-from keras_bert_impl.models.backbone import BertBackbone, serialize_dtype_policy
+from keras_bert_impl.models.backbone import BertBackbone, quantize_quietly, serialize_dtype_policy
 from keras_bert_impl.models.portable_export import PortableExport
 from keras_bert_impl.preprocessors import input_checks
 from keras_bert_impl.utils import keras_compat
@@ -165,6 +165,11 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras
 
     def predict_on_batch(self, x):
         return super().predict_on_batch(self._preprocess(x)[0])
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize` (e.g. `quantize("int8")`), without a warning per layer that has nothing to
+        quantize (`backbone.quantize_quietly`)."""
+        return quantize_quietly(super().quantize, mode, config=config, filters=filters, **kwargs)
 
     # ------------------------------------------------------------------------------ model directories
     # What the class's directories record of its constructor arguments (`models.stored_settings`), in the order
