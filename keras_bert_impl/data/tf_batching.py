@@ -54,7 +54,8 @@ def bucketed_dataset(features, labels=None, batch_size=32, shuffle=False, seed=0
     >>> int(dataset.cardinality()), sorted(tuple(x["token_ids"].shape) for x, y in dataset)
     (2, [(1, 5), (2, 3)])
 
-    `model.fit(dataset, epochs=3)` trains on it; every epoch gets a new order.
+    `model.fit(dataset, epochs=3, shuffle=False)` trains on it; every epoch gets a new order (the dataset
+    shuffles itself; Keras' default `shuffle=True` would only warn that it ignores a dataset).
     """
     kwargs = _static_options(static_shapes, kwargs)
     count = num_batches(len(next(iter(features.values()))), batch_size, kwargs.get("drop_remainder", False))
