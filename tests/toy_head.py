@@ -23,6 +23,7 @@ PIPELINE_ALIAS = "toy-mean-classification"
 class ToyMeanClassifier(ClassAnswers, BertTaskModel):
     """Logits of the mean of the real tokens' `sequence_output`: Dense(num_classes) on it, [batch, num_classes]."""
 
+    reads_pooled_output = False  # the head reads the mean of the sequence output
     preprocessor_class = BertTextClassifierPreprocessor
     stored_settings = (ClassCount("classifier.toy_head.weight", "no toy head in the checkpoint"),)
 
@@ -37,7 +38,6 @@ class ToyMeanClassifier(ClassAnswers, BertTaskModel):
         mean = ops.sum(sequence * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0)  # [B, H]
         logits = keras.layers.Activation("linear", dtype="float32", name="logits")(dense(mean))  # [B, C]
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        backbone.pooler.trainable = False  # the head does not read it
 
         # === Config ===
         self.backbone = backbone

@@ -203,6 +203,11 @@ class BertPretrainer(BertTaskModel):
         if next_sentence_head is not None:
             self.add_mean_metrics("next_sentence_accuracy", "next_sentence_loss")
 
+    @property
+    def reads_pooled_output(self):
+        """Whether a next-sentence head reads the pooler ("mlm_nsp", "sop"); "mlm" and "ltr" train without it."""
+        return getattr(self, "next_sentence_head", None) is not None
+
     # ------------------------------------------------------------------------------------- loss
     def pretraining_losses(self, y, y_pred, sample_weight=None):
         """(total loss, LM loss, next_sentence_loss): the original's formulas, float32 scalars.

@@ -109,6 +109,7 @@ class BertSentenceEncoder(BertTaskModel):
     `SentenceTransformer(directory)` loads.
     """
 
+    reads_pooled_output = False
     preprocessor_class = BertSentenceEncoderPreprocessor
     stored_settings = (SentenceModuleSettings(),)
     backbone_arguments = {"require_pooler": False}
@@ -129,9 +130,6 @@ class BertSentenceEncoder(BertTaskModel):
             embeddings = normalization(embeddings)
         embeddings = SplitColumns(name="split_columns")(embeddings, inputs["token_ids"])  # [B, K, D]
         super().__init__(inputs=inputs, outputs=embeddings, **kwargs)
-        # The embeddings do not read the pooler: it is frozen, so that no optimizer looks for its gradients;
-        # its weights are kept and saved as read.
-        backbone.pooler.trainable = False
 
         # === Config ===
         self.backbone = backbone

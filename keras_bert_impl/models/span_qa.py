@@ -122,6 +122,7 @@ class BertSpanQA(BertTaskModel):
     `save_pretrained(directory)` writes a BertForQuestionAnswering directory.
     """
 
+    reads_pooled_output = False
     preprocessor_class = BertSpanQAPreprocessor
     stored_settings = (BilstmUnits(), SquadDecoding())
     backbone_arguments = {"require_pooler": False}
@@ -143,9 +144,6 @@ class BertSpanQA(BertTaskModel):
         start_logits = keras.layers.Activation("linear", dtype="float32", name="start_logits")(logits[:, :, 0])
         end_logits = keras.layers.Activation("linear", dtype="float32", name="end_logits")(logits[:, :, 1])
         super().__init__(inputs=inputs, outputs={"start_logits": start_logits, "end_logits": end_logits}, **kwargs)
-        # The head does not read the pooler: it is frozen, so that no optimizer looks for its gradients
-        # (transformers builds this model without one); its weights are kept and saved as read.
-        backbone.pooler.trainable = False
 
         # === Config ===
         self.backbone = backbone

@@ -37,6 +37,9 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras
 
     # The `BertPreprocessor` subclass that turns this task's raw text into its inputs.
     preprocessor_class = None
+    # False for a head that does not read the backbone's `pooled_output` (token tagging, span QA, pooled
+    # sentence embeddings): this model then trains without the pooler (`fixed_backbone_layers`).
+    reads_pooled_output = True
 
     def __init__(self, *args, preprocessor=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -64,6 +67,45 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras
     def task_config(self):
         """The subclass's constructor arguments other than the backbone and the preprocessor."""
         return {}
+
+    # ------------------------------------------------------------------------------ trained variables
+    def fixed_backbone_layers(self):
+        """The backbone's layers this model leaves out of training: the pooler when the head does not read
+        `pooled_output` (`reads_pooled_output = False`), so that no optimizer looks for its gradients.
+
+        They are fixed for this model only: its `trainable_variables` leave them out and its
+        `non_trainable_variables` hold them, while their `trainable` flags stay as they are, so that
+        another model built on the same backbone object trains them. Their weights are kept and saved.
+        """
+        backbone = getattr(self, "backbone", None)  # set after the functional graph is built
+        if backbone is None or self.reads_pooled_output:
+            return []
+        return [backbone.pooler]
+
+    def _fixed_variable_ids(self):
+        return {id(v) for layer in self.fixed_backbone_layers() for v in layer.variables}
+
+    def _split_fixed(self, trainable, non_trainable):
+        fixed = self._fixed_variable_ids()
+        if not fixed:
+            return trainable, non_trainable
+        return [v for v in trainable if id(v) not in fixed], non_trainable + [v for v in trainable if id(v) in fixed]
+
+    @property
+    def trainable_variables(self):
+        return self._split_fixed(super().trainable_variables, [])[0]
+
+    @property
+    def non_trainable_variables(self):
+        return self._split_fixed(super().trainable_variables, super().non_trainable_variables)[1]
+
+    @property
+    def trainable_weights(self):
+        return self._split_fixed(super().trainable_weights, [])[0]
+
+    @property
+    def non_trainable_weights(self):
+        return self._split_fixed(super().trainable_weights, super().non_trainable_weights)[1]
 
     # ------------------------------------------------------------------------------ .keras assets
     def save_assets(self, dir_path):

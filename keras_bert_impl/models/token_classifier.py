@@ -199,6 +199,7 @@ class BertTokenClassifier(BertTaskModel):
     BertForTokenClassification directory, the CRF transitions (with `use_crf`) as `classifier.crf_transitions`.
     """
 
+    reads_pooled_output = False
     preprocessor_class = BertTokenClassifierPreprocessor
     stored_settings = (BilstmUnits(), Crf(), ClassCount())
     backbone_arguments = {"require_pooler": False}
@@ -223,9 +224,6 @@ class BertTokenClassifier(BertTaskModel):
         if crf is not None:
             logits = crf(logits)  # identity: the CRF only contributes its transition variables
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        # The head does not read the pooler: it is frozen, so that no optimizer looks for its gradients
-        # (transformers builds this model without one); its weights are kept and saved as read.
-        backbone.pooler.trainable = False
 
         # === Config ===
         self.backbone = backbone
