@@ -85,6 +85,19 @@ LONGEST_FIRST = [
 ]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--run_large", action="store_true", default=False,
+                     help="also run the tests marked `large` (`bash .ci/run --run_large`: the whole suite)")
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable
+    # The `large` tier (keras-hub's habit): fine-tuning the real checkpoint to an accuracy bar and timing the
+    # benchmarks against the peers take minutes per backend; they run with --run_large, and are reported
+    # as skipped without it.
+    if not config.getoption("--run_large"):
+        skip = pytest.mark.skip(reason="large: runs with --run_large (bash .ci/run --run_large)")
+        for item in items:
+            if "large" in item.keywords:
+                item.add_marker(skip)

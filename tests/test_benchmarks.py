@@ -22,7 +22,7 @@ def _suite():
     return module
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path):
     backend = keras.backend.backend()
@@ -68,7 +68,7 @@ def test_smoke_run_measures_us_and_the_peers_and_writes_the_ratio_table(tmp_path
     assert "CPU paths ours took" in table
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_cpu_paths_smoke_times_every_combination_of_paths_against_keras_hub_and_marks_the_chosen_one(tmp_path):
     from keras_bert_impl.backends import cpu_paths
@@ -151,7 +151,7 @@ def test_pretraining_step_flops_are_three_times_the_forward_products_of_the_buil
     assert doctest.testmod(gpu_pretraining).failed == 0  # the bert_base count in its docstring
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 def test_gpu_pretraining_smoke_times_every_library_and_writes_a_complete_table(tmp_path):
     backend = keras.backend.backend()
@@ -210,7 +210,7 @@ def test_a_variant_replaces_its_path_during_each_step_only():
     assert seen == [True, True] and backends.float32_epilogue is original
 
 
-@pytest.mark.slow
+@pytest.mark.large
 @pytest.mark.tensorflow  # keras-hub, a peer measured, needs TensorFlow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="the command starts each group's process under its own backend: one run covers them")
@@ -238,7 +238,7 @@ def test_serving_latency_smoke_times_every_path_of_its_groups_against_the_refere
     assert "| runtimes | ours_onnx |" in text and "hf_onnx_fused p50 / ours_onnx p50" in text
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_sentence_encode_throughput_smoke_checks_the_embeddings_times_both_libraries_and_writes_its_table(tmp_path):
     spec = importlib.util.spec_from_file_location(
         "sentence_encode_throughput", os.path.join(REPO, "benchmarks", "sentence_encode_throughput.py"))

@@ -38,7 +38,7 @@ def _read_predictions(path):
     return rows
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_fine_tuning_minilm_reaches_entity_f1_90_on_held_out_names(minilm_path, tmp_path):
     output_dir = str(tmp_path / "ner")
     run_recipe_with_backend_defaults("run_ner", [

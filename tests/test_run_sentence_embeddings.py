@@ -183,7 +183,7 @@ def _partner_accuracy(model, pairs):
     return np.mean([hit[0]["corpus_id"] == i for i, hit in enumerate(hits)])
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_minilm_trained_on_the_shipped_pairs_retrieves_held_out_partners_at_least_as_well(minilm_path, tmp_path):
     output_dir = tmp_path / "pairs"
     results = _run([f"--init_checkpoint={minilm_path}", f"--train_file={os.path.join(PAIRS, 'train.jsonl')}",

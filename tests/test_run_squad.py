@@ -33,7 +33,7 @@ if keras.backend.backend() == "jax":
     E2E_FLAGS.append("--pad_to_multiple_of=32")
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_fine_tuning_minilm_answers_held_out_questions(minilm_path, tmp_path):
     output_dir = str(tmp_path / "out")
     run_recipe_with_backend_defaults("run_squad", [
