@@ -7,7 +7,8 @@ strings equal the Keras models' own and the recipes':
   probabilities and label names, word tags with character offsets, best spans;
 * a cased classifier: the SavedModel tokenizes without lower-casing, as the Keras model and
   `from_pretrained` do (the probabilities would differ if it lower-cased);
-* a CRF tagger: the SavedModel's word tags are `BertTokenClassifier.decode`'s Viterbi tags (not argmax);
+* the token classifier is a CRF tagger: the SavedModel's word tags are `BertTokenClassifier.decode`'s
+  Viterbi tags (not argmax);
 * a feature-based tagger (`BertFeatureBasedTagger`, BiLSTMs on frozen layers): the word tags of its argmax;
 * a SQuAD v2.0 span QA model: the SavedModel's answers and has_answer are those of recipes/run_squad.py's
   predictions.json (the n-best candidate rule, the null-score threshold, the answer text).
@@ -64,7 +65,7 @@ CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Apple", "apple", "
 CASED_TEXTS = ["Apple is red.", "I like apple!", "The apples in Paris", "paris is green, Apple", "i like Paris"]
 CASED_LABELS = ["negative", "positive"]
 
-# CRF tagger.
+# The CRF tagger (every task's token classifier).
 CRF_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 TAG_TEXTS = ["John Smith moved to Zürich in 2019!", "Marie Curie and Pierre Curie lived in Paris.",
              "ok", "Straße, Müller-Lüdenscheidt: unbelievably uncharacteristically"]
@@ -171,6 +172,18 @@ def _threshold_between(odds):
     return float((values[i] + values[i + 1]) / 2)
 
 
+def _crf_tagger():
+    """A CRF tagger on the real vocabulary whose transitions favour the cycle O -> B-PER -> I-PER -> B-LOC ->
+    I-LOC -> O, so that its Viterbi tags differ from the argmax of its logits."""
+    tagger = BertTokenClassifier(_tiny_backbone(), num_classes=len(CRF_TAGS), dropout=0.0, use_crf=True)
+    cycle = np.full((len(CRF_TAGS), len(CRF_TAGS)), -1.0, "float32")
+    cycle[np.arange(len(CRF_TAGS)), (np.arange(len(CRF_TAGS)) + 1) % len(CRF_TAGS)] = 1.0
+    tagger.crf.transitions.assign(cycle)
+    rng = np.random.default_rng(5)
+    tagger.classifier.kernel.assign(rng.normal(0.0, 0.3, tagger.classifier.kernel.shape).astype("float32"))
+    return tagger
+
+
 def _every_task_models(root, tokenizer):
     """Five tiny models on the real vocabulary (the classifier trained a step under this backend), saved;
     returns them, their export arguments and their serving jobs."""
@@ -178,7 +191,7 @@ def _every_task_models(root, tokenizer):
     models = {
         "backbone": _tiny_backbone(),
         "classifier": BertClassifier(_tiny_backbone(), num_classes=3, dropout=0.0),
-        "token_classifier": BertTokenClassifier(_tiny_backbone(), num_classes=len(TAGS), dropout=0.0),
+        "token_classifier": _crf_tagger(),
         "span_qa": BertSpanQA(_tiny_backbone()),
         "feature_based_tagger": BertFeatureBasedTagger(_tiny_backbone(output_hidden_states=True), num_classes=len(TAGS),
                                                        feature_mode="sum_all", lstm_units=8, num_lstm_layers=1),
@@ -187,24 +200,34 @@ def _every_task_models(root, tokenizer):
     classifier.compile(optimizer=keras.optimizers.SGD(0.1),
                        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     classifier.fit(batch, np.array([0, 1, 2]), epochs=1, verbose=0)  # trained under this backend
-    # The feature-based tagger: head weights (its trainable ones) large enough that the words get different tags.
+    # The feature-based tagger: head weights (its trainable ones) large enough that the words get different tags,
+    # and a classifier bias that centres each tag's logits over the tokens of TEXTS.
     feature_tagger = models["feature_based_tagger"]
     rng = np.random.default_rng(3)
     for variable in feature_tagger.trainable_weights:
         variable.assign(rng.normal(0.0, 1.0, tuple(variable.shape)).astype("float32"))
+    feature_tagger.classifier.bias.assign(np.zeros((len(TAGS),), "float32"))
+    texts = tokenizer(TEXTS, max_length=32)
+    logits = inference(feature_tagger, _model_inputs(texts))  # [B, T, tags]
+    feature_tagger.classifier.bias.assign(-logits[texts["padding_mask"] > 0].mean(0).astype("float32"))
     for name, model in models.items():
         directory = str(root / name)
         if name == "classifier":
             model.save_pretrained(directory, label_names=["negative", "neutral", "positive"])
-        elif name in ("token_classifier", "feature_based_tagger"):
+        elif name == "token_classifier":
+            model.save_pretrained(directory, label_names=CRF_TAGS)
+            config = json.loads((root / name / "config.json").read_text(encoding="utf-8"))
+            config["max_seq_length"] = 32  # as the recipes write it; the export reads it when not given
+            (root / name / "config.json").write_text(json.dumps(config), encoding="utf-8")
+        elif name == "feature_based_tagger":
             model.save_pretrained(directory, label_names=TAGS)
         elif name == "span_qa":  # the windows' settings, as run_squad.py writes them
             model.save_pretrained(directory, settings={"squad": {"doc_stride": 16, "max_query_length": 16}})
         else:
             model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
-    exports = [[f"--model_dir={root / name}", f"--export_dir={root / 'saved' / name}", "--max_seq_length=32"]
-               for name in models]
+    exports = [[f"--model_dir={root / name}", f"--export_dir={root / 'saved' / name}"]
+               + ([] if name == "token_classifier" else ["--max_seq_length=32"]) for name in models]
     exports[list(models).index("classifier")].append("--text_pair")
     exports[list(models).index("span_qa")].append("--null_score_diff_threshold=0.5")
     jobs = [
@@ -348,9 +371,13 @@ def served(minilm_path, tmp_path_factory):
     run_squad.py on the SQuAD model's directory, serves all in one process."""
     root = tmp_path_factory.mktemp("serving")
     uncased = BertTokenizer.from_pretrained(minilm_path)
+    keras.utils.set_random_seed(3)  # a module fixture: built before the tests' own seeds are set
     models, exports, jobs = _every_task_models(root / "every_task", uncased)
     keras.utils.set_random_seed(7)
     rng = np.random.default_rng(7)
+    # The seed's first 160 normal draws are skipped: from the next ones on, the SQuAD model's null odds split
+    # with a clear gap (_threshold_between) and the shipped models' answers spread.
+    rng.standard_normal(160)
 
     # a. A cased classifier, fine-tuned a few steps.
     vocab_file = root / "cased_vocab.txt"
@@ -362,19 +389,6 @@ def served(minilm_path, tmp_path_factory):
     classifier.fit(cased(CASED_TEXTS, max_length=16), np.array([1, 0, 1, 0, 1]), epochs=4, batch_size=5, verbose=0)
     classifier.save_pretrained(str(root / "classifier"), label_names=CASED_LABELS)
     cased.save_pretrained(str(root / "classifier"))
-
-    # b. A CRF tagger whose transitions favour the cycle O -> B-PER -> I-PER -> B-LOC -> I-LOC -> O.
-    tagger = BertTokenClassifier(_tiny_backbone(uncased.vocab_size), num_classes=len(CRF_TAGS), dropout=0.0,
-                                 use_crf=True)
-    cycle = np.full((len(CRF_TAGS), len(CRF_TAGS)), -1.0, "float32")
-    cycle[np.arange(len(CRF_TAGS)), (np.arange(len(CRF_TAGS)) + 1) % len(CRF_TAGS)] = 1.0
-    tagger.crf.transitions.assign(cycle)
-    tagger.classifier.kernel.assign(rng.normal(0.0, 0.3, tagger.classifier.kernel.shape).astype("float32"))
-    tagger.save_pretrained(str(root / "tagger"), label_names=CRF_TAGS)
-    uncased.save_pretrained(str(root / "tagger"))
-    config = json.loads((root / "tagger" / "config.json").read_text(encoding="utf-8"))
-    config["max_seq_length"] = 32  # as the recipes write it; the export reads it when not given
-    (root / "tagger" / "config.json").write_text(json.dumps(config), encoding="utf-8")
 
     # c. A SQuAD v2.0 span QA model with a large head, so that its logits spread; the threshold splits the
     # questions' null odds so that some are answered and some are not.
@@ -393,7 +407,6 @@ def served(minilm_path, tmp_path_factory):
 
     exports += shipped_exports + [
         [f"--model_dir={root / 'classifier'}", f"--export_dir={root / 'saved' / 'classifier'}", "--max_seq_length=16"],
-        [f"--model_dir={root / 'tagger'}", f"--export_dir={root / 'saved' / 'tagger'}"],
         [f"--model_dir={root / 'qa'}", f"--export_dir={root / 'saved' / 'qa'}",
          f"--max_seq_length={SQUAD_FLAGS['max_seq_length']}", f"--null_score_diff_threshold={threshold}",
          f"--n_best_size={SQUAD_FLAGS['n_best_size']}", f"--max_answer_length={SQUAD_FLAGS['max_answer_length']}"],
@@ -417,7 +430,7 @@ def served(minilm_path, tmp_path_factory):
                  for q, (question, _) in enumerate(qs)]
     jobs += [
         [str(root / "saved" / "classifier"), "serving_default", {"text": CASED_TEXTS}],
-        [str(root / "saved" / "tagger"), "serving_default", {"text": TAG_TEXTS}],
+        [str(root / "every_task" / "saved" / "token_classifier"), "serving_default", {"text": TAG_TEXTS}],
         [str(root / "saved" / "qa"), "serving_default",
          {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}],
     ]
@@ -437,7 +450,7 @@ def served(minilm_path, tmp_path_factory):
     out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
     results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
     return {
-        "models": models, "root": root, "classifier": classifier, "cased": cased, "tagger": tagger,
+        "models": models, "root": root, "classifier": classifier, "cased": cased, "tagger": models["token_classifier"],
         "uncased": uncased, "qa_ids": [qas_id for qas_id, _, _ in questions], "threshold": threshold,
         "one_window": one_window, "recipe": recipe, "served": dict(zip(names, results)), "shipped": shipped,
     }
@@ -474,11 +487,14 @@ def test_token_classifier_export_serves_word_tags_with_character_offsets(served,
     start to its last token's end."""
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, max_length=32, return_offsets=True)
-    tag_ids = inference(models[name], _model_inputs(batch)).argmax(-1)
+    logits = inference(models[name], _model_inputs(batch))
+    # The CRF tagger's tags are its Viterbi path (test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode).
+    tag_ids = models[name].decode(logits, _word_mask(TEXTS, batch)) if name == "token_classifier" else logits.argmax(-1)
+    labels = CRF_TAGS if name == "token_classifier" else TAGS
     for row, (text, words) in enumerate(zip(TEXTS, _whitespace_words(TEXTS, batch))):
         n = len(words)
         assert served[name]["words"][row][:n] == [text[start:end] for _, start, end in words]
-        assert served[name]["tags"][row][:n] == [TAGS[tag_ids[row, first]] for first, _, _ in words]
+        assert served[name]["tags"][row][:n] == [labels[tag_ids[row, first]] for first, _, _ in words]
         assert served[name]["word_start"][row][:n] == [start for _, start, _ in words]
         assert served[name]["word_end"][row][:n] == [end for _, _, end in words]
         assert set(served[name]["words"][row][n:]) <= {""}
@@ -556,7 +572,8 @@ def test_crf_tagger_saved_model_tags_equal_keras_viterbi_decode(served):
         expected = [CRF_TAGS[t] for t in tags[row][word_mask[row] > 0]]
         assert saved["tags"][row][: len(expected)] == expected
         assert set(saved["tags"][row][len(expected):]) <= {""}
-    config = json.loads((served["root"] / "saved" / "tagger" / "export_config.json").read_text(encoding="utf-8"))
+    config = json.loads((served["root"] / "every_task" / "saved" / "token_classifier" / "export_config.json").read_text(
+        encoding="utf-8"))
     assert config["use_crf"] is True and config["max_seq_length"] == 32
 
 
