@@ -85,7 +85,8 @@ LONGEST_FIRST = [
     "test_ablations.py", "test_run_sentence_embeddings.py", "test_mixed_precision.py",
 ]
 # With --run_large, the files of the longest `large` tests go first.
-LARGE_FIRST = ["test_run_squad.py", "test_benchmarks.py", "test_run_ner.py", "test_run_sentence_embeddings.py"]
+LARGE_FIRST = ["test_run_squad.py", "test_benchmarks.py", "test_run_ner.py", "test_run_sentence_embeddings.py",
+               "test_run_glue.py", "test_pretrain_recipe.py", "test_multiworker.py"]
 
 
 def pytest_addoption(parser):
@@ -99,9 +100,9 @@ def pytest_collection_modifyitems(config, items):
     for name in order:
         rank.setdefault(name, len(rank))
     items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable
-    # The `large` tier (keras-hub's habit): fine-tuning the real checkpoint to an accuracy bar and timing the
-    # benchmarks against the peers take minutes per backend; they run with --run_large, and are reported
-    # as skipped without it.
+    # The `large` tier (keras-hub's habit): fine-tuning the real checkpoint to an accuracy bar, timing the
+    # benchmarks against the peers and killing real multi-process runs several times take minutes per
+    # backend; they run with --run_large, and are reported as skipped without it.
     if not config.getoption("--run_large"):
         skip = pytest.mark.skip(reason="large: runs with --run_large (bash .ci/run --run_large)")
         for item in items:

@@ -92,7 +92,7 @@ def _step_losses(directory):
         return [(r["step"], r["loss"]) for r in map(json.loads, f)]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_two_workers_pretrain_like_one_process_only_the_chief_writes_and_a_killed_job_resumes(tmp_path, capsys):
     if ENGINE == "torch" and _torch_refuses(capsys):
         return
@@ -423,7 +423,7 @@ def test_a_busy_port_is_refused_in_one_line_naming_it(capsys):
         "other workers were stopped.")
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_ctrl_c_stops_a_real_two_worker_job_leaving_no_worker_alive(tmp_path, capsys):
     if ENGINE == "torch" and _torch_refuses(capsys):
         return

@@ -102,7 +102,7 @@ def start_and_kill(args, checkpoint_dir, rng):
     return checkpoint_store.list_checkpoints(checkpoint_dir)[-1][0]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_three_sigkills_with_dropout_end_bitwise_identical_to_an_uninterrupted_run(data, tmp_path, monkeypatch):
     """kill -9 three times at random moments (dropout 0.1 on hidden states and attention), rerun the
     same command: every weight, AdamW moment and random state of the final checkpoint equals the

@@ -25,7 +25,7 @@ def _tiny_config(tmp_path):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_minilm_fine_tuned_on_the_sentiment_set_generalizes_to_held_out_dev(minilm_path, tmp_path):
     # lr 5e-5 (in the paper's grid): one epoch reached 0.994-1.0 on every backend over several seeds, where
     # 1e-4 gave 0.94-1.0 but 0.82 for one torch seed.

@@ -468,6 +468,18 @@ def test_backbone_export_serves_the_same_embeddings(served):
 
 
 @pytest.mark.tensorflow
+def test_the_savedmodel_holds_each_weight_of_the_model_once(served):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(served["root"] / "every_task" / "saved" / "classifier" / "variables"
+                                          / "variables"))
+    dtypes = reader.get_variable_to_dtype_map()
+    stored = sum(int(np.prod(shape)) for name, shape in reader.get_variable_to_shape_map().items()
+                 if dtypes[name].is_floating)
+    assert stored == served["models"]["classifier"].count_params()
+
+
+@pytest.mark.tensorflow
 def test_classifier_export_serves_the_same_probabilities_and_label_names(served):
     models, tokenizer, served = served["models"], served["uncased"], served["served"]
     batch = tokenizer(TEXTS, PAIRS, max_length=32)

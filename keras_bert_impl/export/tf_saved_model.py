@@ -523,20 +523,21 @@ def export_saved_model(
     exporter = _Exporter(model, tokenizer, serving_kind(model) if task is None else task, labels, max_seq_length,
                          text_pair, max_answer_length, null_score_diff_threshold, n_best_size, doc_stride,
                          max_query_length, long_input)
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    archive.track(exporter.tokenizer)
-    archive.add_endpoint("serving_default", lambda *texts: _serve_any_batch(exporter.serve, *texts),
-                         input_signature=exporter.inputs)
+    # Both endpoints are traced once, here, and saved as signatures only (TensorFlow traces a function saved
+    # as an attribute once more); the root tracks the tokenizer's lookup tables and the variables they read.
+    serve = tf.function(lambda *texts: _serve_any_batch(exporter.serve, *texts),
+                        input_signature=exporter.inputs).get_concrete_function()
     token_shape = [None, *model.input["token_ids"].shape[1:]]  # [B, T], or [B, C, T] for multiple choice
-    archive.add_endpoint(
-        "serving_token_ids",
+    serve_token_ids = tf.function(
         lambda token_ids, segment_ids, padding_mask: exporter.serve_token_ids(token_ids, segment_ids, padding_mask),
         input_signature=[tf.TensorSpec(token_shape, tf.int32, name=name)
                          for name in ("token_ids", "segment_ids", "padding_mask")],
-    )
+    ).get_concrete_function()
+    root = tf.Module()
+    root.tokenizer = exporter.tokenizer
+    root.model_variables = list({id(v): v for f in (serve, serve_token_ids) for v in f.variables}.values())
     with file_io.atomic_path(export_dir.rstrip("/")) as tmp:
-        archive.write_out(tmp, verbose=False)
+        tf.saved_model.save(root, tmp, signatures={"serving_default": serve, "serving_token_ids": serve_token_ids})
         file_io.write_json(os.path.join(tmp, EXPORT_CONFIG_NAME), exporter.record())
     return export_dir
 
