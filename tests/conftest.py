@@ -75,14 +75,14 @@ def minilm_vocab_file(minilm_path):
 # `.ci/run` hands whole files to two pytest-xdist workers in collection order (--dist loadfile
 # --no-loadscope-reorder), so a long file collected last would leave one worker running it alone at the end.
 LONGEST_FIRST = [
-    "test_tf_export.py", "test_task_models.py", "test_pretrain_recipe.py", "test_multiworker.py",
-    "test_serialization.py", "test_portable_export.py", "test_no_tensorflow.py", "test_runnable_exports.py",
-    "test_sentence_encoder.py", "test_run_glue.py", "test_docstrings.py", "test_backbone.py",
-    "test_finetuning_resume.py", "test_gradient_accumulation.py", "test_run_ner.py",
-    "test_cased_model_directories.py", "test_token_classifier.py", "test_checkpoint_conversion.py",
-    "test_interruptions.py", "test_sentence_export.py", "test_pretraining_objectives.py",
-    "test_tf_tokenization.py", "test_distribute.py", "test_a_new_head_in_one_module.py", "test_pretrainer.py",
-    "test_ablations.py", "test_run_sentence_embeddings.py", "test_mixed_precision.py",
+    "test_tf_export.py", "test_task_models.py", "test_serialization.py", "test_portable_export.py",
+    "test_no_tensorflow.py", "test_runnable_exports.py", "test_sentence_encoder.py", "test_docstrings.py",
+    "test_pretrain_recipe.py", "test_multiworker.py", "test_backbone.py", "test_finetuning_resume.py",
+    "test_gradient_accumulation.py", "test_cased_model_directories.py", "test_interruptions.py",
+    "test_token_classifier.py", "test_checkpoint_conversion.py", "test_run_glue.py", "test_sentence_export.py",
+    "test_pretraining_objectives.py", "test_tf_tokenization.py", "test_distribute.py",
+    "test_a_new_head_in_one_module.py", "test_pretrainer.py", "test_ablations.py", "test_run_ner.py",
+    "test_run_sentence_embeddings.py", "test_mixed_precision.py",
 ]
 # With --run_large, the files of the longest `large` tests go first.
 LARGE_FIRST = ["test_run_squad.py", "test_benchmarks.py", "test_run_ner.py", "test_run_sentence_embeddings.py",
