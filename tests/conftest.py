@@ -1,6 +1,7 @@
 """Shared pytest setup: quiet TensorFlow logs, a JAX compilation cache, fixed seeds, the real checkpoint's path."""
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
@@ -34,6 +35,23 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 if os.environ.get("KERAS_BACKEND") == "jax" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
+# JAX: XLA's CPU compiler emits fusions with its older emitters, which compile in about half the time
+# (jaxlib 0.10.2, one process: a tiny backbone's first eager call 1.8 s instead of 3.3 s, four of
+# tests/test_task_models.py's cases 40 s instead of 91 s). jaxlib releases before 0.7 lack the flag (XLA
+# aborts on an unknown one), so they keep their default.
+def _jaxlib_version():
+    from importlib import metadata
+
+    try:
+        return tuple(int(part) for part in metadata.version("jaxlib").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return (0, 0)
+
+
+if (os.environ.get("KERAS_BACKEND") == "jax" and "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", "")
+        and _jaxlib_version() >= (0, 7)):
+    os.environ["XLA_FLAGS"] = os.environ["XLA_FLAGS"] + " --xla_cpu_use_fusion_emitters=false"
+
 # JAX: one compilation cache for the whole run, shared by the pytest workers and the recipe subprocesses
 # (they inherit the environment), so that a step function compiled again (a resumed or rerun training, the
 # same tiny model in another test) is loaded instead of recompiled. It starts empty on every run.
@@ -49,6 +67,14 @@ pytest_plugins = ["tests.tiny_model_files"]
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+
+@pytest.fixture
+def no_collection_per_deleted_kernel(monkeypatch):
+    """Keras' quantize deletes each float kernel with a `gc.collect()` (to free device memory at once): in a
+    test process full of objects each takes 0.2 to 2 s (a quantized backbone: 15 of them, 32 s late in a
+    TensorFlow worker, 3 s alone). The numbers do not depend on it."""
+    monkeypatch.setattr(gc, "collect", lambda *args, **kwargs: 0)
 
 
 @pytest.fixture(autouse=True)

@@ -84,11 +84,13 @@ def two_host_devices():
 def run_recipe_with_backend_defaults(name, argv, timeout=1200):
     """Runs recipes/<name>.py with `argv` in a subprocess (same backend) with the backends' default kernels,
     not the suite's settings of tests/conftest.py: JAX compiles at XLA's default optimization level (level 0
-    doubles the time of a MiniLM fine-tuning run) and TensorFlow uses oneDNN (the MiniLM SQuAD run takes
-    281 s without it, 195 s with it). Fails the test with the run's output when it exits non-zero."""
+    doubles the time of a MiniLM fine-tuning run) with its default fusion emitters, and TensorFlow uses oneDNN
+    (the MiniLM SQuAD run takes 281 s without it, 195 s with it). Fails the test with the run's output when
+    it exits non-zero."""
     import subprocess
 
-    xla_flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "optimization_level" not in f)
+    xla_flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                         if "optimization_level" not in f and "fusion_emitters" not in f)
     env = dict(subprocess_env(), XLA_FLAGS=xla_flags)
     env.pop("TF_ENABLE_ONEDNN_OPTS", None)
     command = [sys.executable, os.path.join(REPO, "recipes", f"{name}.py"), *argv]

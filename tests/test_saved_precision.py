@@ -11,7 +11,6 @@ dtype): compared with `assert_array_equal`.
 """
 
 import dataclasses
-import gc
 import json
 import os
 import warnings
@@ -114,12 +113,10 @@ def _outputs(model, x):
     return [to_numpy(y) for y in keras.tree.flatten(model.predict_on_batch(x))]
 
 
-def test_int8_task_models_quantize_every_projection_stay_close_and_reload_exactly(tmp_path, monkeypatch):
+def test_int8_task_models_quantize_every_projection_stay_close_and_reload_exactly(tmp_path,
+                                                                                   no_collection_per_deleted_kernel):
     """The classifier, the token classifier and the pretrainer (whose masked-LM output is the de-quantized
     word-embedding matrix)."""
-    # Keras' quantize deletes each float kernel with a `gc.collect()` (to free device memory at once), which
-    # costs 0.2 s a layer in a test process full of objects; the numbers do not depend on it.
-    monkeypatch.setattr(gc, "collect", lambda *args, **kwargs: 0)
     keras.utils.set_random_seed(0)
     x = _inputs()
     pretrainer_x = dict(x, masked_lm_positions=np.array([[1, 2, 3], [4, 5, 0]], "int32"))
@@ -154,7 +151,7 @@ def test_int8_task_models_quantize_every_projection_stay_close_and_reload_exactl
         assert not os.path.exists(tmp_path / name)
 
 
-def test_quantizing_a_backbone_warns_about_no_layer_it_leaves_as_it_is():
+def test_quantizing_a_backbone_warns_about_no_layer_it_leaves_as_it_is(no_collection_per_deleted_kernel):
     backbone = BertBackbone(CONFIG)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -247,7 +247,7 @@ def test_lora_trains_the_adapters_only_and_round_trips_through_a_keras_file(tmp_
     np.testing.assert_allclose(keras.saving.load_model(path).predict(x, verbose=0), after, atol=1e-6)
 
 
-def test_int8_quantizes_every_projection_stays_close_and_reloads_exactly(tmp_path):
+def test_int8_quantizes_every_projection_stays_close_and_reloads_exactly(tmp_path, no_collection_per_deleted_kernel):
     model = BertSentenceEncoder(BertBackbone(BertConfig(**TINY)), normalize=True)
     x = _inputs(["hello world", "w1 w2 w3 w4", "world"])
     float32 = to_numpy(model.predict_on_batch(x))
