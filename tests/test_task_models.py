@@ -2,12 +2,15 @@
 
 Only the regressor goes through the harness's SavedModel check (step 5, TensorFlow): the classifier,
 token classifier, span QA model, CRF tagger and a cased classifier are exported and served from raw
-strings in test_tf_export.py."""
+strings in test_tf_export.py. A task model creates its optimizer's variables eagerly, before its first
+training step."""
 
+import keras
 import numpy as np
 import pytest
 
 from keras_bert_impl import (
+    BertBackbone,
     BertClassifier,
     BertFeatureBasedTagger,
     BertMaskedLMPreprocessor,
@@ -168,3 +171,26 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_task_model_builds_trains_saves_reloads_exports_and_trains_in_bfloat16(name, tmp_path):
     run_task_test(CASES[name], str(tmp_path))
+
+
+def _executing_eagerly():
+    if keras.backend.backend() != "tensorflow":
+        return True  # JAX and torch build the optimizer outside their compiled steps
+    import tensorflow as tf
+
+    return tf.executing_eagerly()
+
+
+@pytest.mark.parametrize("method", ["fit", "train_on_batch"])
+def test_the_optimizer_is_built_eagerly_before_the_first_training_step(method):
+    """Keras' TensorFlow trainer (without a tf.distribute strategy) would create the slots inside the first
+    trace of the train step, which TensorFlow then traces a second time."""
+    model = BertClassifier(BertBackbone(TINY), num_classes=2)
+    model.compile()
+    calls = []
+    build = model.optimizer.build
+    model.optimizer.build = lambda variables: (calls.append(_executing_eagerly()), build(variables))[1]
+    x, y = _inputs(), np.array([0, 1, 0])
+    model.fit(x, y, batch_size=BATCH, verbose=0) if method == "fit" else model.train_on_batch(x, y)
+    assert calls == [True]
+    assert len(model.optimizer.variables) > 2 * len(model.trainable_variables)  # Adam's two slots per variable
