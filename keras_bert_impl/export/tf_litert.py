@@ -114,13 +114,16 @@ def export_litert_text_model(model, tokenizer, path, max_length=128, quantizatio
         outputs = model(packer(text), training=False)
         return outputs if isinstance(outputs, dict) else {"output_0": outputs}
 
-    # Through a SavedModel, as Keras' own LiteRT export: the converter then freezes the variables.
+    # Through a SavedModel, as Keras' own LiteRT export: the converter then freezes the variables. The
+    # function is traced once and saved as the signature of a module that tracks the packer's lookup tables
+    # and the variables it reads (as export_saved_model does).
     with tempfile.TemporaryDirectory() as saved_model_dir, backends.export_target("litert"):
-        archive = keras.export.ExportArchive()
-        archive.track(model)
-        archive.track(packer)
-        archive.add_endpoint("serve", serve, input_signature=[tf.TensorSpec([1], tf.string, name="text")])
-        archive.write_out(saved_model_dir, verbose=False)
+        signature = tf.function(serve, input_signature=[tf.TensorSpec([1], tf.string, name="text")])
+        signature = signature.get_concrete_function()
+        root = tf.Module()
+        root.packer = packer
+        root.model_variables = list({id(v): v for v in signature.variables}.values())
+        tf.saved_model.save(root, saved_model_dir, signatures={"serving_default": signature})
         converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True  # for tensorflow-text's two ops: any other is refused below

@@ -1,6 +1,7 @@
 """BertTaskModel: what every task model on a BertBackbone shares: raw text in, compile defaults, head weights,
 saving and loading."""
 
+import contextlib
 import inspect
 import sys
 import warnings
@@ -178,17 +179,11 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras
         return self._preprocess(validation_data)[0]
 
     def _build_optimizer(self):
-        """Creates the optimizer's variables (under the model's tf.distribute strategy, if any) before the first
-        training step. Keras' TensorFlow trainer without a strategy creates them inside the first trace of the
-        train step, which TensorFlow then traces a second time (a tiny classifier's first `fit`: 6.9 s against
-        3.2 s, docs/performance.md); JAX and torch build them at the same point in `fit`."""
-        if getattr(self, "optimizer", None) is None or self.optimizer.built or not self.built:
-            return
-        strategy = getattr(self, "distribute_strategy", None)
-        if strategy is None:
-            self.optimizer.build(self.trainable_variables)
-        else:
-            with strategy.scope():
+        """Creates the optimizer's variables before the first step: Keras' TensorFlow trainer without a strategy
+        creates them in the train step's first trace, then traced again (docs/performance.md)."""
+        if getattr(self, "optimizer", None) is not None and not self.optimizer.built and self.built:
+            strategy = getattr(self, "distribute_strategy", None)  # the TensorFlow trainer's
+            with strategy.scope() if strategy is not None else contextlib.nullcontext():
                 self.optimizer.build(self.trainable_variables)
 
     def fit(self, x=None, y=None, *args, **kwargs):
