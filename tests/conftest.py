@@ -36,9 +36,8 @@ if os.environ.get("KERAS_BACKEND") == "jax" and "xla_backend_optimization_level"
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 # JAX: XLA's CPU compiler emits fusions with its older emitters, which compile in about half the time
-# (jaxlib 0.10.2, one process: a tiny backbone's first eager call 1.8 s instead of 3.3 s, four of
-# tests/test_task_models.py's cases 40 s instead of 91 s). jaxlib releases before 0.7 lack the flag (XLA
-# aborts on an unknown one), so they keep their default.
+# (docs/performance.md, "Test suite"). jaxlib releases before 0.7 lack the flag (XLA aborts on an unknown
+# one), so they keep their default.
 def _jaxlib_version():
     from importlib import metadata
 
@@ -71,9 +70,8 @@ import pytest  # noqa: E402
 
 @pytest.fixture
 def no_collection_per_deleted_kernel(monkeypatch):
-    """Keras' quantize deletes each float kernel with a `gc.collect()` (to free device memory at once): in a
-    test process full of objects each takes 0.2 to 2 s (a quantized backbone: 15 of them, 32 s late in a
-    TensorFlow worker, 3 s alone). The numbers do not depend on it."""
+    """Keras' quantize deletes each float kernel with a `gc.collect()` (to free device memory at once), which
+    takes seconds in a test process full of objects; the numbers do not depend on it."""
     monkeypatch.setattr(gc, "collect", lambda *args, **kwargs: 0)
 
 

@@ -29,8 +29,8 @@ def _parameter_count(preset):
     # Variables created in a StatelessScope that does not initialize them have their shapes and no values
     # (Keras defers the initializer): counting BERT-large takes under a second instead of drawing 335M numbers.
     # Keras keeps them in its global list of variables to initialize, which the exit of any later
-    # StatelessScope (every symbolic call) initializes: the session is cleared of them (it cost a later test
-    # of the process 15 to 60 s, and 1.8 GB, drawing BERT-base's and BERT-large's weights).
+    # StatelessScope (every symbolic call) initializes, drawing BERT-base's and BERT-large's weights in some
+    # later test: the session is cleared of them.
     with keras.StatelessScope(initialize_variables=False):
         count = BertBackbone(BertConfig.preset(preset)).count_params()
     keras.backend.clear_session(free_memory=False)
