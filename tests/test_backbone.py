@@ -37,7 +37,6 @@ def _parameter_count(preset):
     return count
 
 
-
 def test_counting_parameters_leaves_no_variable_for_a_later_scope_to_initialize(monkeypatch):
     drawn = []
     monkeypatch.setattr(keras.initializers.TruncatedNormal, "__call__",

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from keras_bert_impl import backends
 from keras_bert_impl.export.export_settings import named_outputs
+from keras_bert_impl.export.tf_signatures import save_signatures
 from keras_bert_impl.models.portable_export import register_exporter
 from keras_bert_impl.utils import keras_compat
 from keras_bert_impl.utils.file_io import atomic_path
@@ -114,16 +115,10 @@ def export_litert_text_model(model, tokenizer, path, max_length=128, quantizatio
         outputs = model(packer(text), training=False)
         return outputs if isinstance(outputs, dict) else {"output_0": outputs}
 
-    # Through a SavedModel, as Keras' own LiteRT export: the converter then freezes the variables. The
-    # function is traced once and saved as the signature of a module that tracks the packer's lookup tables
-    # and the variables it reads (as export_saved_model does).
+    # Through a SavedModel, as Keras' own LiteRT export: the converter then freezes the variables.
     with tempfile.TemporaryDirectory() as saved_model_dir, backends.export_target("litert"):
         signature = tf.function(serve, input_signature=[tf.TensorSpec([1], tf.string, name="text")])
-        signature = signature.get_concrete_function()
-        root = tf.Module()
-        root.packer = packer
-        root.model_variables = list({id(v): v for v in signature.variables}.values())
-        tf.saved_model.save(root, saved_model_dir, signatures={"serving_default": signature})
+        save_signatures(saved_model_dir, {"serving_default": signature.get_concrete_function()}, packer=packer)
         converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True  # for tensorflow-text's two ops: any other is refused below

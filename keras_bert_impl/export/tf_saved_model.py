@@ -103,6 +103,7 @@ from keras_bert_impl.export.export_settings import (  # noqa: F401 (read_export_
     serving_kind,
     squad_settings,
 )
+from keras_bert_impl.export.tf_signatures import save_signatures
 from keras_bert_impl.tokenizers.bert_tokenizer import BertTokenizer
 from keras_bert_impl.tokenizers.tf_bert_tokenizer import TFBertTokenizer
 from keras_bert_impl.utils import file_io
@@ -533,11 +534,9 @@ def export_saved_model(
         input_signature=[tf.TensorSpec(token_shape, tf.int32, name=name)
                          for name in ("token_ids", "segment_ids", "padding_mask")],
     ).get_concrete_function()
-    root = tf.Module()
-    root.tokenizer = exporter.tokenizer
-    root.model_variables = list({id(v): v for f in (serve, serve_token_ids) for v in f.variables}.values())
     with file_io.atomic_path(export_dir.rstrip("/")) as tmp:
-        tf.saved_model.save(root, tmp, signatures={"serving_default": serve, "serving_token_ids": serve_token_ids})
+        save_signatures(tmp, {"serving_default": serve, "serving_token_ids": serve_token_ids},
+                        tokenizer=exporter.tokenizer)
         file_io.write_json(os.path.join(tmp, EXPORT_CONFIG_NAME), exporter.record())
     return export_dir
 

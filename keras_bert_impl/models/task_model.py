@@ -180,7 +180,7 @@ class BertTaskModel(keras_compat.ElementSpecSymbolicBuild, PortableExport, keras
 
     def _build_optimizer(self):
         """Creates the optimizer's variables before the first step: Keras' TensorFlow trainer without a strategy
-        creates them in the train step's first trace, then traced again (docs/performance.md)."""
+        creates them inside the train step's first trace, which TensorFlow then traces again."""
         if getattr(self, "optimizer", None) is not None and not self.optimizer.built and self.built:
             strategy = getattr(self, "distribute_strategy", None)  # the TensorFlow trainer's
             with strategy.scope() if strategy is not None else contextlib.nullcontext():
