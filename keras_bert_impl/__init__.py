@@ -44,6 +44,7 @@ _EXPORTS = {
     "BertEmbeddings": "keras_bert_impl.layers",
     "BertEncoderBlock": "keras_bert_impl.layers",
     "BertSelfAttention": "keras_bert_impl.layers",
+    "BertTruncatedNormal": "keras_bert_impl.layers",
     "MaskedLMHead": "keras_bert_impl.layers",
     "ScalarMix": "keras_bert_impl.layers",
     "SentencePooling": "keras_bert_impl.layers",
@@ -85,6 +86,7 @@ _KERAS_CLASSES = (
     "BertSpanQAPreprocessor", "BertTextClassifierPreprocessor", "BertTokenClassifierPreprocessor", "AdamWeightDecay",
     "Lamb", "WarmupLinearDecay", "OptimizerStepSchedule", "SentencePooling", "BertSentenceEncoder",
     "BertSentenceEncoderPreprocessor", "CoSENTLoss", "MultipleNegativesRankingLoss", "SimCSELoss",
+    "BertTruncatedNormal",
 )
 
 

@@ -86,6 +86,8 @@ CASES = {
     ),
     "BertDense": lambda: _wrap(keras_bert_impl.BertDense(4, activation="gelu"), _float_inputs((BATCH, 3))),
     "BertDropout": lambda: _wrap(keras_bert_impl.BertDropout(0.1), _float_inputs((BATCH, 3))),
+    "BertTruncatedNormal": lambda: _wrap(
+        keras.layers.Dense(4, kernel_initializer=keras_bert_impl.BertTruncatedNormal(0.5)), _float_inputs((BATCH, 3))),
     "BertEinsumDense": lambda: _wrap(
         keras_bert_impl.BertEinsumDense("btd,dnh->btnh", output_shape=(None, 2, 4), bias_axes="nh"),
         _float_inputs((BATCH, SEQ, 8)),

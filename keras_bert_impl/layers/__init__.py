@@ -5,6 +5,7 @@ from keras_bert_impl.layers.crf import CRF, crf_log_likelihood, crf_viterbi_deco
 from keras_bert_impl.layers.dense import BertDense, BertEinsumDense
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.layers.initializers import BertTruncatedNormal
 from keras_bert_impl.layers.masked_lm_head import MaskedLMHead
 from keras_bert_impl.layers.scalar_mix import ScalarMix
 from keras_bert_impl.layers.sentence_pooling import SentencePooling
@@ -17,6 +18,7 @@ __all__ = [
     "BertEmbeddings",
     "BertEncoderBlock",
     "BertSelfAttention",
+    "BertTruncatedNormal",
     "CRF",
     "MaskedLMHead",
     "ScalarMix",

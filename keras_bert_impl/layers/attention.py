@@ -11,6 +11,7 @@ from keras import ops
 from keras_bert_impl import backends
 from keras_bert_impl.layers.dense import BertEinsumDense
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 # The original modeling.py adds -10000.0 to the logits of padded keys: finite, so a row whose keys are all
@@ -116,7 +117,7 @@ class BertSelfAttention(keras.layers.Layer):
                 "btd,dnh->btnh",
                 output_shape=(None, num_heads, self.head_size),
                 bias_axes="nh",
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                kernel_initializer=truncated_normal(initializer_range),
                 dtype=self.dtype_policy,
                 name=name,
             )
@@ -129,7 +130,7 @@ class BertSelfAttention(keras.layers.Layer):
             "btnh,nhd->btd",
             output_shape=(None, hidden_size),
             bias_axes="d",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy,
             name="attention_output",
         )

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
@@ -62,7 +63,7 @@ class BertEmbeddings(keras.layers.Layer):
                        max_position_embeddings=max_position_embeddings, type_vocab_size=type_vocab_size,
                        dropout=dropout, layer_norm_eps=layer_norm_eps, initializer_range=initializer_range)
 
-        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        init = truncated_normal(initializer_range)
 
         def embedding(input_dim, name, layer_class=keras.layers.Embedding):
             return layer_class(

@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_impl import backends
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.dense import BertDense
+from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
@@ -79,7 +80,7 @@ class MaskedLMHead(keras.layers.Layer):
             token_embedding = keras.layers.Embedding(
                 int(vocab_size),
                 int(hidden_size),
-                embeddings_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                embeddings_initializer=truncated_normal(initializer_range),
                 dtype=self.dtype_policy,
                 name="token_embedding",
             )
@@ -93,7 +94,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.transform_dense = BertDense(
             self.hidden_size,
             activation=get_activation(hidden_act),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy,
             name="transform_dense",
         )

@@ -5,6 +5,7 @@ import keras
 from keras_bert_impl import backends
 from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import BertSelfAttention
+from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
@@ -59,7 +60,7 @@ class BertEncoderBlock(keras.layers.Layer):
                        hidden_act=hidden_act, dropout=dropout, attention_dropout=attention_dropout,
                        layer_norm_eps=layer_norm_eps, initializer_range=initializer_range)
 
-        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        init = truncated_normal(initializer_range)
         policy = self.dtype_policy
         self.attention = BertSelfAttention(
             hidden_size, num_heads, attention_dropout, initializer_range, dtype=policy, name="attention"

@@ -10,6 +10,7 @@ from keras_bert_impl.config import BertConfig
 from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, causal_attention_bias
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.layers import initializers
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 from keras_bert_impl.models.portable_export import PortableExport
 from keras_bert_impl.utils import keras_compat
@@ -96,7 +97,7 @@ class BertBackbone(PortableExport, keras.Model):
         pooler = BertDense(
             config.hidden_size,
             activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            kernel_initializer=initializers.truncated_normal(config.initializer_range),
             dtype=dtype,
             name="pooler_dense",
         )
@@ -315,8 +316,12 @@ class BertBackbone(PortableExport, keras.Model):
         checkpoint, config, backbone_weights, head_weights = model_io.read_backbone(path, **config_overrides)
         if dtype is None:
             dtype = checkpoint.dtype_policy
-        backbone = cls(config, output_hidden_states=output_hidden_states, dtype=dtype)
+        # Every weight is assigned next, so the build skips the initial draws (layers/initializers.py).
+        with initializers.skip_initial_draws():
+            backbone = cls(config, output_hidden_states=output_hidden_states, dtype=dtype)
         model_io.assign_backbone(backbone, backbone_weights, source=checkpoint.path, require_pooler=require_pooler)
+        if "pooler.dense.weight" not in backbone_weights:  # require_pooler=False: the pooler keeps its initialization
+            initializers.draw_initial_kernel(backbone.pooler)
         backbone.head_weights = head_weights
         return backbone
 

@@ -12,6 +12,7 @@ import numpy as np
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.layers.dropout import BertDropout
 from keras_bert_impl.layers.embeddings import BertEmbeddings
+from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.models.backbone import BertBackbone, quantize_quietly, serialize_dtype_policy
 from keras_bert_impl.models.portable_export import PortableExport
 from keras_bert_impl.preprocessors import input_checks
@@ -559,12 +560,8 @@ def dense_head(units, backbone, dropout=None, name="classifier"):
     dropout_layer = None
     if dropout is not None:
         dropout_layer = BertDropout(dropout, dtype=backbone.dtype_policy, name=f"{name}_dropout")
-    dense = keras.layers.Dense(
-        units,
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=backbone.config.initializer_range),
-        dtype=backbone.dtype_policy,
-        name=name,
-    )
+    dense = keras.layers.Dense(units, kernel_initializer=truncated_normal(backbone.config.initializer_range),
+                               dtype=backbone.dtype_policy, name=name)
     return dropout_layer, dense
 
 
