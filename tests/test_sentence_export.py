@@ -82,6 +82,24 @@ def test_onnx_export_equals_predict_in_every_pooling_mode_on_padded_rows(pooling
             np.testing.assert_allclose(np.linalg.norm(served, axis=-1), 1.0, atol=1e-5)
 
 
+def test_onnx_max_pooling_of_a_row_of_padding_only_is_minus_infinity_as_predicts(tmp_path):
+    import onnxruntime
+
+    from keras_bert_impl.export.onnx_export import export_onnx
+
+    encoder = BertSentenceEncoder(BertBackbone(BertConfig(**TINY)), pooling=["max", "mean"], normalize=False)
+    session = onnxruntime.InferenceSession(export_onnx(encoder, str(tmp_path / "encoder.onnx")),
+                                           providers=["CPUExecutionProvider"])
+    x = _padded_columns(2, batch=2, columns=2, length=6)
+    x["padding_mask"][1, 0] = 0  # a text of padding only
+    expected = encoder.predict(x, verbose=0)  # [B, K, 2H]: max, then mean
+    served = session.run(None, x)[0]
+    hidden = TINY["hidden_size"]
+    assert np.isneginf(expected[1, 0, :hidden]).all() and np.isneginf(served[1, 0, :hidden]).all()
+    np.testing.assert_array_equal(served[1, 0, hidden:], np.zeros(hidden, "float32"))  # the mean: 0 / 1e-9
+    np.testing.assert_allclose(served, expected, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("export_format", ["onnx", pytest.param("litert", marks=pytest.mark.tensorflow)])
 def test_sentence_similarity_pipeline_on_an_export_folder_scores_as_on_the_model_directory(export_format, tmp_path):
     from keras_bert_impl.runners.export_savedmodel import main

@@ -241,9 +241,8 @@ def _write_merge_choices(call):
 def _write_sentence_pooling(call):
     """SentencePooling: each of the layer's modes over the tokens whose padding mask is not 0, in float32,
     concatenated in the layer's order, as the layer computes them: mean (the sum over max(count, 1e-9)),
-    mean_sqrt_len_tokens (over its square root), max (padding at the lowest float32: the same maximum for a
-    row with a token; a row of padding only gets that lowest value where Keras gives -inf) and cls (the first
-    real token's vector)."""
+    mean_sqrt_len_tokens (over its square root), max (padding at -inf, so that a row of padding only gets -inf)
+    and cls (the first real token's vector)."""
     from onnx import TensorProto
 
     layer, graph, name = call.operation, call.graph, call.name
@@ -258,9 +257,9 @@ def _write_sentence_pooling(call):
             first = graph.node("ArgMax", [mask], f"{name}/first_token", axis=1, keepdims=1)  # [B, 1] int64
             outputs.append(graph.node("GatherND", [sequence, first], f"{name}/cls", batch_dims=1))  # [B, H]
         elif mode == "max":
-            lowest = graph.constant(np.finfo(np.float32).min, np.float32)
             real = graph.node("Greater", [weights, graph.constant(0.0, np.float32)], f"{name}/real")  # [B, T, 1]
-            masked = graph.node("Where", [real, sequence, lowest], f"{name}/masked")  # [B, T, H]
+            masked = graph.node("Where", [real, sequence, graph.constant(-np.inf, np.float32)],
+                                f"{name}/masked")  # [B, T, H]
             # The maximum over the tokens as TopK of 1, whose axis is an attribute in every opset (ReduceMax's
             # is an input from opset 18).
             top, _ = graph.node("TopK", [masked, graph.constant([1])], f"{name}/top", outputs=2, axis=1)

@@ -1,10 +1,8 @@
 """SentencePooling: token vectors -> one sentence vector, as sentence-transformers' `Pooling` module."""
 
 import keras
-import numpy as np
 from keras import ops
 
-from keras_bert_impl import backends
 
 # The pooling modes, by sentence-transformers' names.
 POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens")
@@ -75,10 +73,8 @@ class SentencePooling(keras.layers.Layer):
                 index = ops.reshape(ops.cast(first, "int32"), (-1, 1, 1))  # [B, 1, 1]
                 outputs.append(ops.take_along_axis(sequence, index, axis=1)[:, 0, :])  # [B, H]
             elif mode == "max":
-                # Padding at -inf, as sentence-transformers; in an ONNX export at the lowest float32 (tf2onnx's
-                # form of the select gives NaN for -inf): the same maximum for every text with a token.
-                low = float(np.finfo("float32").min) if backends.current_export_target() == "onnx" else float("-inf")
-                masked = ops.where(weights > 0, sequence, ops.full_like(sequence, low))
+                # Padding at -inf, as sentence-transformers: a text of padding only gets -inf.
+                masked = ops.where(weights > 0, sequence, ops.full_like(sequence, float("-inf")))
                 outputs.append(ops.max(masked, axis=1))  # [B, H]
             else:
                 total = ops.sum(sequence * weights, axis=1)  # [B, H]
