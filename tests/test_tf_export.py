@@ -13,10 +13,11 @@ strings equal the Keras models' own and the recipes':
 * a SQuAD v2.0 span QA model: the SavedModel's answers and has_answer are those of recipes/run_squad.py's
   predictions.json (the n-best candidate rule, the null-score threshold, the answer text).
 
-All models are exported in one TensorFlow process and served in one more (one module fixture, `served`):
-starting TensorFlow is most of an export's time.
+All models are exported in two TensorFlow processes and served in two more (one module fixture, `served`):
+starting TensorFlow and tracing are most of an export's time.
 """
 
+import concurrent.futures
 import json
 import os
 import re
@@ -97,6 +98,30 @@ def _run(args, backend="tensorflow"):
                           check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc.stdout
+
+
+def _run_together(*commands):
+    """Runs each command ((args, backend): `_run`'s arguments) in a process of its own, all at once; returns their
+    outputs in order. Each process mostly starts TensorFlow and traces or loads graphs on one core, so two run in
+    the time of one where the other pytest worker leaves a core idle."""
+    with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
+        return list(pool.map(lambda command: _run(*command), commands))
+
+
+def _serve(jobs, processes=2):
+    """The outputs of tests/serve_saved_model.py's jobs ([export_dir, signature, inputs]), in order, served by
+    `processes` processes at once, each loading its share of the export directories."""
+    directories = list(dict.fromkeys(export_dir for export_dir, _, _ in jobs))
+    shares = [[i for i, job in enumerate(jobs) if directories.index(job[0]) % processes == p] for p in range(processes)]
+    shares = [share for share in shares if share]
+    serve = os.path.join(REPO, "tests", "serve_saved_model.py")
+    outputs = _run_together(*[([serve, json.dumps([jobs[i] for i in share])], "tensorflow") for share in shares])
+    results = [None] * len(jobs)
+    for share, out in zip(shares, outputs):
+        served = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
+        for i, result in zip(share, served, strict=True):
+            results[i] = result
+    return results
 
 
 def _tiny_backbone(vocab_size=30522, **kwargs):
@@ -411,18 +436,20 @@ def served(minilm_path, tmp_path_factory):
          f"--max_seq_length={SQUAD_FLAGS['max_seq_length']}", f"--null_score_diff_threshold={threshold}",
          f"--n_best_size={SQUAD_FLAGS['n_best_size']}", f"--max_answer_length={SQUAD_FLAGS['max_answer_length']}"],
     ]
-    # Every export in one TensorFlow process, through the recipe's main().
+    # Every export through the recipe's main(), half of them in each of two TensorFlow processes; beside them, the
+    # recipe's SQuAD predictions, under this backend, from the saved directory.
     script = ("import importlib.util, json, sys\n"
               f"spec = importlib.util.spec_from_file_location('export_recipe', {EXPORT_RECIPE!r})\n"
               "recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)\n"
               "for argv in json.loads(sys.argv[1]): recipe.main(argv)")
-    _run(["-c", script, json.dumps(exports)])
-
-    # The recipe's SQuAD predictions, under this backend, from the saved directory.
-    _run([SQUAD_RECIPE, "--do_predict", f"--predict_file={predict_file}", f"--init_checkpoint={root / 'qa'}",
+    _run_together(
+        (["-c", script, json.dumps(exports[0::2])], "tensorflow"),
+        (["-c", script, json.dumps(exports[1::2])], "tensorflow"),
+        ([SQUAD_RECIPE, "--do_predict", f"--predict_file={predict_file}", f"--init_checkpoint={root / 'qa'}",
           f"--output_dir={root / 'squad_out'}", "--version_2_with_negative",
           f"--null_score_diff_threshold={threshold}", "--predict_batch_size=4", "--verbose=0",
-          *[f"--{name}={value}" for name, value in SQUAD_FLAGS.items()]], backend=keras.backend.backend())
+          *[f"--{name}={value}" for name, value in SQUAD_FLAGS.items()]], keras.backend.backend()),
+    )
     recipe = {name: json.loads((root / "squad_out" / f"{name}.json").read_text(encoding="utf-8"))
               for name in ("predictions", "null_odds", "nbest_predictions")}
 
@@ -447,8 +474,7 @@ def served(minilm_path, tmp_path_factory):
              for _, (export_dir, signature, inputs) in paired]
     jobs += shipped_jobs
     names += [f"shipped {name}" for name in shipped["directories"]]
-    out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
-    results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
+    results = _serve(jobs)
     return {
         "models": models, "root": root, "classifier": classifier, "cased": cased, "tagger": models["token_classifier"],
         "uncased": uncased, "qa_ids": [qas_id for qas_id, _, _ in questions], "threshold": threshold,
