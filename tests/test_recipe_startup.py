@@ -65,6 +65,18 @@ def test_a_flag_error_is_one_line_before_keras_is_imported(recipe, args, message
     assert result.stdout.rstrip().endswith("IMPORTED [] EXIT 2"), result.stdout[-300:]
 
 
+@pytest.mark.backend_independent
+def test_the_pretraining_data_recipe_writes_its_records_without_importing_keras_or_a_backend(tmp_path):
+    corpus, vocab, output = tmp_path / "corpus.txt", tmp_path / "vocab.txt", tmp_path / "out" / "train.tfrecord"
+    corpus.write_text("hello world is a test.\nthis is a test.\n\nhello test world.\na world.\n", encoding="utf-8")
+    vocab.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "is",
+                                                "a", "test", "this", "."]), encoding="utf-8")
+    result = _run("create_pretraining_data", f"--input_file={corpus}", f"--output_file={output}",
+                  f"--vocab_file={vocab}", "--max_seq_length=16", "--dupe_factor=2")
+    assert result.stdout.rstrip().endswith("IMPORTED [] EXIT None"), result.stdout[-300:] + result.stderr[-2000:]
+    assert re.search(r"Wrote [1-9]\d* total instances from 2 documents", result.stderr) and output.stat().st_size > 0
+
+
 @pytest.mark.parametrize("keras_first", [False, True], ids=["package_first", "keras_first"])
 def test_the_package_imports_nothing_heavy_gives_its_exports_and_registers_them_with_keras(keras_first):
     """Under JAX: `import keras_bert_impl` imports no deep-learning library (and none of its own modules' heavy

@@ -46,12 +46,14 @@ PACKAGE_LOGGER = "keras_bert_impl"
 FILE_SYSTEM_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
 
 
-def run_main(build_parser, run, argv=None, before_import=None):
+def run_main(build_parser, run, argv=None, before_import=None, uses_keras=True):
     """Parses `argv` (default `sys.argv[1:]`) with `build_parser()` and returns `run(args)`; a
     `UserInputError` exits with status 2 and a `TrainingDivergedError` with status 1, each with a one-line
     message on stderr (see the module docstring). `before_import(args)`, if given, runs before the package
     (and Keras) is imported: e.g. a check that a feature's optional packages are installed
     (`utils.optional_dependencies`), which a Keras backend that cannot import would otherwise preempt.
+    `uses_keras=False`: a recipe that computes nothing with Keras (the data and vocabulary recipes) runs
+    without importing Keras and its backend, which takes seconds and needs the backend installed.
 
     Examples:
 
@@ -76,7 +78,8 @@ def run_main(build_parser, run, argv=None, before_import=None):
                 one_line_warnings(enabled=not debug), recipe_logging():
             if before_import is not None:
                 before_import(args)
-            import_keras_backend_or_explain(_import_keras)  # the backend, or one line naming its extra
+            if uses_keras:
+                import_keras_backend_or_explain(_import_keras)  # the backend, or one line naming its extra
             return run(args)
     except UserInputError as error:
         if debug:

@@ -87,7 +87,7 @@ def _glob_inputs(input_file):
 def main(argv=None, tokenizer=None):
     """Runs the script; `tokenizer` replaces the one built from `--vocab_file` (tests). A user's mistake (a
     vocabulary without [MASK], a corpus without text) exits with status 2 and a one-line message."""
-    return run_main(build_parser, lambda args: run(args, tokenizer), argv)
+    return run_main(build_parser, lambda args: run(args, tokenizer), argv, uses_keras=False)
 
 
 def run(args, tokenizer=None):

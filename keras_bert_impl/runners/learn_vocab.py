@@ -79,7 +79,7 @@ def learn(config):
 
 def main(argv=None):
     """Runs the recipe; a user's mistake is one line on stderr and exit status 2 (--debug: its traceback)."""
-    return run_main(build_parser, run, argv)
+    return run_main(build_parser, run, argv, uses_keras=False)
 
 
 if __name__ == "__main__":
