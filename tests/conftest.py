@@ -60,6 +60,12 @@ if os.environ.get("KERAS_BACKEND") == "jax" and "JAX_COMPILATION_CACHE_DIR" not 
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
+# Python's cyclic garbage collector runs less often in the test processes: a full collection walks the ~800,000
+# objects of the imported backends (about 0.15 s each), and with the default thresholds (700, 10, 10) it took
+# about 8% of two task-model test files' CPU time (docs/performance.md, "Test suite"). Garbage cycles are still
+# collected, by the younger generations' collections.
+gc.set_threshold(20000, 20, 10)
+
 # Fixtures shared by several test modules (tiny_backbone, model_dir).
 pytest_plugins = ["tests.tiny_model_files"]
 
