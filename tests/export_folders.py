@@ -14,6 +14,8 @@ import sys
 
 import numpy as np
 
+from tests.finetuning_files import subprocess_pythonpath
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data")
 FORMATS = ("onnx", "litert")
@@ -100,7 +102,7 @@ def make_export_folders(root):
     import keras
 
     if keras.backend.backend() != "tensorflow" and not os.path.isdir(os.path.join(root, "sentiment_litert")):
-        env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=REPO)
+        env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=subprocess_pythonpath())
         subprocess.run([sys.executable, "-m", "tests.export_folders", root], env=env, cwd=REPO, check=True,
                        capture_output=True)
     elif not os.path.isdir(os.path.join(root, "sentiment_litert")):

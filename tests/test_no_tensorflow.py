@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from keras_bert_impl.data.pretraining_records import read_examples
-from tests.finetuning_files import REPO, run_glue_flags, write_sst2_task
+from tests.finetuning_files import REPO, run_glue_flags, subprocess_pythonpath, write_sst2_task
 from tests.tiny_model_files import TINY, VOCAB
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() == "tensorflow",
@@ -42,7 +42,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 def run_blocked(*argv, code=None, timeout=600):
     """Runs a recipe (`argv`: its path and flags) or `code` with TensorFlow unimportable; returns the process."""
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=subprocess_pythonpath())
     if code is not None:
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
             f.write(code)
@@ -74,7 +74,7 @@ def test_run_glue_trains_evaluates_predicts_and_logs_without_tensorflow(glue_run
     reference_dir = str(tmp_path / "reference")
     flags = write_sst2_task(str(tmp_path / "data"))
     reference = subprocess.run([sys.executable, recipe("run_glue"), *run_glue_flags(flags, reference_dir)],
-                               env=dict(os.environ, PYTHONPATH=REPO), capture_output=True, text=True, timeout=600)
+                               env=dict(os.environ, PYTHONPATH=subprocess_pythonpath()), capture_output=True, text=True, timeout=600)
     assert reference.returncode == 0, reference.stderr[-3000:]
     with open(os.path.join(output_dir, "train_log.jsonl")) as f, open(os.path.join(reference_dir, "train_log.jsonl")) as g:
         ours, theirs = [json.loads(line) for line in f], [json.loads(line) for line in g]

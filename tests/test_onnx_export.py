@@ -18,6 +18,7 @@ from keras_bert_impl import BertBackbone, BertClassifier, BertMultipleChoice, Be
 from keras_bert_impl import BertTokenClassifier
 from keras_bert_impl.export.onnx_export import export_onnx
 from tests.backend_utils import to_numpy
+from tests.finetuning_files import subprocess_pythonpath
 from tests.task_harness import TINY
 from tests.test_task_models import _inputs, _multiple_choice_batch
 
@@ -202,7 +203,7 @@ export_onnx(BertClassifier(BertBackbone(TINY), num_classes=2), {str(tmp_path / "
 print("tensorflow" in sys.modules)
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": REPO})
+                            env={**os.environ, "KERAS_BACKEND": backend, "PYTHONPATH": subprocess_pythonpath()})
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split()[-1] == "False"
     assert os.path.isfile(tmp_path / "model.onnx")

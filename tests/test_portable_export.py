@@ -13,6 +13,7 @@ import pytest
 
 from keras_bert_impl import backends
 from tests.backend_utils import to_numpy
+from tests.finetuning_files import subprocess_pythonpath
 from tests.task_harness import _build
 from tests.test_task_models import CASES, _inputs
 
@@ -211,7 +212,7 @@ def test_model_export_finds_the_onnx_exporter_without_the_export_package_importe
             "print('IMPORTED', before, 'keras_bert_impl.export.onnx_export' in sys.modules)\n")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, PYTHONPATH=root))
+                            env=dict(os.environ, PYTHONPATH=subprocess_pythonpath(root)))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "IMPORTED [] True" in result.stdout
     import onnxruntime
