@@ -7,10 +7,10 @@ import keras
 
 from keras_bert_impl.checkpoints import model_io
 from keras_bert_impl.config import BertConfig
+from keras_bert_impl.layers import initializers
 from keras_bert_impl.layers.attention import attention_bias_from_padding_mask, causal_attention_bias
 from keras_bert_impl.layers.dense import BertDense
 from keras_bert_impl.layers.embeddings import BertEmbeddings
-from keras_bert_impl.layers import initializers
 from keras_bert_impl.layers.transformer_encoder import BertEncoderBlock
 from keras_bert_impl.models.portable_export import PortableExport
 from keras_bert_impl.utils import keras_compat
