@@ -152,12 +152,17 @@ def test_outputs_are_named_as_the_model_names_them(tmp_path):
     assert [o.name for o in _session(export_onnx(tagger, str(tmp_path / "t.onnx"))).get_outputs()] == ["logits"]
 
 
-def test_the_files_metadata_names_the_longest_sequence_it_computes(tmp_path):
+def test_the_file_names_the_longest_sequence_in_its_metadata_and_in_the_error_of_a_longer_one(tmp_path):
     model = BertClassifier(BertBackbone(TINY), num_classes=2)
+    longest = TINY.max_position_embeddings
     for quantization in (None, "dynamic_int8"):
         session = _session(export_onnx(model, str(tmp_path / f"{quantization}.onnx"), quantization=quantization))
         metadata = session.get_modelmeta().custom_metadata_map  # (the quantizer adds its own entry)
-        assert metadata["max_position_embeddings"] == str(TINY.max_position_embeddings)
+        assert metadata["max_position_embeddings"] == str(longest)
+        ones = {name: np.ones((1, longest + 1), "int32") for name in ("token_ids", "padding_mask")}
+        with pytest.raises(Exception, match=f"at most {longest} tokens") as raised:
+            session.run(None, {**ones, "segment_ids": np.zeros((1, longest + 1), "int32")})
+        assert f"token_ids below {TINY.vocab_size}, segment_ids below {TINY.type_vocab_size}" in str(raised.value)
 
 
 def test_dynamic_int8_quantizes_the_products_and_keeps_the_answers(tmp_path):

@@ -28,8 +28,12 @@ def embeddings(graph, layer, token_ids, segment_ids):
         ("token_type_embeddings", layer.token_type_embeddings.embeddings),
         ("gamma", layer.layer_norm.gamma), ("beta", layer.layer_norm.beta))]
     # Its second output (a mask index, from an absent mask) is not read; onnxruntime's type inference needs it.
+    # ONNX has no assertion: an id or a position past its table fails in this node with "input index out of
+    # range", and onnxruntime's error names the node, so its name states the tables' bounds.
+    bounds = (f"{layer.path}: token_ids below {layer.vocab_size}, segment_ids below {layer.type_vocab_size}, "
+              f"at most {layer.max_position_embeddings} tokens")
     output, _ = graph.node("EmbedLayerNormalization", [token_ids, segment_ids, *weights], layer.path, outputs=2,
-                           domain=MICROSOFT, epsilon=float(layer.layer_norm.epsilon))
+                           domain=MICROSOFT, node_name=bounds, epsilon=float(layer.layer_norm.epsilon))
     return output
 
 

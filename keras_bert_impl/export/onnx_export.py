@@ -26,8 +26,8 @@ packers write it). The sentence encoder (`BertSentenceEncoder`) takes its column
 "columns" ([batch, columns, sequence]) and returns its pooled (and, with a Normalize module, L2-normalized)
 embeddings [batch, columns, dim], named as the model names them ("split_columns").
 The file's metadata (`metadata_props`) holds `max_position_embeddings`, the longest sequence it computes:
-onnxruntime fails a longer one in the position embeddings' Gather (`pipelines.runtime_model` refuses it in one
-line first).
+onnxruntime fails a longer one in the embeddings node, whose name states the bounds of the ids and positions
+(`pipelines.runtime_model` refuses it in one line first).
 """
 
 import collections

@@ -79,14 +79,16 @@ class OnnxGraph:
             self._constants[key] = self.weight(array, "const")
         return self._constants[key]
 
-    def node(self, op_type, inputs, name, outputs=1, domain=None, **attributes):
+    def node(self, op_type, inputs, name, outputs=1, domain=None, node_name=None, **attributes):
         """Appends an `op_type` node (of `domain`, None: the standard one) reading `inputs` (names; "" for an
-        omitted optional input) and returns its output name, or the list of `outputs` names."""
+        omitted optional input) and returns its output name, or the list of `outputs` names. The node is named
+        `name`, or `node_name` where given (onnxruntime names a failing node by it in its error)."""
         from onnx import helper
 
         name = self.unique(name)
         names = [name] if outputs == 1 else [self.unique(f"{name}:{i}") for i in range(outputs)]
-        self._nodes.append(helper.make_node(op_type, list(inputs), names, name=name, domain=domain, **attributes))
+        self._nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name or name, domain=domain,
+                                            **attributes))
         return names[0] if outputs == 1 else names
 
     def input(self, name, dtype, dims):
