@@ -24,15 +24,17 @@ Keras model) of the timed inputs. Then each group of paths is timed in a process
   keras_torch       ours_predict, ours_compiled (the eager call under torch.inference_mode), keras_hub_*,
                     hf_eager, hf_compiled (torch.compile)
 
-Within a process the paths' calls are timed in turn, round by round (the first path moving each round), so
-that every path sees the same load on a shared machine: `--repeats` rounds at batch 1 after `--warmup`,
-`--repeats_batch` at 8 x 128. Every path's logits are checked against the reference (max abs diff in the
-JSON). keras-hub's classifier has the model's sizes and random weights (its BertBackbone computes the tanh
-GELU, not MiniLM's). The runtimes process also measures the machine's GEMM throughput through onnxruntime (one
-float32 MatMul and one int8 MatMulInteger of the model's feed-forward shape at 128 rows), and the table
-puts beside each figure the time the model's products would take at that throughput. Files in --work_dir
-(default: a folder under the temporary directory) are reused by a later run. `--smoke`: bert_tiny, 8
-tokens, batch 2 x 8, 3 rounds, no torch.compile (tests/test_benchmarks.py). Not a test.
+Within a process the paths are timed in turn, round by round (the first path moving each round), so that
+every path sees the same load on a shared machine, each path's timed calls in a block of 5 after 0.1 s of its
+own untimed calls (`measure`: another session's spinning threads would otherwise slow them): `--repeats`
+timed calls of each path at batch 1 after `--warmup`, `--repeats_batch` at 8 x 128. Every path's logits are
+checked against the reference (max abs diff in the JSON). keras-hub's classifier has the model's sizes and
+random weights (its BertBackbone computes the tanh GELU, not MiniLM's). The runtimes process also measures the
+machine's GEMM throughput through onnxruntime (one float32 MatMul and one int8 MatMulInteger of the model's
+feed-forward shape at 128 rows), and the table puts beside each figure the time the model's products would
+take at that throughput. Files in --work_dir (default: a folder under the temporary directory) are reused by
+a later run. `--smoke`: bert_tiny, 8 tokens, batch 2 x 8, 3 timed calls, no torch.compile
+(tests/test_benchmarks.py). Not a test.
 """
 
 import argparse
@@ -84,19 +86,31 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-def measure(paths, warmup, repeats, clock=time.perf_counter):
-    """{name: [seconds]}: every path `warmup` times, then `repeats` rounds, each path once a round in turn
-    (`clock`: wall time, or `time.thread_time` for this thread's CPU time)."""
+def measure(paths, warmup, repeats, clock=time.perf_counter, settle_seconds=0.1, block=5):
+    """{name: [seconds]} of `repeats` timed calls of each path (`clock`: wall time, or `time.thread_time` for
+    this thread's CPU time), after `warmup` calls of each: in rounds, each path in turn (the first path
+    moving each round) making untimed calls for `settle_seconds`, then `block` timed calls in a row.
+
+    onnxruntime's, TensorFlow's and XNNPACK's thread pools spin for a while after a call: on a 2-core machine
+    a call that starts while another session's threads spin took up to twice its time, and the effect lasted
+    several calls (1x32 MiniLM in onnxruntime: 6-12 ms after the other runtimes' calls, 3.4-3.6 ms alone or
+    after 100 ms of its own calls; docs/performance.md). After the untimed calls each timed call runs as in a
+    server of that one model, and the rounds still alternate the paths, so that all see the same load.
+    """
     for fn in paths.values():
         for _ in range(warmup):
             fn()
     times = {name: [] for name in paths}
     names = list(paths)
-    for round_index in range(repeats):
+    for round_index in range(-(-repeats // block)):
         for name in names[round_index % len(names):] + names[:round_index % len(names)]:
-            start = clock()
-            paths[name]()
-            times[name].append(clock() - start)
+            settled = time.perf_counter() + settle_seconds
+            while time.perf_counter() < settled:
+                paths[name]()
+            for _ in range(min(block, repeats - len(times[name]))):
+                start = clock()
+                paths[name]()
+                times[name].append(clock() - start)
     return times
 
 
@@ -475,8 +489,8 @@ def main(argv=None):
     parser.add_argument("--model", choices=sorted(SIZES), help="(internal) the model of --group")
     parser.add_argument("--group", choices=("prepare",) + GROUPS, help="(internal) run one group in this process")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=100, help="rounds at batch 1")
-    parser.add_argument("--repeats_batch", type=int, default=20, help="rounds at batch 8")
+    parser.add_argument("--repeats", type=int, default=100, help="timed calls of each path at batch 1")
+    parser.add_argument("--repeats_batch", type=int, default=20, help="timed calls of each path at batch 8")
     parser.add_argument("--work_dir", default=os.path.join(tempfile.gettempdir(), "serving_latency"))
     parser.add_argument("--output_dir", default=RESULTS)
     parser.add_argument("--threads", type=int, default=None,
@@ -486,7 +500,7 @@ def main(argv=None):
                              "call computes, whatever else the machine runs) instead of the wall clock")
     parser.add_argument("--formats", default="savedmodel,litert,onnx",
                         help="our exports to prepare and time (a shorter run: --formats=onnx)")
-    parser.add_argument("--smoke", action="store_true", help="bert_tiny, 8 tokens, 3 rounds (tests).")
+    parser.add_argument("--smoke", action="store_true", help="bert_tiny, 8 tokens, 3 timed calls (tests).")
     parser.add_argument("--table", action="store_true", help="Only write results.md from the JSON files.")
     args = parser.parse_args(argv)
     if args.smoke:
