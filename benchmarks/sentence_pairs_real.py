@@ -16,9 +16,8 @@ work_dir/run (a finished run there is resumed, so reused); then the checkpoint a
 are each scored on the held-out pairs (partner top-1 accuracy, mean reciprocal rank, the partners' mean
 cosine) and on STS-B dev (Spearman of the cosine scores; the trained model's is also the recipe's
 eval_results.json). Writes benchmarks/results/sentence_embeddings/real_pairs_<backend>.json and prints the
-table (real_pairs.md holds the runs'); exits 1 when the
-trained model retrieves the held-out partners worse (top-1 or MRR) than the checkpoint. Not a test: the
-repository neither ships nor tests on public data.
+table (real_pairs.md holds the runs'); exits 1 when the trained model retrieves the held-out partners worse
+(top-1 or MRR) than the checkpoint. Not a test: the repository neither ships nor tests on public data.
 """
 
 import argparse
