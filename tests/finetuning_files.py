@@ -71,11 +71,11 @@ def load_run_glue():
     return load_recipe("run_glue")
 
 
-def subprocess_pythonpath(root=REPO):
+def subprocess_pythonpath():
     """The PYTHONPATH of a test's subprocess: the repository, then tests/without_scikit_learn, where importing
     scikit-learn fails as in an environment without it (Keras imports it at its own import when installed: 0.6 s
     of every subprocess's start; the package does not use it)."""
-    return os.pathsep.join([root, os.path.join(REPO, "tests", "without_scikit_learn")])
+    return os.pathsep.join([REPO, os.path.join(REPO, "tests", "without_scikit_learn")])
 
 
 def subprocess_env():

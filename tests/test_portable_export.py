@@ -210,9 +210,8 @@ def test_model_export_finds_the_onnx_exporter_without_the_export_package_importe
             "before = [m for m in sys.modules if m.startswith('keras_bert_impl.export')]\n"
             f"model.export({path!r}, format='onnx')\n"
             "print('IMPORTED', before, 'keras_bert_impl.export.onnx_export' in sys.modules)\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, PYTHONPATH=subprocess_pythonpath(root)))
+                            env=dict(os.environ, PYTHONPATH=subprocess_pythonpath()))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "IMPORTED [] True" in result.stdout
     import onnxruntime

@@ -38,7 +38,7 @@ print("IMPORTED", sorted(m for m in {heavy!r} if m in sys.modules), "EXIT", code
 
 def _run(recipe, *args):
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    env["PYTHONPATH"] = subprocess_pythonpath(ROOT)
+    env["PYTHONPATH"] = subprocess_pythonpath()
     return subprocess.run([sys.executable, "-c", _RUN_RECIPE, os.path.join(ROOT, "recipes", f"{recipe}.py"), *args],
                           capture_output=True, text=True, env=env, timeout=120)
 
@@ -97,7 +97,7 @@ def test_the_package_imports_nothing_heavy_gives_its_exports_and_registers_them_
               "classifier = k.BertClassifier\n"
               "print(keras.saving.get_registered_object('keras_bert_impl>BertClassifier') is classifier)\n"
               "print(sorted(m for m in ('tensorflow', 'torch') if m in sys.modules))\n")
-    env = {**os.environ, "PYTHONPATH": subprocess_pythonpath(ROOT), "KERAS_BACKEND": "jax"}
+    env = {**os.environ, "PYTHONPATH": subprocess_pythonpath(), "KERAS_BACKEND": "jax"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert result.stdout.splitlines() == [str(["keras"] if keras_first else []), "BertConfig", "True", "True", "True",
                                           "[]"], result.stderr[-2000:]
@@ -139,7 +139,7 @@ def test_the_lazily_imported_package_names_the_class_a_model_directory_holds(tmp
             f"    BertClassifier.from_pretrained({str(tmp_path)!r}, num_classes=3)\n"
             "except Exception as error:\n"
             "    print(type(error).__name__, error)\n")
-    env = {**os.environ, "PYTHONPATH": subprocess_pythonpath(ROOT), "KERAS_BACKEND": "jax"}
+    env = {**os.environ, "PYTHONPATH": subprocess_pythonpath(), "KERAS_BACKEND": "jax"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     lines = result.stdout.splitlines()
     assert lines[0] == "True" and lines[1].startswith(f"UserInputError {tmp_path}: holds a BertTokenClassifier "
@@ -151,7 +151,7 @@ def test_the_lazily_imported_package_names_the_class_a_model_directory_holds(tmp
 def test_plain_library_use_under_tensorflow_prints_none_of_its_cpp_lines_unless_the_user_asks():
     script = "from keras_bert_impl import pipeline\nimport keras\nkeras.ops.ones(3)\nprint('answered')\n"
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    env.update(PYTHONPATH=subprocess_pythonpath(ROOT), KERAS_BACKEND="tensorflow")
+    env.update(PYTHONPATH=subprocess_pythonpath(), KERAS_BACKEND="tensorflow")
     quiet = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert quiet.returncode == 0 and quiet.stdout == "answered\n", quiet.stderr[-2000:]
     assert quiet.stderr == ""  # no "I0000 ... cpu_feature_guard", no "E0000 ... failed call to cuInit"
