@@ -155,12 +155,12 @@ def _check_against_reference(function, reference, inputs, differentiated, path, 
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
-def _call(operation, inputs):
-    """backends' function of `operation` on `inputs` (numpy), as training or inference calls it: torch's
-    products without a gradient (`dense_inference`) under `torch.no_grad`, the others with every input
-    requiring a gradient."""
+def _call(operation, inputs, function=None):
+    """backends' function of `operation` (or `function`) on `inputs` (numpy), as training or inference calls
+    it: torch's products without a gradient (`dense_inference`) under `torch.no_grad`, the others with every
+    input requiring a gradient."""
     tensors = [keras.ops.convert_to_tensor(a) for a in inputs]
-    function = backends.dense if operation.startswith("dense") else backends.attention
+    function = function or (backends.dense if operation.startswith("dense") else backends.attention)
     if BACKEND != "torch":
         return function(*tensors)
     import torch
@@ -187,6 +187,37 @@ def test_every_dense_path_without_a_gradient_equals_the_keras_ops_product(path, 
     np.testing.assert_allclose(ours, to_numpy(_dense_reference(*inputs)), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("path", _forced_cases("dense_inference") or [None])
+def test_dense_gelu_is_the_exact_gelu_of_the_keras_ops_product_at_inference_and_in_training(path, monkeypatch):
+    """`backends.dense_gelu` against keras.ops' exact GELU of the keras.ops product: its values at inference,
+    and in training its values and the gradients of the input, kernel and bias. On torch at inference through
+    oneDNN it is one product with the GELU in its epilogue (`torch_ops.onednn_dense_gelu`), in training never."""
+    inputs = _dense_inputs(16, 24)
+
+    def reference(x, kernel, bias):
+        return keras.ops.gelu(_dense_reference(x, kernel, bias), approximate=False)
+
+    calls = []
+    if BACKEND == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        fused = torch_ops.onednn_dense_gelu
+        monkeypatch.setattr(torch_ops, "onednn_dense_gelu", lambda *a: calls.append("fused") or fused(*a))
+    forced = {} if path is None else {"dense_inference": path}
+    with cpu_paths.forced(**forced):
+        ours = to_numpy(_call("dense_inference", inputs, backends.dense_gelu))
+    np.testing.assert_allclose(ours, to_numpy(reference(*inputs)), rtol=1e-5, atol=1e-5)
+    assert calls == (["fused"] if path == "onednn" else [])
+
+    upstream = np.random.RandomState(9).normal(size=ours.shape).astype("float32")
+    with cpu_paths.forced(**forced):
+        ours, ours_grads = value_and_input_gradients(backends.dense_gelu, inputs, upstream, (0, 1, 2))
+    expected, expected_grads = value_and_input_gradients(reference, inputs, upstream, (0, 1, 2))
+    for a, b in zip([ours, *ours_grads], [expected, *expected_grads], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert calls == (["fused"] if path == "onednn" else [])  # none more in training
+
+
 @pytest.mark.parametrize("path", _forced_cases("attention"))
 @pytest.mark.parametrize("rows", [5, 1])  # every query row, and the [CLS] row alone (`output_range=1`)
 def test_every_attention_path_equals_the_keras_ops_attention_in_values_and_gradients(path, rows):
@@ -206,7 +237,7 @@ def _path_functions():
         return {("dense", "onednn"): (torch_ops, "onednn_dense"), ("dense", "blas"): (torch_ops, "blas_dense"),
                 ("dense_inference", "onednn"): (torch_ops, "onednn_dense"),
                 ("dense_inference", "blas"): (torch_ops, "blas_dense"),
-                ("attention", "fused"): (ops, "dot_product_attention"),
+                ("attention", "fused"): (torch_ops, "scaled_dot_product_attention"),
                 ("attention", "explicit"): (torch_ops, "attention_logits")}
     if BACKEND == "tensorflow":
         from keras_bert_impl.backends import tf_ops

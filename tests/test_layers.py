@@ -170,17 +170,17 @@ def _torch_devices():
     return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
-def test_torch_fused_attention_with_dropout_drops_probabilities_and_rescales_the_rest():
-    """`torch_ops.attention_with_dropout` (the CUDA training path): at rate 0 it is softmax(q k^T / sqrt(d) +
-    bias) v; at rate 0.5, with v the identity over keys, each output is a probability times 2 or 0, half of
+def test_torch_sdpa_at_rate_0_is_the_attention_formula_and_at_rate_half_drops_half_and_rescales():
+    """`torch_ops.scaled_dot_product_attention` (torch's attention at inference, and in training on a CUDA GPU):
+    at rate 0 it is softmax(q k^T / sqrt(d) + bias) v; at rate 0.5, with v the identity over keys, each output is a probability times 2 or 0, half of
     them 0. On every device torch has here."""
     if keras.backend.backend() != "torch":
         pytest.skip("backends/torch_ops: the torch backend's fast path")
     for device in _torch_devices():
-        _check_attention_with_dropout(device)
+        _check_scaled_dot_product_attention(device)
 
 
-def _check_attention_with_dropout(device):
+def _check_scaled_dot_product_attention(device):
     import torch
 
     from keras_bert_impl.backends import torch_ops
@@ -194,9 +194,9 @@ def _check_attention_with_dropout(device):
     bias = torch.tensor(to_numpy(attention_bias_from_padding_mask(mask)), device=device)  # [B, 1, 1, T]
     probs = torch.softmax(torch_ops.attention_logits(k, q / np.sqrt(8.0)) + bias, -1)  # [B, A, R, T]
     expected = probs.permute(0, 2, 1, 3)  # [B, R, A, T]: the context over one-hot values
-    torch.testing.assert_close(torch_ops.attention_with_dropout(q, k, v, bias, 0.0), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch_ops.scaled_dot_product_attention(q, k, v, bias, 0.0), expected, atol=1e-5, rtol=1e-5)
     torch.manual_seed(0)
-    dropped = torch.cat([torch_ops.attention_with_dropout(q, k, v, bias, 0.5) for _ in range(50)])
+    dropped = torch.cat([torch_ops.scaled_dot_product_attention(q, k, v, bias, 0.5) for _ in range(50)])
     reference = expected.repeat(50, 1, 1, 1)
     kept = dropped != 0
     torch.testing.assert_close(dropped[kept], 2 * reference[kept], atol=1e-5, rtol=1e-5)
@@ -204,8 +204,9 @@ def _check_attention_with_dropout(device):
 
 
 def test_torch_attention_layer_in_training_takes_the_fused_dropout_path_where_it_applies(monkeypatch):
-    """BertSelfAttention in training calls `torch_ops.attention_with_dropout` where it applies (a CUDA GPU;
-    forced here on the CPU) with the layer's rate, and its output and gradients are those of that kernel."""
+    """BertSelfAttention in training calls `torch_ops.scaled_dot_product_attention` where it applies (a CUDA GPU;
+    forced here on the CPU) with the layer's rate, and its output and gradients are those of that kernel; at
+    inference it calls the same kernel at rate 0."""
     if keras.backend.backend() != "torch":
         pytest.skip("backends/torch_ops: the torch backend's fast path")
     import torch
@@ -213,14 +214,14 @@ def test_torch_attention_layer_in_training_takes_the_fused_dropout_path_where_it
     from keras_bert_impl.backends import torch_ops
 
     calls = []
-    fused = torch_ops.attention_with_dropout
+    fused = torch_ops.scaled_dot_product_attention
 
     def recorded(q, k, v, bias, rate):
         calls.append(rate)
         return fused(q, k, v, bias, rate)
 
     monkeypatch.setattr(torch_ops, "fused_dropout_attention_applies", lambda q: True)
-    monkeypatch.setattr(torch_ops, "attention_with_dropout", recorded)
+    monkeypatch.setattr(torch_ops, "scaled_dot_product_attention", recorded)
     layer = BertSelfAttention(hidden_size=8, num_heads=2, dropout=0.25)
     x = torch.tensor(_random_hidden(), requires_grad=True)
     bias = attention_bias_from_padding_mask(PADDING_MASK)
@@ -233,6 +234,7 @@ def test_torch_attention_layer_in_training_takes_the_fused_dropout_path_where_it
     out.sum().backward()
     assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
     assert calls == [0.25] and not torch.equal(layer(x, bias, training=False), out)
+    assert calls == [0.25, 0.0]  # inference: the same kernel without dropout
 
 
 @pytest.mark.parametrize("hidden_act, reference", [("gelu", numpy_bert.gelu), ("gelu_new", numpy_bert.gelu_tanh)])

@@ -9,12 +9,13 @@ path. Why each path is faster, with the measurements and their commands, is in d
 | operation | function | fast paths |
 | --- | --- | --- |
 | dense product x @ kernel + bias | `dense` | torch: float32 on an x86-64 CPU, oneDNN's products (`torch_ops.onednn_dense`), MKL's `addmm` without a recorded gradient on AVX2 (`torch_ops.blas_dense`); TensorFlow: float32 on a machine without GPUs or TPUs, the input's gradient reading the kernel's transpose written out (`tf_ops.dense_with_transposed_gradient`) |
+| exact GELU of a dense product | `dense_gelu` | torch: `dense`'s oneDNN product without a recorded gradient, the GELU in its epilogue (`torch_ops.onednn_dense_gelu`) |
 | x @ matrix^T (the masked-LM head's tied vocabulary product) | `dense_transposed` | torch: `dense`'s |
 | bfloat16 product with a float32 result | `float32_epilogue`, `einsum_float32_result` | JAX's CPU: XLA's dot asked for a float32 result; TensorFlow at inference |
 | the dense layers' path | `dense_runs_over_rows` | torch in every dtype, float32 everywhere |
 | exact GELU | `gelu` | JAX: the erf form (`jax_ops.gelu`); TensorFlow: its derivative written out (`tf_ops.gelu`) |
 | dropout | `dropout` | torch: its mask from float32 uniforms on the CPU, CUDA's kernel on a GPU (`torch_ops.dropout`); JAX's CPU in one process: the original threefry layout (`jax_ops.unpartitioned_threefry`) |
-| scaled dot-product attention | `attention`, `fused_attention_applies` | torch: SDPA, and SDPA with its dropout on a CUDA GPU, the products as `torch.matmul` elsewhere; JAX on a CUDA GPU without dropout in bfloat16 or float16: cuDNN's fused attention (`jax_ops.dot_product_attention`); JAX off its CPU otherwise: the fused op; JAX's CPU: the probabilities kept out of the next dot's fusion |
+| scaled dot-product attention | `attention`, `fused_attention_applies` | torch: SDPA over the inputs' views, and SDPA with its dropout on a CUDA GPU, the products as `torch.matmul` elsewhere; JAX on a CUDA GPU without dropout in bfloat16 or float16: cuDNN's fused attention (`jax_ops.dot_product_attention`); JAX off its CPU otherwise: the fused op; JAX's CPU: the probabilities kept out of the next dot's fusion |
 | the first rows of a sequence and the rest | `split_rows` | TensorFlow: `tf.split` for any length (`tf_ops.split_rows`) |
 | an encoder block asked for two parts of its rows | `computes_whole_then_splits` | torch outside training: the block once, sliced |
 | global-norm gradient clipping | `clip_by_global_norm` | torch: `torch._foreach_norm` (`torch_adamw`) |
@@ -113,6 +114,28 @@ def dense(x, kernel, bias=None):
         return tf_ops.matmul_dense(x, kernel, bias)
     y = over_rows(ops.matmul, x, kernel, 1)  # [..., O]
     return y if bias is None else ops.add(y, bias)
+
+
+def dense_gelu(x, kernel, bias=None):
+    """Exact GELU of x @ kernel + bias (`gelu(dense(x, kernel, bias))`): the intermediate layer's product.
+
+    torch at inference (no gradient recorded) where `dense` takes oneDNN's product: one oneDNN product with
+    the GELU in its epilogue (`torch_ops.onednn_dense_gelu`); elsewhere `dense`, then `gelu`.
+
+    Examples:
+
+    >>> y = dense_gelu(keras.ops.ones((2, 3, 4)), keras.ops.ones((4, 5)) / 4.0)
+    >>> tuple(y.shape), round(float(y[0, 0, 0]), 4)
+    ((2, 3, 5), 0.8413)
+    """
+    if keras.backend.backend() == "torch":
+        from keras_bert_impl.backends import torch_ops
+
+        kernel, bias = ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias)
+        if (torch_ops.onednn_dense_applies(x, kernel, bias) and not torch_ops.records_gradient(x, kernel, bias)
+                and cpu_paths.path("torch", "dense_inference") == "onednn"):
+            return torch_ops.onednn_dense_gelu(x, kernel, bias)
+    return gelu(dense(x, kernel, bias))
 
 
 def dense_transposed(x, matrix):
@@ -244,8 +267,8 @@ def dropout(x, rate, keras_dropout):
 
 # --------------------------------------------------------------------------------------------- attention
 def fused_attention_applies(q):
-    """Whether attention without dropout on the probabilities calls `keras.ops.dot_product_attention` for
-    queries `q`: where it runs as one fused kernel off the CPU (torch on a CUDA GPU: SDPA; JAX off its CPU),
+    """Whether attention without dropout on the probabilities runs as one fused kernel for queries `q`
+    (torch: SDPA; elsewhere `keras.ops.dot_product_attention`): off the CPU (torch on a CUDA GPU; JAX off its CPU),
     and elsewhere where `cpu_paths` chooses "fused" (torch's CPU: SDPA's CPU kernel, on both kinds of CPU).
 
     Elsewhere `dot_product_attention` is a composition of the same products and softmax: TensorFlow's (on
@@ -275,9 +298,10 @@ def attention(q, k, v, bias, dropout=None, training=None):
         training: passed to `dropout`.
 
     The paths: with dropout on a CUDA GPU (torch) one SDPA kernel that applies it
-    (`torch_ops.attention_with_dropout`); without dropout on a CUDA GPU under JAX in bfloat16 or float16,
+    (`torch_ops.scaled_dot_product_attention`); without dropout on a CUDA GPU under JAX in bfloat16 or float16,
     cuDNN's fused attention (`jax_ops.cudnn_attention_applies`; `jax.nn.dot_product_attention` takes no
-    dropout); without dropout, where `fused_attention_applies`, `keras.ops.dot_product_attention`; else the
+    dropout); without dropout, where `fused_attention_applies`, one SDPA kernel over the inputs' views on
+    torch (`torch_ops.scaled_dot_product_attention`), `keras.ops.dot_product_attention` elsewhere; else the
     queries scaled (before the product: [B, R, A, d] is half as many numbers as the logits at R = T), the
     product with the keys, softmax in float32 (for mixed precision), dropout, the product with the values
     (the "explicit" path of `cpu_paths`); on torch the products are
@@ -295,13 +319,17 @@ def attention(q, k, v, bias, dropout=None, training=None):
         from keras_bert_impl.backends import torch_ops
 
         if torch_ops.fused_dropout_attention_applies(q):
-            return torch_ops.attention_with_dropout(q, k, v, bias, dropout.rate)
+            return torch_ops.scaled_dot_product_attention(q, k, v, bias, dropout.rate)
     if dropout is None and backend == "jax":
         from keras_bert_impl.backends import jax_ops
 
         if jax_ops.cudnn_attention_applies(q):
             return jax_ops.dot_product_attention(q, k, v, bias, implementation="cudnn")  # [B, R, A, d]
     if dropout is None and fused_attention_applies(q):
+        if backend == "torch":
+            from keras_bert_impl.backends import torch_ops
+
+            return torch_ops.scaled_dot_product_attention(q, k, v, bias, 0.0)  # [B, R, A, d]
         return ops.dot_product_attention(q, k, v, bias=bias)  # [B, R, A, d]
     q = q * ops.cast(1.0 / math.sqrt(q.shape[-1]), q.dtype)
     logits = _attention_logits(k, q) + bias  # [B, A, R, T]

@@ -1,5 +1,6 @@
-"""The PyTorch backend's fast paths for BERT's layers: the dense products, dropout, the two products of
-attention, and attention with its dropout in one kernel on a GPU; and the states of torch's generators.
+"""The PyTorch backend's fast paths for BERT's layers: the dense products (at inference with the GELU in
+the product's epilogue), dropout, the two products of attention, and attention in one SDPA kernel; and the
+states of torch's generators.
 
 PyTorch by nature: `keras_bert_impl.backends` imports this module only when KERAS_BACKEND is torch. Each
 function computes what its keras.ops counterpart computes; the tests check each against it.
@@ -27,6 +28,14 @@ def onednn_dense(x, kernel, bias=None):
     docs/performance.md (`benchmarks/torch_dense_paths.py`).
     """
     y = _OneDNNDense.apply(x.reshape(-1, x.shape[-1]), kernel, bias)  # [N, O]
+    return y.reshape(*x.shape[:-1], kernel.shape[-1])
+
+
+def onednn_dense_gelu(x, kernel, bias=None):
+    """Exact GELU of x @ kernel + bias in one oneDNN product, the GELU (erf form) in its epilogue: for
+    inference (no gradient). The same numbers as `onednn_dense` followed by torch's exact GELU, without a
+    pass over the [rows, O] product (tests/test_layers.py)."""
+    y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, x.shape[-1]), kernel.t(), bias, "gelu", [], "none")  # [N, O]
     return y.reshape(*x.shape[:-1], kernel.shape[-1])
 
 
@@ -121,9 +130,10 @@ def fused_dropout_attention_applies(q):
     return q.is_cuda
 
 
-def attention_with_dropout(q, k, v, bias, rate):
-    """dropout(softmax(q k^T / sqrt(d) + bias), rate) v in one `scaled_dot_product_attention` call, which
-    draws its dropout mask from torch's default generator of q's device: [B, R, A, d] from q [B, R, A, d],
+def scaled_dot_product_attention(q, k, v, bias, rate=0.0):
+    """dropout(softmax(q k^T / sqrt(d) + bias), rate) v in one `scaled_dot_product_attention` call over the
+    inputs' [B, A, ., d] views (no copies; `keras.ops.dot_product_attention` makes each contiguous first),
+    which draws a dropout mask from torch's default generator of q's device: [B, R, A, d] from q [B, R, A, d],
     k and v [B, T, A, d] and an additive bias [B, 1, 1 or R, T] of q's dtype."""
     context = torch.nn.functional.scaled_dot_product_attention(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=bias, dropout_p=rate)  # [B, A, R, d]

@@ -17,7 +17,8 @@ compute dtype as every Keras layer does. Elsewhere the layers compute what Keras
     broadcasting the kernel, whose kernel gradient is one product per example summed over the batch; on
     JAX, XLA's CPU compiles a 2D product and its gradients to faster dots than a product over the 3D input.
   - `backends.dense` itself picks the backend's fastest product (oneDNN on torch, a kernel transpose
-    written out for TensorFlow's input gradient).
+    written out for TensorFlow's input gradient); with the exact GELU of `layers.activations`,
+    `backends.dense_gelu` computes both (on torch at inference, in one oneDNN product).
 Weights, names and configs are Keras' own, so checkpoints and `get_config` are those of Keras' layers.
 """
 
@@ -25,6 +26,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl import backends
+from keras_bert_impl.layers import activations
 
 
 def _project_with_float32_epilogue(layer, equation, inputs, contracted_axes=None):
@@ -98,6 +100,8 @@ class BertDense(keras.layers.Dense):
         if backends.float32_epilogue(self.compute_dtype, training):
             return _project_with_float32_epilogue(self, "...i,io->...o", inputs, contracted_axes=1)
         if backends.dense_runs_over_rows(self.compute_dtype):
+            if self.activation is activations.gelu:  # the intermediate layer of a "gelu" checkpoint
+                return backends.dense_gelu(inputs, self.kernel, self.bias)
             x = backends.dense(inputs, self.kernel, self.bias)
             return x if self.activation is None else self.activation(x)
         return super().call(inputs, training=training)

@@ -34,3 +34,10 @@ class BertDropout(keras.layers.Dropout):
         if training and 0 < self.rate < 1 and self.seed is None and self.noise_shape is None:
             return backends.dropout(inputs, self.rate, lambda: super(BertDropout, self).call(inputs, training=training))
         return super().call(inputs, training=training)
+
+
+def dropout_in_training(layer, inputs, training):
+    """`layer(inputs, training=training)` in training, else `inputs` itself: what a Dropout layer returns
+    outside training, without the layer call (about 0.1 ms of Python on torch; a 6-layer encoder's forward
+    makes 13 of them)."""
+    return layer(inputs, training=training) if training else inputs

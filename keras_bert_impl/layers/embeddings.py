@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.dropout import BertDropout, dropout_in_training
 from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
@@ -99,7 +99,7 @@ class BertEmbeddings(keras.layers.Layer):
         x = x + self.token_type_embeddings(segment_ids)
         x = x + ops.expand_dims(self.position_embeddings(positions), 0)
         x = self.layer_norm(x)
-        return self.dropout_layer(x, training=training)
+        return dropout_in_training(self.dropout_layer, x, training)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_size,)

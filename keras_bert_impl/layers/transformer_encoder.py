@@ -7,7 +7,7 @@ from keras_bert_impl.layers.activations import get_activation
 from keras_bert_impl.layers.attention import BertSelfAttention
 from keras_bert_impl.layers.initializers import truncated_normal
 from keras_bert_impl.layers.dense import BertDense
-from keras_bert_impl.layers.dropout import BertDropout
+from keras_bert_impl.layers.dropout import BertDropout, dropout_in_training
 from keras_bert_impl.layers.layer_arguments import arguments_config, keep_arguments
 
 
@@ -109,12 +109,12 @@ class BertEncoderBlock(keras.layers.Layer):
 
     def _feed_forward(self, residual, attention_output, training):
         """The block's output [B, R, H] from the rows' input `residual` and their attention output."""
-        attention_output = self.attention_dropout_layer(attention_output, training=training)
+        attention_output = dropout_in_training(self.attention_dropout_layer, attention_output, training)
         attention_output = self.attention_layer_norm(residual + attention_output)
 
         intermediate = self.intermediate_dense(attention_output)
         layer_output = self.output_dense(intermediate)
-        layer_output = self.output_dropout(layer_output, training=training)
+        layer_output = dropout_in_training(self.output_dropout, layer_output, training)
         return self.output_layer_norm(attention_output + layer_output)
 
     def compute_output_spec(self, hidden_states, attention_bias, training=None, output_range=None, split_at=None):
