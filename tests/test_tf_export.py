@@ -13,7 +13,7 @@ strings equal the Keras models' own and the recipes':
 * a SQuAD v2.0 span QA model: the SavedModel's answers and has_answer are those of recipes/run_squad.py's
   predictions.json (the n-best candidate rule, the null-score threshold, the answer text).
 
-All models are exported in two TensorFlow processes and served in two more (one module fixture, `served`):
+All models are exported in one TensorFlow process and served in one more (one module fixture, `served`):
 starting TensorFlow and tracing are most of an export's time.
 """
 
@@ -108,7 +108,7 @@ def _run_together(*commands):
         return list(pool.map(lambda command: _run(*command), commands))
 
 
-def _serve(jobs, processes=2):
+def _serve(jobs, processes=1):
     """The outputs of tests/serve_saved_model.py's jobs ([export_dir, signature, inputs]), in order, served by
     `processes` processes at once, each loading its share of the export directories."""
     directories = list(dict.fromkeys(export_dir for export_dir, _, _ in jobs))
@@ -436,15 +436,15 @@ def served(minilm_path, tmp_path_factory):
          f"--max_seq_length={SQUAD_FLAGS['max_seq_length']}", f"--null_score_diff_threshold={threshold}",
          f"--n_best_size={SQUAD_FLAGS['n_best_size']}", f"--max_answer_length={SQUAD_FLAGS['max_answer_length']}"],
     ]
-    # Every export through the recipe's main(), half of them in each of two TensorFlow processes; beside them, the
-    # recipe's SQuAD predictions, under this backend, from the saved directory.
+    # Every export through the recipe's main(), in one TensorFlow process (a second would start TensorFlow and
+    # build the tokenizer's tables again: CPU time, on a CI machine whose other core runs other tests);
+    # beside it, the recipe's SQuAD predictions, under this backend, from the saved directory.
     script = ("import importlib.util, json, sys\n"
               f"spec = importlib.util.spec_from_file_location('export_recipe', {EXPORT_RECIPE!r})\n"
               "recipe = importlib.util.module_from_spec(spec); spec.loader.exec_module(recipe)\n"
               "for argv in json.loads(sys.argv[1]): recipe.main(argv)")
     _run_together(
-        (["-c", script, json.dumps(exports[0::2])], "tensorflow"),
-        (["-c", script, json.dumps(exports[1::2])], "tensorflow"),
+        (["-c", script, json.dumps(exports)], "tensorflow"),
         ([SQUAD_RECIPE, "--do_predict", f"--predict_file={predict_file}", f"--init_checkpoint={root / 'qa'}",
           f"--output_dir={root / 'squad_out'}", "--version_2_with_negative",
           f"--null_score_diff_threshold={threshold}", "--predict_batch_size=4", "--verbose=0",

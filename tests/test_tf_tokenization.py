@@ -9,6 +9,10 @@ import pytest
 # TensorFlow by nature: deselected with -m "not tensorflow", skipped where TensorFlow is not installed.
 pytestmark = pytest.mark.tensorflow
 pytest.importorskip("tensorflow")
+# The tests of TFBertTokenizer and the in-graph windows alone compute with TensorFlow and tensorflow-text
+# whatever the Keras backend: they run once (`backend_independent`); those of BertTextPacker, a Keras layer,
+# under every backend.
+TENSORFLOW_ONLY = pytest.mark.backend_independent
 
 import tensorflow as tf
 
@@ -44,10 +48,12 @@ def _assert_same_as_python(python_tokenizer, graph_tokenizer, lines):
         assert list(zip(starts[i].numpy().tolist(), ends[i].numpy().tolist())) == offsets, repr(line)
 
 
+@TENSORFLOW_ONLY
 def test_mixed_corpus_same_ids_and_offsets(python_tokenizer, graph_tokenizer, corpus):
     _assert_same_as_python(python_tokenizer, graph_tokenizer, corpus)
 
 
+@TENSORFLOW_ONLY
 def test_hard_cases(python_tokenizer, graph_tokenizer):
     lines = [
         "ΟΔΟΣ ΟΔΟΣ. ΣΑΣ Σ ΑΣ\u200bΒ ΑΣ\x00 ΑΣ'Β ΑΣ.Β",  # Final sigma in and out of context.
@@ -61,6 +67,7 @@ def test_hard_cases(python_tokenizer, graph_tokenizer):
     _assert_same_as_python(python_tokenizer, graph_tokenizer, lines)
 
 
+@TENSORFLOW_ONLY
 def test_cased_vocabulary_in_graph(tmp_path, corpus):
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "Hello", "H", "##é", "##llo", "How", "##dy", "!", "ΟΔΟ", "##Σ", "ab"]
     (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
@@ -68,6 +75,7 @@ def test_cased_vocabulary_in_graph(tmp_path, corpus):
     _assert_same_as_python(python, TFBertTokenizer(python), ["Héllo HOWdy Howdy! ΟΔΟΣ a\u200bb"] + corpus[:80])
 
 
+@TENSORFLOW_ONLY
 @pytest.mark.parametrize("padding", ["longest", "max_length"])
 def test_packing_same_as_python(python_tokenizer, graph_tokenizer, corpus, padding):
     texts_a, texts_b = corpus[:30], corpus[30:60]
@@ -86,6 +94,7 @@ def test_packing_same_as_python(python_tokenizer, graph_tokenizer, corpus, paddi
                 np.testing.assert_array_equal(got[key].numpy(), value, err_msg=f"{key} {max_length} {padding}")
 
 
+@TENSORFLOW_ONLY
 def test_scalar_input_and_tf_function(python_tokenizer, graph_tokenizer):
     fn = tf.function(lambda s: graph_tokenizer(s, max_length=12, padding="max_length"))
     out = fn(tf.constant("Héllo wörld"))
@@ -94,6 +103,7 @@ def test_scalar_input_and_tf_function(python_tokenizer, graph_tokenizer):
     np.testing.assert_array_equal(out["token_ids"].numpy(), expected)
 
 
+@TENSORFLOW_ONLY
 def test_saved_model_round_trip(python_tokenizer, graph_tokenizer, corpus, tmp_path):
     module = tf.Module()
     module.tokenizer = graph_tokenizer
@@ -163,6 +173,7 @@ def test_packer_takes_a_pathlib_directory_as_it_takes_its_str(minilm_path):
                                   BertTextPacker(minilm_path, max_length=12)(texts)["token_ids"])
 
 
+@TENSORFLOW_ONLY
 def test_in_graph_doc_stride_windows_are_the_packers():
     """`tf_bert_tokenizer.doc_stride_windows` (the SavedModel's SQuAD windows) lays out, numbers and flags the
     windows as `packing.doc_stride_windows` (run_squad.py's), on random lengths, strides and empty documents."""
@@ -195,6 +206,7 @@ def test_in_graph_doc_stride_windows_are_the_packers():
         assert row == len(out["example_index"])
 
 
+@TENSORFLOW_ONLY
 def test_in_graph_text_windows_are_the_packers(python_tokenizer, graph_tokenizer):
     """`TFBertTokenizer.text_windows` (the SavedModel's pooled classification windows) equals
     `packing.pack_windows` (run_glue.py's --long_input=mean|max), an empty text one window too."""
