@@ -205,3 +205,27 @@ def test_jax_dense_products_and_their_gradients_are_two_dimensional_dots(dtype):
         dots = [eqn for eqn in jaxpr.eqns if eqn.primitive.name == "dot_general"]
         assert len(dots) == 3, (layer.name, len(dots))  # the product, the input's and the kernel's gradients
         assert all(var.aval.ndim == 2 for eqn in dots for var in eqn.invars), layer.name
+
+
+def test_an_exact_gelu_layer_computes_through_dense_gelu_built_and_revived_from_its_config(monkeypatch):
+    """A float32 BertDense of the exact GELU (ours, or Keras' that its config "gelu" revives as) computes through
+    `backends.dense_gelu` (on torch at inference, one oneDNN product), with the outputs of Keras' Dense."""
+    from keras_bert_impl import backends
+    from keras_bert_impl.layers.activations import gelu
+
+    calls = []
+    fused = backends.dense_gelu
+    monkeypatch.setattr(backends, "dense_gelu", lambda *a: calls.append(1) or fused(*a))
+    x = _x()
+    ours = BertDense(16, activation=gelu, bias_initializer="random_normal")
+    ours.build(x.shape)
+    revived = BertDense.from_config(ours.get_config())
+    revived.build(x.shape)
+    revived.set_weights(ours.get_weights())
+    assert revived.activation is keras.activations.gelu
+    reference = keras.layers.Dense(16, activation="gelu")
+    reference.build(x.shape)
+    reference.set_weights(ours.get_weights())
+    for layer in (ours, revived):
+        np.testing.assert_allclose(to_numpy(layer(x)), to_numpy(reference(x)), atol=1e-6)
+    assert len(calls) == 2

@@ -26,7 +26,7 @@ import keras
 from keras import ops
 
 from keras_bert_impl import backends
-from keras_bert_impl.layers import activations
+from keras_bert_impl.layers.activations import gelu
 
 
 def _project_with_float32_epilogue(layer, equation, inputs, contracted_axes=None):
@@ -73,6 +73,11 @@ def _einsum_as_one_matmul(layer, inputs):
     return x
 
 
+# The exact GELU as a layer holds it: ours (`layers.activations`), and Keras' own, which a layer's config
+# ("gelu") gives back when a `.keras` file is loaded.
+_EXACT_GELU = (gelu, keras.activations.gelu)
+
+
 def _uses_keras_call(layer):
     """Quantized or LoRA layers keep Keras' own call, which knows about them."""
     return bool(getattr(layer, "quantization_mode", None)) or bool(getattr(layer, "lora_enabled", False))
@@ -100,7 +105,7 @@ class BertDense(keras.layers.Dense):
         if backends.float32_epilogue(self.compute_dtype, training):
             return _project_with_float32_epilogue(self, "...i,io->...o", inputs, contracted_axes=1)
         if backends.dense_runs_over_rows(self.compute_dtype):
-            if self.activation is activations.gelu:  # the intermediate layer of a "gelu" checkpoint
+            if self.activation in _EXACT_GELU:  # the intermediate layer of a "gelu" checkpoint
                 return backends.dense_gelu(inputs, self.kernel, self.bias)
             x = backends.dense(inputs, self.kernel, self.bias)
             return x if self.activation is None else self.activation(x)
