@@ -99,10 +99,10 @@ def dense(x, kernel, bias=None):
         from keras_bert_impl.backends import torch_ops
 
         kernel, bias = ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias)
-        if torch_ops.onednn_dense_applies(x, kernel, bias):
-            operation = "dense" if torch_ops.records_gradient(x, kernel, bias) else "dense_inference"
-            if cpu_paths.path(backend, operation) == "onednn":
-                return torch_ops.onednn_dense(x, kernel, bias)
+        path = _torch_dense_path(x, kernel, bias)
+        if path == "onednn":
+            return torch_ops.onednn_dense(x, kernel, bias)
+        if path == "blas":
             return torch_ops.blas_dense(x, kernel, bias)
         return torch_ops.matmul_dense(x, kernel, bias)
     if backend == "tensorflow":
@@ -132,10 +132,20 @@ def dense_gelu(x, kernel, bias=None):
         from keras_bert_impl.backends import torch_ops
 
         kernel, bias = ops.convert_to_tensor(kernel), None if bias is None else ops.convert_to_tensor(bias)
-        if (torch_ops.onednn_dense_applies(x, kernel, bias) and not torch_ops.records_gradient(x, kernel, bias)
-                and cpu_paths.path("torch", "dense_inference") == "onednn"):
+        if not torch_ops.records_gradient(x, kernel, bias) and _torch_dense_path(x, kernel, bias) == "onednn":
             return torch_ops.onednn_dense_gelu(x, kernel, bias)
     return gelu(dense(x, kernel, bias))
+
+
+def _torch_dense_path(x, kernel, bias):
+    """torch's product of these tensors: "onednn" or "blas", the path `cpu_paths` chooses for float32 on an
+    x86-64 CPU (`dense` where a gradient is recorded, `dense_inference` where none is); else None
+    (`torch.matmul`)."""
+    from keras_bert_impl.backends import torch_ops
+
+    if not torch_ops.onednn_dense_applies(x, kernel, bias):
+        return None
+    return cpu_paths.path("torch", "dense" if torch_ops.records_gradient(x, kernel, bias) else "dense_inference")
 
 
 def dense_transposed(x, matrix):
