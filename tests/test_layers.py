@@ -171,9 +171,9 @@ def _torch_devices():
 
 
 def test_torch_sdpa_at_rate_0_is_the_attention_formula_and_at_rate_half_drops_half_and_rescales():
-    """`torch_ops.scaled_dot_product_attention` (torch's attention at inference, and in training on a CUDA GPU):
-    at rate 0 it is softmax(q k^T / sqrt(d) + bias) v; at rate 0.5, with v the identity over keys, each output is a probability times 2 or 0, half of
-    them 0. On every device torch has here."""
+    """`torch_ops.scaled_dot_product_attention` (torch's attention at inference, and in training on a CUDA
+    GPU): at rate 0 it is softmax(q k^T / sqrt(d) + bias) v; at rate 0.5, with v the identity over keys, each
+    output is a probability times 2 or 0, half of them 0. On every device torch has here."""
     if keras.backend.backend() != "torch":
         pytest.skip("backends/torch_ops: the torch backend's fast path")
     for device in _torch_devices():
@@ -194,7 +194,8 @@ def _check_scaled_dot_product_attention(device):
     bias = torch.tensor(to_numpy(attention_bias_from_padding_mask(mask)), device=device)  # [B, 1, 1, T]
     probs = torch.softmax(torch_ops.attention_logits(k, q / np.sqrt(8.0)) + bias, -1)  # [B, A, R, T]
     expected = probs.permute(0, 2, 1, 3)  # [B, R, A, T]: the context over one-hot values
-    torch.testing.assert_close(torch_ops.scaled_dot_product_attention(q, k, v, bias, 0.0), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch_ops.scaled_dot_product_attention(q, k, v, bias, 0.0), expected, atol=1e-5,
+                               rtol=1e-5)
     torch.manual_seed(0)
     dropped = torch.cat([torch_ops.scaled_dot_product_attention(q, k, v, bias, 0.5) for _ in range(50)])
     reference = expected.repeat(50, 1, 1, 1)
@@ -204,9 +205,9 @@ def _check_scaled_dot_product_attention(device):
 
 
 def test_torch_attention_layer_in_training_takes_the_fused_dropout_path_where_it_applies(monkeypatch):
-    """BertSelfAttention in training calls `torch_ops.scaled_dot_product_attention` where it applies (a CUDA GPU;
-    forced here on the CPU) with the layer's rate, and its output and gradients are those of that kernel; at
-    inference it calls the same kernel at rate 0."""
+    """BertSelfAttention in training calls `torch_ops.scaled_dot_product_attention` where it applies (a CUDA
+    GPU; forced here on the CPU) with the layer's rate, and its output and gradients are those of that
+    kernel; at inference it calls the same kernel at rate 0."""
     if keras.backend.backend() != "torch":
         pytest.skip("backends/torch_ops: the torch backend's fast path")
     import torch
