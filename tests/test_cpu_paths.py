@@ -144,10 +144,10 @@ def _forced_cases(operation):
 
 
 def _check_against_reference(function, reference, inputs, differentiated, path, operation):
-    """`function` under the forced path, its gradient recorded: its values and the gradients of the
-    `differentiated` inputs equal `reference`'s (the keras.ops path) to float32 rounding."""
+    """`function` under the forced path (None: the path chosen), its gradient recorded: its values and the
+    gradients of the `differentiated` inputs equal `reference`'s (the keras.ops path) to float32 rounding."""
     upstream = np.random.RandomState(9).normal(size=to_numpy(reference(*inputs)).shape).astype("float32")
-    with cpu_paths.forced(**{operation: path}):
+    with cpu_paths.forced(**({} if path is None else {operation: path})):
         ours, ours_grads = value_and_input_gradients(function, inputs, upstream, differentiated)
     expected, expected_grads = value_and_input_gradients(reference, inputs, upstream, differentiated)
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
@@ -209,12 +209,7 @@ def test_dense_gelu_is_the_exact_gelu_of_the_keras_ops_product_at_inference_and_
     np.testing.assert_allclose(ours, to_numpy(reference(*inputs)), rtol=1e-5, atol=1e-5)
     assert calls == (["fused"] if path == "onednn" else [])
 
-    upstream = np.random.RandomState(9).normal(size=ours.shape).astype("float32")
-    with cpu_paths.forced(**forced):
-        ours, ours_grads = value_and_input_gradients(backends.dense_gelu, inputs, upstream, (0, 1, 2))
-    expected, expected_grads = value_and_input_gradients(reference, inputs, upstream, (0, 1, 2))
-    for a, b in zip([ours, *ours_grads], [expected, *expected_grads], strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    _check_against_reference(backends.dense_gelu, reference, inputs, (0, 1, 2), path, "dense_inference")
     assert calls == (["fused"] if path == "onednn" else [])  # none more in training
 
 

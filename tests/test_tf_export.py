@@ -108,19 +108,12 @@ def _run_together(*commands):
         return list(pool.map(lambda command: _run(*command), commands))
 
 
-def _serve(jobs, processes=1):
-    """The outputs of tests/serve_saved_model.py's jobs ([export_dir, signature, inputs]), in order, served by
-    `processes` processes at once, each loading its share of the export directories."""
-    directories = list(dict.fromkeys(export_dir for export_dir, _, _ in jobs))
-    shares = [[i for i, job in enumerate(jobs) if directories.index(job[0]) % processes == p] for p in range(processes)]
-    shares = [share for share in shares if share]
-    serve = os.path.join(REPO, "tests", "serve_saved_model.py")
-    outputs = _run_together(*[([serve, json.dumps([jobs[i] for i in share])], "tensorflow") for share in shares])
-    results = [None] * len(jobs)
-    for share, out in zip(shares, outputs):
-        served = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
-        for i, result in zip(share, served, strict=True):
-            results[i] = result
+def _serve(jobs):
+    """The outputs of tests/serve_saved_model.py's jobs ([export_dir, signature, inputs]), in order, served by one
+    process that loads each export directory once."""
+    out = _run([os.path.join(REPO, "tests", "serve_saved_model.py"), json.dumps(jobs)])
+    results = json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][len("RESULT "):])
+    assert len(results) == len(jobs)
     return results
 
 

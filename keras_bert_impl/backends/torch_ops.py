@@ -33,7 +33,7 @@ def onednn_dense(x, kernel, bias=None):
 
 def onednn_dense_gelu(x, kernel, bias=None):
     """Exact GELU of x @ kernel + bias in one oneDNN product, the GELU (erf form) in its epilogue: for
-    inference (no gradient). The same numbers as `onednn_dense` followed by torch's exact GELU, without a
+    inference (no gradient). `onednn_dense` followed by torch's exact GELU to float32 rounding, without a
     pass over the [rows, O] product (tests/test_cpu_paths.py)."""
     y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, x.shape[-1]), kernel.t(), bias, "gelu", [], "none")  # [N, O]
     return y.reshape(*x.shape[:-1], kernel.shape[-1])
